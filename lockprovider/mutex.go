@@ -1,0 +1,101 @@
+package lockprovider
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Mutex is an exclusive lock on one name. At most one lease on it is live
+// at a time (as long as Redis keeps its data).
+type Mutex struct {
+	r          *Redis
+	name       string
+	err        error
+	lock, cntr string
+}
+
+var _ Locker = (*Mutex)(nil)
+
+// Mutex returns the mutex named name. An invalid name makes every call
+// return an error wrapping ErrInvalidName.
+func (r *Redis) Mutex(name string) *Mutex {
+	return &Mutex{r: r, name: name, err: checkName(name), lock: r.key(name, "lock"), cntr: r.key(name, "fence")}
+}
+
+// TryAcquire takes the mutex if it is free, in one round trip. It returns
+// ErrNotAcquired when someone else holds it. If the call fails without an
+// answer, the lock may have been taken with our token; TryAcquire then
+// releases it before returning the error.
+func (m *Mutex) TryAcquire(ctx context.Context, ttl time.Duration) (*Lease, error) {
+	tok := newToken()
+	l, err := m.acquire(ctx, tok, ttl)
+	if err != nil && !isNotAcquired(err) && m.err == nil {
+		cleanup(func(ctx context.Context) error { return m.release(ctx, tok) })
+	}
+	return l, err
+}
+
+// Acquire takes the mutex, retrying as retry says until ctx is done. All
+// attempts use one owner token, so an attempt that timed out after taking the
+// lock is recognised by the next one instead of locking us out.
+func (m *Mutex) Acquire(ctx context.Context, ttl time.Duration, retry RetryStrategy) (*Lease, error) {
+	tok := newToken()
+	uncertain := false // an attempt failed without a clear answer
+	l, err := retryLoop(ctx, m.name, retry, func(ctx context.Context) (*Lease, error) {
+		l, err := m.acquire(ctx, tok, ttl)
+		uncertain = uncertain || (err != nil && !isNotAcquired(err))
+		return l, err
+	})
+	if err != nil && uncertain && m.err == nil {
+		cleanup(func(ctx context.Context) error { return m.release(ctx, tok) })
+	}
+	return l, err
+}
+
+func (m *Mutex) acquire(ctx context.Context, tok string, ttl time.Duration) (*Lease, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	if err := checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	sent := time.Now()
+	res, err := ints(mutexAcquire.Run(ctx, m.r.client, []string{m.lock, m.cntr},
+		tok, ms(ttl), ms(m.r.cfg.fenceRetention)).Result())
+	if err != nil {
+		return nil, fmt.Errorf("lockprovider: acquire %q: %w", m.name, err)
+	}
+	if res[0] != 1 {
+		return nil, ErrNotAcquired
+	}
+	return NewLease(m, m.name, tok, res[1], ttl, sent), nil
+}
+
+// RefreshLease implements LeaseStore.
+func (m *Mutex) RefreshLease(ctx context.Context, l *Lease) error {
+	ok, err := mutexRefresh.Run(ctx, m.r.client, []string{m.lock}, l.token, ms(l.ttl)).Int()
+	if err != nil {
+		return fmt.Errorf("lockprovider: refresh %q: %w", m.name, err)
+	}
+	if ok != 1 {
+		return lostf("%q is no longer held by this lease", m.name)
+	}
+	return nil
+}
+
+// ReleaseLease implements LeaseStore.
+func (m *Mutex) ReleaseLease(ctx context.Context, l *Lease) error { return m.release(ctx, l.token) }
+
+func (m *Mutex) release(ctx context.Context, tok string) error {
+	ok, err := mutexRelease.Run(ctx, m.r.client, []string{m.lock}, tok).Int()
+	if err != nil {
+		return fmt.Errorf("lockprovider: release %q: %w", m.name, err)
+	}
+	if ok != 1 {
+		return lostf("%q was no longer held by this lease", m.name)
+	}
+	return nil
+}
+
+func isNotAcquired(err error) bool { return err == ErrNotAcquired }
