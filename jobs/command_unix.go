@@ -1,0 +1,275 @@
+//go:build unix
+
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// run starts argv (argv[0] is the resolved path) with env and supervises it
+// until the end of the kill sequence described in the package documentation.
+func (c *Command) run(ctx context.Context, argv, env []string) error {
+	name := c.Args[0]
+	supervised := useSupervisor(ctx)
+
+	// The child's ends: stdin is /dev/null; stdout and stderr are pipes we
+	// read. The parent closes its copies of the child's ends once started.
+	var childEnds, ours []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			_ = f.Close()
+		}
+	}
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		return startError(name, err)
+	}
+	childEnds = append(childEnds, stdin)
+	pipe := func() (*os.File, error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		ours, childEnds = append(ours, r), append(childEnds, w)
+		return r, nil
+	}
+	outR, err := pipe()
+	if err == nil {
+		_, err = pipe() // stderr; read below as ours[1]
+	}
+	var reportR *os.File
+	if err == nil && supervised {
+		reportR, err = pipe() // the supervisor's fd 3
+	}
+	if err != nil {
+		closeAll(childEnds)
+		closeAll(ours)
+		return startError(name, err)
+	}
+	errR := ours[1]
+
+	path, args := argv[0], append([]string{name}, argv[1:]...)
+	if supervised {
+		args = append([]string{supervisorArg0, path}, args...)
+		path = selfExe
+		env = append(env, envSupervisor+"="+strconv.Itoa(os.Getpid()))
+	}
+	w := startWaiter(path, args, &os.ProcAttr{
+		Dir:   c.Dir,
+		Env:   env,
+		Files: childEnds,
+		Sys:   sysProcAttr(supervised),
+	})
+	startErr := <-w.started
+	closeAll(childEnds)
+	if startErr != nil {
+		closeAll(ours)
+		return startError(name, startErr)
+	}
+	pid := w.proc.Pid
+
+	// Read the output until every writer has closed it.
+	s := &streamer{ctx: ctx, out: Output(ctx), logger: Logger(ctx)}
+	var readers sync.WaitGroup
+	readers.Go(func() { s.copy(outR, "stdout") })
+	readers.Go(func() { s.copy(errR, "stderr") })
+	var report []byte // the supervisor's start error, if any
+	if supervised {
+		readers.Go(func() { report, _ = io.ReadAll(io.LimitReader(reportR, 4096)) })
+	}
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+
+	// Phase 1: until the leader (the program, or its supervisor) exits.
+	// On Linux the leader is not reaped before phase 3, so its pid still
+	// names the group and signalling -pid cannot reach anyone else.
+	grace := c.killGrace()
+	var (
+		stopped  bool // ctx was done before the leader exited
+		killTime <-chan time.Time
+		done     = ctx.Done()
+	)
+	timer := time.NewTimer(grace)
+	timer.Stop()
+	defer timer.Stop()
+wait:
+	for {
+		select {
+		case <-done:
+			done, stopped = nil, true
+			if supervised {
+				// The supervisor passes it on to the rest of the group.
+				signalPid(pid, syscall.SIGTERM)
+			} else {
+				signalPid(-pid, syscall.SIGTERM)
+			}
+			timer.Reset(grace)
+			killTime = timer.C
+		case <-killTime:
+			killTime = nil
+			signalPid(-pid, syscall.SIGKILL)
+		case <-w.exited:
+			break wait
+		}
+	}
+
+	// Phase 2: the leader is gone; whatever it left in its group is
+	// terminated too, so that a finished run leaves nothing behind doing its
+	// work. Wait for the output to close (everyone gone) or the grace. Not
+	// if the leader could not be waited for unreaped (someone else reaped
+	// it): its number may already name another group.
+	if canWaitNoReap && w.waitErr == nil {
+		if !stopped {
+			signalPid(-pid, syscall.SIGTERM)
+			timer.Reset(grace)
+			killTime = timer.C
+		}
+		if killTime != nil {
+			select {
+			case <-drained:
+			case <-killTime:
+			}
+		}
+		signalPid(-pid, syscall.SIGKILL)
+	}
+
+	// Phase 3: reap the leader, then stop reading if a process that left the
+	// group (setsid) still holds the pipes.
+	close(w.reap)
+	<-w.done
+	select {
+	case <-drained:
+	case <-time.After(drainWait):
+		closeAll(ours) // unblocks the readers
+		<-drained
+		Logger(ctx).WarnContext(ctx, "jobs: command output still held open by a process outside the job's process group; stopped reading",
+			"command", name)
+	}
+	closeAll(ours)
+
+	var exitErr error
+	switch {
+	case w.err != nil:
+		exitErr = fmt.Errorf("jobs: command %s: %w", name, w.err)
+	case !w.state.Success():
+		exitErr = newExitError(w.state)
+	}
+	if len(report) > 0 {
+		return startError(name, parseReport(argv[0], report))
+	}
+	if stopped {
+		cause := context.Cause(ctx)
+		if exitErr != nil {
+			return fmt.Errorf("jobs: command %s stopped (%w): %w", name, cause, exitErr)
+		}
+		return fmt.Errorf("jobs: command %s stopped: %w", name, cause)
+	}
+	return exitErr
+}
+
+// waiter owns a child process on one locked OS thread, from start to reap.
+type waiter struct {
+	started chan error    // receives nil or the start error, once
+	proc    *os.Process   // set before a nil is sent on started
+	exited  chan struct{} // closed when the leader has exited
+	reap    chan struct{} // closed by Run: the waiter may reap now
+	done    chan struct{} // closed once reaped; state and err are set
+	waitErr error         // set before exited is closed: waiting without reaping failed
+	state   *os.ProcessState
+	err     error
+}
+
+func startWaiter(path string, args []string, attr *os.ProcAttr) *waiter {
+	w := &waiter{
+		started: make(chan error, 1),
+		exited:  make(chan struct{}),
+		reap:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go func() {
+		// The parent-death signal is tied to the thread that forks the
+		// child, not to the process (go.dev/issue/27505): it fires when that
+		// thread exits. Go ends a thread only when a goroutine locked to it
+		// returns without unlocking. Locking this goroutine from before the
+		// fork until after the reap means no other goroutine ever runs on
+		// (and so can end) the forking thread while the child lives, and
+		// this one unlocks before returning. The thread would be blocked in
+		// wait anyway, so this costs nothing extra.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		p, err := os.StartProcess(path, args, attr)
+		if err != nil {
+			w.started <- err
+			return
+		}
+		w.proc = p
+		w.started <- nil
+		if testHookStarted != nil {
+			testHookStarted()
+		}
+		if canWaitNoReap {
+			w.waitErr = waitExited(p.Pid) // if it fails, Wait below says why
+			close(w.exited)
+			<-w.reap
+			w.state, w.err = p.Wait()
+		} else {
+			w.state, w.err = p.Wait()
+			close(w.exited)
+			<-w.reap
+		}
+		close(w.done)
+	}()
+	return w
+}
+
+// testHookStarted, when set by a test, runs on the waiter's goroutine
+// right after the program has started.
+var testHookStarted func()
+
+// signalPid sends sig to pid (a group when negative). The caller guarantees
+// the leader is not reaped yet, so the number cannot have been reused. ESRCH
+// (nobody left) is expected and ignored.
+func signalPid(pid int, sig syscall.Signal) { _ = syscall.Kill(pid, sig) }
+
+func newExitError(state *os.ProcessState) *ExitError {
+	e := &ExitError{Code: state.ExitCode(), Err: &exec.ExitError{ProcessState: state}}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Code, e.Signal = -1, ws.Signal().String()
+	}
+	return e
+}
+
+// startError wraps an error from starting a program. Running out of
+// processes, memory or descriptors may pass; anything else (no such file,
+// permission denied, not an executable, a bad Dir) will not, so it is
+// Permanent.
+func startError(name string, err error) error {
+	err = fmt.Errorf("jobs: command %s: %w", name, err)
+	for _, transient := range []error{syscall.EAGAIN, syscall.ENOMEM, syscall.EMFILE, syscall.ENFILE} {
+		if errors.Is(err, transient) {
+			return err
+		}
+	}
+	return Permanent(err)
+}
+
+// parseReport turns the supervisor's report ("<errno> <message>") back into
+// the error os.StartProcess would have returned without a supervisor.
+func parseReport(path string, report []byte) error {
+	num, msg, _ := strings.Cut(string(report), " ")
+	if n, err := strconv.Atoi(num); err == nil && n > 0 {
+		return &os.PathError{Op: "fork/exec", Path: path, Err: syscall.Errno(n)}
+	}
+	return errors.New(msg)
+}
