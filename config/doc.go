@@ -1,0 +1,246 @@
+// Package config loads a Solocron job table: the YAML file every replica of a
+// service reads, listing where runs are coordinated and which jobs run when.
+// It is the only package of Solocron that knows YAML; what it hands back is
+// plain Go (a File holding scheduler.Job values), and the jobs in it are
+// checked by the same validator Go API users get, scheduler.ValidateTable.
+//
+//	f, err := config.Load("solocron.yaml")
+//	if err != nil {
+//		fmt.Fprintln(os.Stderr, err) // every problem, one per line
+//		os.Exit(2)
+//	}
+//
+// A program that embeds Solocron and runs Go functions as jobs passes them
+// with WithFuncs; tests replace the environment with WithLookupEnv.
+//
+// # The file
+//
+// One YAML document holding a mapping with these keys. Every key not listed
+// here is an error, anywhere in the file.
+//
+//	replica_id: ""                  # optional
+//	store: {...}                    # optional: where runs are coordinated
+//	admin: {...}                    # optional: the admin HTTP server
+//	defaults: {...}                 # optional: values every job inherits
+//	jobs: [...]                     # required (may be empty)
+//
+// Top-level keys starting with "x-" are ignored; they are the place for YAML
+// anchors that jobs merge in (x-common: &common {timeout: 10m} ... <<: *common).
+//
+// replica_id names this replica in run records, logs and metrics. Leave it
+// out (or "") and the command line uses SOLOCRON_REPLICA_ID, --replica-id or
+// <hostname>-<pid>; the flag and the variable win over the file.
+//
+// jobs is required. An empty list (jobs: [], or jobs: with every entry
+// commented out) is valid: such a replica runs no jobs but serves the admin
+// API and the command line still works. An empty file, or one without a jobs
+// key, is an error, because it is far more often a wrong path or a half-
+// rendered template than a deliberate choice.
+//
+// # store
+//
+//	store:
+//	  url: redis://user:password@127.0.0.1:6379/0
+//	  mode: standalone
+//	  sentinel: {master: mymaster, addrs: ["127.0.0.1:26379"], username: "", password: ""}
+//	  cluster: {addrs: ["127.0.0.1:7000"]}
+//	  redlock: {urls: ["redis://a:6379", "redis://b:6379", "redis://c:6379"]}
+//	  tls: {ca_file: ca.pem, cert_file: client.pem, key_file: client.key, server_name: "", insecure_skip_verify: false}
+//	  key_prefix: solocron
+//	  max_clock_skew: 2s
+//	  min_replicas_ack: 0
+//	  min_replicas_ack_timeout: 1s
+//
+// The fields:
+//
+//   - url: redis:// or rediss:// (TLS), with optional user:password@ and
+//     /db. Leave it out for the embedded in-process store, which suits one
+//     replica only. In standalone mode the URL needs a host. In sentinel and
+//     cluster mode it is optional and supplies the credentials, database and
+//     TLS of the data nodes; the servers come from sentinel.addrs or
+//     cluster.addrs. It is an error in redlock mode.
+//   - mode: standalone (default), sentinel, cluster or redlock. The section
+//     of the same name is required in sentinel (master and at least one
+//     addr), cluster (at least one addr) and redlock mode (at least 3
+//     distinct urls); a section for another mode is an error.
+//   - sentinel.username and sentinel.password authenticate to the sentinels.
+//   - key_prefix starts every Redis key; default solocron. It must not be
+//     empty or contain '{', '}' or whitespace, which would break the Redis
+//     Cluster hash tag each job's keys share.
+//   - max_clock_skew: the largest clock difference between replicas under
+//     which each run still starts at most once; default 2s; must be > 0.
+//   - tls: how connections use TLS. TLS is on for a rediss:// URL (in
+//     redlock mode, per URL); in sentinel and cluster mode, whose servers
+//     are addresses, a tls section alone also turns it on, for the
+//     sentinels and the data nodes alike. ca_file (PEM; default: the
+//     system's roots), cert_file and key_file (a client certificate, both or
+//     neither), server_name (the name the servers' certificates carry;
+//     default: the host dialled), insecure_skip_verify (tests only). The
+//     files must exist when the table is loaded; relative paths are relative
+//     to the working directory. A tls section with nothing that uses TLS (a
+//     redis:// URL, the embedded store) is an error.
+//   - min_replicas_ack: when above 0, a claim (and a lease renewal) counts
+//     only once that many replicas of the primary acknowledged it (Redis
+//     WAIT), within min_replicas_ack_timeout (default 1s); a claim too few
+//     acknowledged is taken back and its run is not started. Standalone,
+//     sentinel and cluster mode only (not the embedded store, not redlock).
+//
+// Credentials: user:password@ in a URL (Redis 6 ACL users, or a password
+// alone for requirepass), sentinel.username and sentinel.password for the
+// sentinels. Passwords never appear in errors, String or logs.
+// Redlock mode coordinates mutexes only: a job with concurrency above 1 is
+// an error there.
+//
+// # admin
+//
+//	admin:
+//	  listen: 127.0.0.1:9090
+//	  token: ${SOLOCRON_ADMIN_TOKEN}
+//
+// listen is host:port with a numeric port (":9090" listens on every
+// interface); leave it out to turn the server off. token, when set, is
+// required as "Authorization: Bearer <token>" by the mutating endpoints; it
+// must not contain whitespace. The token never appears in errors, in
+// Admin.String or in logs.
+//
+// # jobs
+//
+// Each entry of jobs is a mapping. name and schedule are required, and
+// exactly one of command, http or func (or the one defaults names):
+//
+//	field              type                 default   meaning
+//	name               string               -         [A-Za-z0-9_.-]{1,128}, unique in the file
+//	schedule           string               -         cron spec (5 fields, or 6 with seconds first),
+//	                                                  @hourly/@daily/..., or "@every <duration>"
+//	timezone           string               UTC       IANA zone the cron spec is evaluated in
+//	offset             duration             0         shifts "@every" instants off the epoch grid
+//	command            list of strings      -         argv, run without a shell
+//	http               mapping              -         a request (below)
+//	func               string               -         a Go function registered with WithFuncs
+//	dir                string               ""        command jobs: working directory
+//	env                mapping of strings   {}        command jobs: added to the environment
+//	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL
+//	concurrency        integer              1         runs in flight at once, across replicas
+//	overlap            skip|wait|replace    skip      what a run does when every slot is busy
+//	max_wait           duration             starting_deadline   overlap: wait only
+//	lease              duration             30s       claim lifetime; renewed every lease/3
+//	timeout            duration             0 (none)  cancels a run that lasts longer
+//	retries            integer              0         extra attempts inside the same run
+//	retry_backoff      duration             1s        first retry delay; doubles, with jitter
+//	jitter             duration             0         deterministic per-run start delay
+//	starting_deadline  duration             10s       a run not started by then is missed
+//	catchup_window     duration             0 (off)   after a full outage, run missed instants
+//	catchup            latest|all           latest    which missed instants run
+//	on_lease_lost      cancel|continue      cancel    what a lost lease does to a running job
+//	paused             boolean              false     keeps the job from starting
+//	history_limit      integer              100       run records kept
+//
+// A field left out means its default: the File holds zero for it, and the
+// scheduler applies the default. What the values may be (a valid zone, a
+// positive lease, max_wait only with overlap: wait, ...) is decided by
+// scheduler.ValidateTable, and reported here at the field's position.
+//
+// command is a non-empty list whose first entry is the program, e.g.
+// ["./draw", "--winners", "10"]; numbers in it keep the text written. For a
+// shell, write ["sh", "-c", "..."]. env must not set the variables the
+// scheduler sets for every run (SOLOCRON_JOB, SOLOCRON_RUN_ID,
+// SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT,
+// SOLOCRON_REPLICA_ID). env, dir and kill_grace in a job that is not a
+// command job are errors.
+//
+// http is a mapping:
+//
+//	http:
+//	  method: POST                  # default GET; case-sensitive
+//	  url: https://example.com/x    # required: absolute http or https URL
+//	  headers: {Authorization: "Bearer ${TOKEN}"}
+//	  body: '{"full": true}'        # default none
+//	  expect_status: [200, 204]     # default any 2xx
+//
+// Header names are case-insensitive (and stored canonicalised, e.g.
+// Content-Type); values must not contain line breaks. Idempotency-Key and
+// Solocron-Fencing-Token are set by the scheduler and cannot be given.
+//
+// func names a function registered with WithFuncs. Func jobs run only in a
+// program that embeds Solocron: the stand-alone daemon has none, so for it
+// every func job is an error.
+//
+// # defaults
+//
+// defaults takes any job field except name and schedule. A job's own value
+// wins. env and http.headers merge key by key, the job's keys winning; the
+// other http fields merge field by field; every other field, command
+// included, is replaced whole. Defaults for command, http and func apply
+// to the jobs of that kind, so a default http: {headers: ...} serves every
+// http job; and if defaults names exactly one of them, a job that names none
+// of its own is of that kind (if it names several, such a job is an error).
+// A default env, dir or kill_grace simply does not apply to jobs that are
+// not command jobs.
+// A problem with a default value is reported once, at the defaults key,
+// naming the jobs that inherit it.
+//
+// # Values
+//
+// Strings accept any scalar: numbers and booleans keep the text written, so
+// env: {PORT: 8080} works. null is not a value for a field; but a mapping
+// or list whose entries are all commented out (store:, admin:, defaults:,
+// jobs:, env:, headers:, sentinel: ...) counts as empty.
+//
+// Integers are YAML integers (2, not "2"); booleans are true or false
+// (YAML 1.2: yes, no, on and off are strings, and errors here).
+//
+// Durations are Go duration strings: 300ms, 30s, 1h30m. The plain number 0
+// is accepted too; any other bare number is an error (write 30s, not 30).
+// Negative durations are errors.
+//
+// YAML anchors, aliases and "<<" merge keys work as in YAML, but a document
+// whose aliases expand to far more nodes than it holds is refused. The file
+// must be UTF-8 and at most 16 MiB (MaxFileSize), and hold exactly one YAML
+// document (a trailing empty "---" is tolerated).
+//
+// # Environment variables
+//
+// ${VAR} in any string value is replaced by the variable from the
+// scheduler's environment when the file is loaded, which keeps secrets out
+// of the file. The braces are required:
+//
+//	${VAR}      the value of VAR; VAR unset is an error (set but empty is fine)
+//	$$          a literal $ (so $${VAR} is the text ${VAR})
+//	$VAR        left as written, so a shell inside a command job expands it
+//	            when the job runs
+//	${          without a closing }, or a name that is not [A-Za-z_][A-Za-z0-9_]*,
+//	            is an error; ${VAR:-default} and similar forms are not supported
+//
+// Expansion applies to values only, never to keys, and happens after YAML
+// parsing, so quoting and escapes are YAML's and error positions are those of
+// the value as written. A field that is not a string may be written as a
+// string holding ${VAR} (retries: "${RETRIES}"); the expanded text is then
+// read as the field's type.
+//
+// # Errors
+//
+// Load and Parse report every problem at once, sorted by position, as a
+// *Errors whose entries (*Error) print as
+//
+//	FILE:LINE:COL: field.path: message
+//
+// for example
+//
+//	solocron.yaml:2:3: defaults.timezone: unknown time zone "Mars/Olympus"; ... (inherited by jobs[0] "a", jobs[1] "b")
+//	solocron.yaml:14:5: jobs[2].schedule: "0 0 * *": expected 5 or 6 fields, found 4
+//	solocron.yaml:17:12: jobs[2].http.url: scheme "ftp" is not http or https
+//	solocron.yaml:20:5: jobs[3].comand: unknown field "comand" (did you mean "command"?)
+//	solocron.yaml:23:14: jobs[3].timeout: expected a duration such as 30s or 1h30m, got integer 30 (...)
+//
+// Paths look like jobs[2].http.url, jobs[0].env.FOO, store.sentinel.master
+// or defaults.timezone; keys that are not plain words are quoted
+// (jobs[0].http.headers["X Y"]). A problem with a value is reported at the
+// value; an unknown or duplicate key at the key; a problem the scheduler's
+// validator finds at the key of the field concerned, or at the job itself
+// (with path jobs[i].<field>) when the field is left out. Problems with the
+// file as a whole (YAML syntax, several documents, aliases) have the path
+// yaml; YAML syntax errors carry a line but no column, so their column is 1.
+//
+// A File is returned only when there is no problem at all, so a replica
+// reloading a bad file keeps running its old table. Parse never panics.
+package config

@@ -1,0 +1,636 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler"
+)
+
+var (
+	jobFields = []string{"name", "schedule", "timezone", "offset", "command", "http", "func",
+		"dir", "env", "kill_grace", "concurrency", "overlap", "max_wait", "lease", "timeout",
+		"retries", "retry_backoff", "jitter", "starting_deadline", "catchup_window", "catchup",
+		"on_lease_lost", "paused", "history_limit"}
+	httpFields = []string{"method", "url", "headers", "body", "expect_status"}
+
+	// commandOnly are the fields that mean something only to command jobs.
+	commandOnly = []string{"env", "dir", "kill_grace"}
+
+	// reservedEnv are set by the scheduler for every run of a command job.
+	reservedEnv = []string{"SOLOCRON_JOB", "SOLOCRON_RUN_ID", "SOLOCRON_SCHEDULED_AT",
+		"SOLOCRON_FENCING_TOKEN", "SOLOCRON_ATTEMPT", "SOLOCRON_REPLICA_ID"}
+	// reservedHeaders are set by the scheduler on every request of an http job.
+	reservedHeaders = []string{"Idempotency-Key", "Solocron-Fencing-Token"}
+)
+
+// source is where the value of one job field was written.
+type source struct {
+	key       *yaml.Node
+	path      string // "jobs[2].timeout" or "defaults.timeout"
+	inherited bool   // written under defaults:
+}
+
+// draft is one job (or the defaults:) being decoded.
+type draft struct {
+	path string     // "jobs[2]" or "defaults"
+	node *yaml.Node // the job's mapping; nil for defaults
+	skip bool       // not a mapping: already reported, nothing to check
+	job  scheduler.Job
+	src  map[string]source
+	// bad holds fields whose value was already reported, so the scheduler's
+	// validator, which sees only the zero left behind, is not heard too.
+	bad map[string]bool
+
+	kinds []string // command, http, func keys in this mapping, in order
+	// inheritedKind is the handler kind a job with none of its own takes
+	// from defaults: "" if defaults names none, ambiguous if several.
+	inheritedKind string
+
+	args      []string
+	env       map[string]string
+	dir       string
+	killGrace time.Duration
+	http      httpSpec
+	fn        jobs.Job
+}
+
+const ambiguous = "?"
+
+type httpSpec struct {
+	method, url, body string
+	headers           map[string]string
+	expect            []int
+}
+
+func newDraft(path string, node *yaml.Node) *draft {
+	return &draft{path: path, node: node, src: make(map[string]source), bad: make(map[string]bool)}
+}
+
+// inherit starts a job from the defaults: every field the defaults set, with
+// its source marked inherited. Maps are copied so that the job's own entries
+// merge over the defaults' key by key; everything else is replaced whole
+// when the job sets it.
+func (def *draft) inherit(path string, node *yaml.Node) *draft {
+	j := *def
+	j.path, j.node = path, node
+	j.src = make(map[string]source, len(def.src)+8)
+	for k, s := range def.src {
+		s.inherited = true
+		j.src[k] = s
+	}
+	j.bad = maps.Clone(def.bad)
+	j.kinds = nil
+	switch len(def.kinds) {
+	case 0:
+	case 1:
+		j.inheritedKind = def.kinds[0]
+	default:
+		j.inheritedKind = ambiguous
+	}
+	j.env = maps.Clone(def.env)
+	j.http.headers = maps.Clone(def.http.headers)
+	return &j
+}
+
+// label names a job in messages: jobs[3] "backup".
+func (j *draft) label() string {
+	if scheduler.ValidJobName(j.job.Name) {
+		return j.path + " " + strconv.Quote(j.job.Name)
+	}
+	return j.path
+}
+
+func jobHint(name string) string {
+	switch {
+	case slices.Contains(httpFields, name):
+		return name + " belongs under http:"
+	case name == "args" || name == "cmd" || name == "run":
+		return `a command job lists its argv under command:, e.g. command: ["./draw", "--winners", "10"]`
+	}
+	return ""
+}
+
+// defaults decodes the defaults: section.
+func (d *decoder) defaults(def *draft, n *yaml.Node) {
+	pairs, _ := d.section(n, "defaults")
+	d.fields(pairs, "defaults", jobFields, jobHint, func(p pair, fp string) bool {
+		return d.jobField(def, p, fp, true)
+	})
+}
+
+// jobs decodes the jobs: list, merges the defaults into each job, builds the
+// handlers and runs the scheduler's validator over the lot.
+func (d *decoder) jobs(n *yaml.Node, def *draft, mode string) []scheduler.Job {
+	if n = d.resolve(n); n == nil || isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.typeError(n, "jobs", "a list of jobs (each entry starting with -)")
+		return nil
+	}
+	drafts := make([]*draft, len(n.Content))
+	for i, e := range n.Content {
+		path := index("jobs", i)
+		if e = d.resolve(e); e == nil || e.Kind != yaml.MappingNode {
+			if e != nil {
+				d.typeError(e, path, "a job (a mapping with name, schedule and one of command, http or func)")
+			}
+			drafts[i] = &draft{path: path, skip: true}
+			continue
+		}
+		j := def.inherit(path, e)
+		d.fields(d.mapping(e, path), path, jobFields, jobHint, func(p pair, fp string) bool {
+			return d.jobField(j, p, fp, false)
+		})
+		d.handler(j)
+		if mode == "redlock" && j.job.Concurrency > 1 {
+			d.jobError(j, "concurrency", "", fmt.Errorf("must be 1 with store mode redlock (got %d): redlock coordinates mutexes only", j.job.Concurrency))
+		}
+		drafts[i] = j
+	}
+
+	table := make([]scheduler.Job, len(drafts))
+	for i, j := range drafts {
+		table[i] = j.job
+	}
+	if err := scheduler.ValidateTable(table); err != nil {
+		for _, e := range flatten(err) {
+			var fe *scheduler.FieldError
+			if !errors.As(e, &fe) || fe.Job < 0 || fe.Job >= len(drafts) {
+				d.add(n.Line, n.Column, "jobs", e) // not expected from ValidateTable
+				continue
+			}
+			j := drafts[fe.Job]
+			if j.skip || j.bad[fe.Field] || fe.Field == "command" && j.job.Handler == nil {
+				continue // already reported in YAML terms
+			}
+			d.jobError(j, fe.Field, "", fe.Err)
+		}
+	}
+	d.flushInherited()
+	return table
+}
+
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// jobError reports a problem with field (plus suffix, e.g. ".url") of job j
+// where the value came from: the job's own key; the defaults: key, once for
+// every job that inherits the same problem; or, when the field is absent,
+// the job itself.
+func (d *decoder) jobError(j *draft, name, suffix string, err error) {
+	s, ok := j.src[name]
+	switch {
+	case !ok:
+		d.add(j.node.Line, j.node.Column, field(j.path, name)+suffix, err)
+	case s.inherited:
+		k := inheritedKey{s.key.Line, s.key.Column, s.path + suffix, err.Error()}
+		if d.inherited == nil {
+			d.inherited = make(map[inheritedKey]*inheritedError)
+		}
+		ie := d.inherited[k]
+		if ie == nil {
+			ie = &inheritedError{err: err}
+			d.inherited[k] = ie
+			d.inheritedOrder = append(d.inheritedOrder, k)
+		}
+		ie.jobs = append(ie.jobs, j.label())
+	default:
+		d.add(s.key.Line, s.key.Column, s.path+suffix, err)
+	}
+}
+
+type inheritedKey struct {
+	line, col int
+	path, msg string
+}
+
+type inheritedError struct {
+	err  error
+	jobs []string
+}
+
+// flushInherited reports each problem found in a default once, naming the
+// jobs that inherit it.
+func (d *decoder) flushInherited() {
+	for _, k := range d.inheritedOrder {
+		ie := d.inherited[k]
+		names := ie.jobs
+		more := ""
+		if len(names) > 3 {
+			more = fmt.Sprintf(" and %d more", len(names)-3)
+			names = names[:3]
+		}
+		d.add(k.line, k.col, k.path, &inheritedErr{err: ie.err, by: strings.Join(names, ", ") + more})
+	}
+	d.inherited, d.inheritedOrder = nil, nil
+}
+
+// inheritedErr is a problem with a default, as inherited by some jobs.
+type inheritedErr struct {
+	err error
+	by  string
+}
+
+func (e *inheritedErr) Error() string { return e.err.Error() + " (inherited by " + e.by + ")" }
+func (e *inheritedErr) Unwrap() error { return e.err }
+
+// jobField decodes one field of a job or of defaults:. It returns false for
+// a name that is not a job field.
+func (d *decoder) jobField(j *draft, p pair, path string, inDefaults bool) bool {
+	if !slices.Contains(jobFields, p.name) {
+		return false
+	}
+	if inDefaults && (p.name == "name" || p.name == "schedule") {
+		d.errorf(p.key, path, "cannot have a default: every job sets its own %s", p.name)
+		return true
+	}
+	j.src[p.name] = source{key: p.key, path: path}
+	delete(j.bad, p.name)
+	v := p.val
+	ok := true
+	switch p.name {
+	case "name":
+		j.job.Name, ok = d.str(v, path)
+	case "schedule":
+		j.job.Schedule, ok = d.str(v, path)
+	case "timezone":
+		j.job.Timezone, ok = d.str(v, path)
+	case "offset":
+		j.job.Offset, ok = d.duration(v, path)
+	case "command":
+		j.kinds = append(j.kinds, p.name)
+		j.args, ok = d.command(v, path)
+	case "http":
+		j.kinds = append(j.kinds, p.name)
+		ok = d.httpSpec(&j.http, v, path)
+	case "func":
+		j.kinds = append(j.kinds, p.name)
+		j.fn, ok = d.function(v, path)
+	case "dir":
+		j.dir, ok = d.str(v, path)
+	case "env":
+		ok = d.env(&j.env, v, path)
+	case "kill_grace":
+		j.killGrace, ok = d.duration(v, path)
+	case "concurrency":
+		j.job.Concurrency, ok = d.integer(v, path)
+	case "overlap":
+		var s string
+		s, ok = d.str(v, path)
+		j.job.Overlap = scheduler.Overlap(s)
+	case "max_wait":
+		j.job.MaxWait, ok = d.duration(v, path)
+	case "lease":
+		j.job.Lease, ok = d.duration(v, path)
+	case "timeout":
+		j.job.Timeout, ok = d.duration(v, path)
+	case "retries":
+		j.job.Retries, ok = d.integer(v, path)
+	case "retry_backoff":
+		j.job.RetryBackoff, ok = d.duration(v, path)
+	case "jitter":
+		j.job.Jitter, ok = d.duration(v, path)
+	case "starting_deadline":
+		j.job.StartingDeadline, ok = d.duration(v, path)
+	case "catchup_window":
+		j.job.CatchupWindow, ok = d.duration(v, path)
+	case "catchup":
+		var s string
+		s, ok = d.str(v, path)
+		j.job.Catchup = scheduler.Catchup(s)
+	case "on_lease_lost":
+		var s string
+		s, ok = d.str(v, path)
+		j.job.OnLeaseLost = scheduler.LeaseLostPolicy(s)
+	case "paused":
+		j.job.Paused, ok = d.boolean(v, path)
+	case "history_limit":
+		j.job.HistoryLimit, ok = d.integer(v, path)
+	}
+	if !ok {
+		j.bad[p.name] = true
+	}
+	return true
+}
+
+// handler decides the job's kind (its own command/http/func, else the one
+// its defaults name) and builds its Handler.
+func (d *decoder) handler(j *draft) {
+	var kind string
+	switch {
+	case len(j.kinds) > 1:
+		for _, k := range j.kinds[1:] {
+			s := j.src[k]
+			d.errorf(s.key, s.path, "a job takes exactly one of command, http or func, and this one already has %s", j.kinds[0])
+		}
+		return
+	case len(j.kinds) == 1:
+		kind = j.kinds[0]
+	case j.inheritedKind == ambiguous:
+		d.errorf(j.node, j.path, "needs one of command, http or func of its own: defaults: names several, so which one applies is not clear")
+		return
+	case j.inheritedKind != "":
+		kind = j.inheritedKind
+	default:
+		d.errorf(j.node, j.path, "needs one of command (a program to run), http (a request to send) or func (a registered Go function)")
+		return
+	}
+	if kind != "command" {
+		for _, f := range commandOnly {
+			if s, ok := j.src[f]; ok && !s.inherited {
+				// A default env/dir/kill_grace simply does not apply here.
+				article := "a"
+				if kind == "http" {
+					article = "an"
+				}
+				d.errorf(s.key, s.path, "applies only to command jobs, and this is %s %s job", article, kind)
+			}
+		}
+	}
+	if j.bad[kind] {
+		return
+	}
+	switch kind {
+	case "command":
+		var env map[string]string
+		if len(j.env) > 0 {
+			env = j.env // already this job's own copy
+		}
+		j.job.Handler = &jobs.Command{Args: slices.Clone(j.args), Env: env, Dir: j.dir, KillGrace: j.killGrace}
+	case "http":
+		if j.http.url == "" {
+			d.jobError(j, "http", ".url", errors.New("is required"))
+			return
+		}
+		var headers map[string]string
+		if len(j.http.headers) > 0 {
+			headers = j.http.headers
+		}
+		j.job.Handler = &jobs.HTTP{Method: j.http.method, URL: j.http.url, Headers: headers,
+			Body: j.http.body, ExpectStatus: slices.Clone(j.http.expect)}
+	case "func":
+		j.job.Handler = j.fn
+	}
+}
+
+// command decodes an argv list.
+func (d *decoder) command(n *yaml.Node, path string) ([]string, bool) {
+	if n = d.resolve(n); n == nil {
+		return nil, false
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
+		d.errorf(n, path, `expected a list of strings (the program and its arguments, run without a shell), got %s; write e.g. ["./draw", "--winners", "10"], or ["sh", "-c", "..."] for a shell`, describe(n))
+		return nil, false
+	}
+	args, ok := d.strList(n, path)
+	if !ok {
+		return nil, false
+	}
+	if len(args) == 0 {
+		d.errorf(n, path, "must not be empty: the first entry is the program to run")
+		return nil, false
+	}
+	for i, a := range args {
+		e := n.Content[i]
+		switch {
+		case i == 0 && a == "":
+			d.errorf(e, index(path, i), "the program to run must not be empty")
+			ok = false
+		case strings.IndexByte(a, 0) >= 0:
+			d.errorf(e, index(path, i), "must not contain a NUL byte")
+			ok = false
+		}
+	}
+	return args, ok
+}
+
+// env decodes an env mapping into *dst, over what is there (the defaults').
+func (d *decoder) env(dst *map[string]string, n *yaml.Node, path string) bool {
+	pairs, ok := d.section(n, path)
+	if !ok {
+		return false
+	}
+	if *dst == nil {
+		*dst = make(map[string]string, len(pairs))
+	}
+	for _, p := range pairs {
+		fp := field(path, p.name)
+		switch {
+		case p.name == "" || strings.ContainsAny(p.name, "=\x00"):
+			d.errorf(p.key, fp, "%q is not an environment variable name", clip(p.name))
+			ok = false
+			continue
+		case slices.Contains(reservedEnv, p.name):
+			d.errorf(p.key, fp, "is set by the scheduler for every run")
+			ok = false
+			continue
+		}
+		v := d.resolve(p.val)
+		s, good := d.str(v, fp)
+		if good && strings.IndexByte(s, 0) >= 0 {
+			d.errorf(v, fp, "must not contain a NUL byte")
+			good = false
+		}
+		ok = ok && good
+		(*dst)[p.name] = s
+	}
+	return ok
+}
+
+// httpSpec decodes an http mapping into *h, over what is there (the
+// defaults'): fields the job sets replace the defaults', headers merge.
+func (d *decoder) httpSpec(h *httpSpec, n *yaml.Node, path string) bool {
+	if n = d.resolve(n); n == nil {
+		return false
+	}
+	if n.Kind != yaml.MappingNode {
+		d.typeError(n, path, "a mapping (url, and optionally method, headers, body, expect_status)")
+		return false
+	}
+	ok := true
+	d.fields(d.mapping(n, path), path, httpFields, nil, func(p pair, fp string) bool {
+		v := d.resolve(p.val)
+		good := true
+		switch p.name {
+		case "method":
+			var m string
+			if m, good = d.str(v, fp); good {
+				if err := checkMethod(m); err != nil {
+					d.add(v.Line, v.Column, fp, err)
+					good = false
+				}
+			}
+			h.method = m
+		case "url":
+			var u string
+			if u, good = d.str(v, fp); good {
+				if err := checkHTTPURL(u); err != nil {
+					d.add(v.Line, v.Column, fp, err)
+					good = false
+				}
+			}
+			h.url = u
+		case "headers":
+			good = d.headers(&h.headers, v, fp)
+		case "body":
+			h.body, good = d.str(v, fp)
+		case "expect_status":
+			h.expect, good = d.statuses(v, fp)
+		default:
+			return false
+		}
+		ok = ok && good
+		return true
+	})
+	return ok
+}
+
+func (d *decoder) headers(dst *map[string]string, n *yaml.Node, path string) bool {
+	pairs, ok := d.section(n, path)
+	if !ok {
+		return false
+	}
+	if *dst == nil {
+		*dst = make(map[string]string, len(pairs))
+	}
+	// Header names are case-insensitive: "authorization" here replaces an
+	// "Authorization" from the defaults, and both in one mapping clash.
+	seen := make(map[string]*yaml.Node, len(pairs))
+	for _, p := range pairs {
+		fp := field(path, p.name)
+		if !httpToken(p.name) {
+			d.errorf(p.key, fp, "%q is not a valid header name", clip(p.name))
+			ok = false
+			continue
+		}
+		name := textproto.CanonicalMIMEHeaderKey(p.name)
+		if first, dup := seen[name]; dup {
+			d.errorf(p.key, fp, "duplicate header %s (first at line %d, column %d; header names ignore case)", name, first.Line, first.Column)
+			ok = false
+			continue
+		}
+		seen[name] = p.key
+		if slices.Contains(reservedHeaders, name) {
+			d.errorf(p.key, fp, "is set by the scheduler on every request")
+			ok = false
+			continue
+		}
+		v := d.resolve(p.val)
+		s, good := d.str(v, fp)
+		if good && strings.ContainsAny(s, "\r\n\x00") {
+			// Not quoted: header values are where tokens live.
+			d.errorf(v, fp, "must not contain a line break or NUL byte")
+			good = false
+		}
+		ok = ok && good
+		(*dst)[name] = s
+	}
+	return ok
+}
+
+func (d *decoder) statuses(n *yaml.Node, path string) ([]int, bool) {
+	if n = d.resolve(n); n == nil {
+		return nil, false
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.typeError(n, path, "a list of HTTP status codes")
+		return nil, false
+	}
+	if len(n.Content) == 0 {
+		d.errorf(n, path, "must list at least one status code (leave it out to accept any 2xx)")
+		return nil, false
+	}
+	out := make([]int, 0, len(n.Content))
+	ok := true
+	for i, e := range n.Content {
+		code, good := d.integer(e, index(path, i))
+		if good && (code < 100 || code > 599) {
+			d.errorf(e, index(path, i), "%d is not an HTTP status code (100 to 599)", code)
+			good = false
+		}
+		ok = ok && good
+		out = append(out, code)
+	}
+	return out, ok
+}
+
+// function looks a func: name up among the functions given to WithFuncs.
+func (d *decoder) function(n *yaml.Node, path string) (jobs.Job, bool) {
+	if n = d.resolve(n); n == nil {
+		return nil, false
+	}
+	name, ok := d.str(n, path)
+	if !ok {
+		return nil, false
+	}
+	if fn := d.funcs[name]; fn != nil {
+		return fn, true
+	}
+	msg := fmt.Sprintf("%q is not a registered Go function: func jobs run only in a program that embeds Solocron and registers them with config.WithFuncs", clip(name))
+	if s := suggest(name, slices.Sorted(maps.Keys(d.funcs))); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	d.errorf(n, path, "%s", msg)
+	return nil, false
+}
+
+func checkMethod(m string) error {
+	if !httpToken(m) {
+		return fmt.Errorf("%q is not an HTTP method", clip(m))
+	}
+	switch up := strings.ToUpper(m); up {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT":
+		if up != m {
+			return fmt.Errorf("%q: methods are case-sensitive; write %s", m, up)
+		}
+	}
+	return nil
+}
+
+// checkHTTPURL checks an absolute http or https URL. Messages do not repeat
+// the URL: its query may hold a secret.
+func checkHTTPURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errors.New("is not a valid URL")
+	case u.Scheme == "":
+		return errors.New("must be an absolute URL starting with http:// or https://")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("scheme %q is not http or https", clip(u.Scheme))
+	case u.Host == "":
+		return errors.New("has no host")
+	}
+	return nil
+}
+
+// httpToken reports whether s is an RFC 9110 token (a method or header name).
+func httpToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}

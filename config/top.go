@@ -1,0 +1,511 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+)
+
+var (
+	topFields      = []string{"replica_id", "store", "admin", "defaults", "jobs"}
+	storeFields    = []string{"url", "mode", "sentinel", "cluster", "redlock", "tls", "key_prefix", "max_clock_skew", "min_replicas_ack", "min_replicas_ack_timeout"}
+	tlsFields      = []string{"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify"}
+	sentinelFields = []string{"master", "addrs", "username", "password"}
+	clusterFields  = []string{"addrs"}
+	redlockFields  = []string{"urls"}
+	adminFields    = []string{"listen", "token"}
+	modes          = []string{"standalone", "sentinel", "cluster", "redlock"}
+)
+
+// top walks the document's root mapping.
+func (d *decoder) top(f *File, root *yaml.Node) {
+	if root.Kind != yaml.MappingNode {
+		d.errorf(root, "yaml", "expected a mapping (replica_id, store, admin, defaults, jobs) at the top of the file, got %s", describe(root))
+		return
+	}
+	var store, admin, defaults, jobList *pair
+	d.fields(d.mapping(root, ""), "", topFields, topHint, func(p pair, path string) bool {
+		switch p.name {
+		case "replica_id":
+			f.ReplicaID, _ = d.str(p.val, path)
+		case "store":
+			store = &p
+		case "admin":
+			admin = &p
+		case "defaults":
+			defaults = &p
+		case "jobs":
+			jobList = &p
+		default:
+			// x-* keys hold YAML anchors for use elsewhere in the file, as
+			// in Compose files; they are otherwise ignored.
+			return strings.HasPrefix(p.name, "x-")
+		}
+		return true
+	})
+	// The store comes first: whether it is in redlock mode decides what a
+	// job may ask for.
+	f.Store = Store{Mode: DefaultMode, KeyPrefix: DefaultKeyPrefix, MaxClockSkew: DefaultMaxClockSkew}
+	modeOK := true
+	if store != nil {
+		modeOK = d.store(&f.Store, store.val, "store")
+	}
+	if admin != nil {
+		d.admin(&f.Admin, admin.val, "admin")
+	}
+	def := newDraft("defaults", nil)
+	if defaults != nil {
+		d.defaults(def, defaults.val)
+	}
+	if jobList == nil {
+		d.errorf(root, "jobs", "is required (write jobs: [] for a replica that runs no jobs)")
+		return
+	}
+	mode := ""
+	if modeOK {
+		mode = f.Store.Mode
+	}
+	f.Jobs = d.jobs(jobList.val, def, mode)
+}
+
+// topHint places a field written at the top level that belongs elsewhere.
+func topHint(name string) string {
+	switch {
+	case slices.Contains(jobFields, name):
+		return name + " is a job field: it goes in an entry of jobs: or under defaults:"
+	case slices.Contains(storeFields, name):
+		return name + " belongs under store:"
+	case slices.Contains(adminFields, name):
+		return name + " belongs under admin:"
+	}
+	return ""
+}
+
+func storeHint(name string) string {
+	switch {
+	case name == "master" || name == "password" || name == "username":
+		return name + " belongs under store.sentinel:"
+	case name == "addrs":
+		return "addrs belongs under store.sentinel: or store.cluster:"
+	case name == "urls":
+		return "urls belongs under store.redlock:"
+	case slices.Contains(tlsFields, name):
+		return name + " belongs under store.tls:"
+	}
+	return ""
+}
+
+// store decodes the store section into s (which holds the defaults) and
+// reports whether the mode is known, so jobs can be checked against it.
+func (d *decoder) store(s *Store, n *yaml.Node, path string) (modeOK bool) {
+	pairs, ok := d.section(n, path)
+	if !ok {
+		return false
+	}
+	modeOK = true
+	keys := make(map[string]*yaml.Node)
+	var urlNode *yaml.Node
+	var sentinelHas, clusterHas, redlockHas map[string]fieldState
+	d.fields(pairs, path, storeFields, storeHint, func(p pair, fp string) bool {
+		switch p.name {
+		case "url":
+			urlNode = d.resolve(p.val)
+			s.URL, _ = d.str(urlNode, fp)
+		case "mode":
+			v := d.resolve(p.val)
+			m, ok := d.str(v, fp)
+			switch {
+			case !ok:
+				modeOK = false
+			case slices.Contains(modes, m):
+				s.Mode = m
+			default:
+				modeOK = false
+				msg := fmt.Sprintf("%q is not one of standalone, sentinel, cluster, redlock", clip(m))
+				if sug := suggest(m, modes); sug != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", sug)
+				}
+				d.errorf(v, fp, "%s", msg)
+			}
+		case "sentinel":
+			sentinelHas = d.sentinel(&s.Sentinel, p.val, fp)
+		case "cluster":
+			clusterHas = d.subsection(p.val, fp, clusterFields, func(p pair, fp string) (ok bool) {
+				s.Cluster.Addrs, ok = d.addrs(p.val, fp)
+				return ok
+			})
+		case "redlock":
+			redlockHas = d.subsection(p.val, fp, redlockFields, func(p pair, fp string) (ok bool) {
+				s.Redlock.URLs, ok = d.redlockURLs(p.val, fp)
+				return ok
+			})
+		case "key_prefix":
+			v := d.resolve(p.val)
+			prefix, ok := d.str(v, fp)
+			if !ok {
+				break
+			}
+			switch {
+			case prefix == "":
+				d.errorf(v, fp, "must not be empty (leave it out for the default %q)", DefaultKeyPrefix)
+			case strings.ContainsFunc(prefix, func(r rune) bool { return r == '{' || r == '}' || unicode.IsSpace(r) }):
+				d.errorf(v, fp, "%q must not contain '{', '}' or whitespace: braces would break the Redis Cluster hash tag of every key", clip(prefix))
+			default:
+				s.KeyPrefix = prefix
+			}
+		case "max_clock_skew":
+			v := d.resolve(p.val)
+			skew, ok := d.duration(v, fp)
+			switch {
+			case !ok:
+			case skew == 0:
+				d.errorf(v, fp, "must be greater than 0: replicas' clocks are never exactly equal (leave it out for the default %s)", DefaultMaxClockSkew)
+			default:
+				s.MaxClockSkew = skew
+			}
+		case "tls":
+			s.TLS = d.tls(p.val, fp)
+		case "min_replicas_ack":
+			v := d.resolve(p.val)
+			n, ok := d.integer(v, fp)
+			switch {
+			case !ok:
+			case n < 0:
+				d.errorf(v, fp, "must be 0 (off) or more, got %d", n)
+			default:
+				s.MinReplicasAck = n
+			}
+		case "min_replicas_ack_timeout":
+			v := d.resolve(p.val)
+			t, ok := d.duration(v, fp)
+			switch {
+			case !ok:
+			case t == 0:
+				d.errorf(v, fp, "must be greater than 0 (leave it out for the default %s)", DefaultMinReplicasAckTimeout)
+			default:
+				s.MinReplicasAckTimeout = t
+			}
+		default:
+			return false
+		}
+		keys[p.name] = p.key
+		return true
+	})
+
+	if urlNode != nil && s.URL != "" {
+		// Only standalone mode dials the URL's host; sentinel and cluster
+		// mode take credentials, database and TLS (rediss) from it.
+		d.redisURL(urlNode, field(path, "url"), s.URL, !modeOK || s.Mode == "standalone")
+	}
+	if !modeOK {
+		return false
+	}
+	for _, sec := range []string{"sentinel", "cluster", "redlock"} {
+		if k := keys[sec]; k != nil && s.Mode != sec {
+			d.errorf(k, field(path, sec), "is used only with mode: %s (the mode is %s)", sec, s.Mode)
+		}
+	}
+	// need reports a section or a field the mode requires: at the section's
+	// key when it is there, else at mode:.
+	need := func(section string, has map[string]fieldState, sub, msg string) {
+		switch {
+		case keys[section] == nil:
+			d.errorf(keys["mode"], field(path, section), "is required with mode: %s (%s)", s.Mode, msg)
+		case has != nil && has[sub] == absent:
+			d.errorf(keys[section], field(field(path, section), sub), "is required with mode: %s", s.Mode)
+		}
+	}
+	switch s.Mode {
+	case "sentinel":
+		need("sentinel", sentinelHas, "master", "master and addrs")
+		need("sentinel", sentinelHas, "addrs", "master and addrs")
+		if sentinelHas["addrs"] == valid && len(s.Sentinel.Addrs) == 0 {
+			d.errorf(keys["sentinel"], path+".sentinel.addrs", "needs at least one host:port")
+		}
+	case "cluster":
+		need("cluster", clusterHas, "addrs", "addrs: at least one host:port")
+		if clusterHas["addrs"] == valid && len(s.Cluster.Addrs) == 0 {
+			d.errorf(keys["cluster"], path+".cluster.addrs", "needs at least one host:port")
+		}
+	case "redlock":
+		need("redlock", redlockHas, "urls", "urls: at least 3 independent servers")
+		if redlockHas["urls"] == valid && len(s.Redlock.URLs) < 3 {
+			d.errorf(keys["redlock"], path+".redlock.urls", "needs at least 3 independent servers (has %d): a majority of them must agree", len(s.Redlock.URLs))
+		}
+		if keys["url"] != nil {
+			d.errorf(keys["url"], field(path, "url"), "is not used with mode: redlock; list every server under redlock.urls")
+		}
+	}
+	d.storeExtras(s, keys, path)
+	return true
+}
+
+// storeExtras checks tls and min_replicas_ack against the mode.
+func (d *decoder) storeExtras(s *Store, keys map[string]*yaml.Node, path string) {
+	embedded := s.Mode == "standalone" && s.URL == ""
+	if k := keys["tls"]; k != nil && s.TLS != nil {
+		tlsURL := strings.HasPrefix(s.URL, "rediss://")
+		switch {
+		case embedded:
+			d.errorf(k, field(path, "tls"), "needs store.url: the embedded in-process store has no TLS")
+		case s.Mode == "redlock" && !slices.ContainsFunc(s.Redlock.URLs, func(u string) bool { return strings.HasPrefix(u, "rediss://") }):
+			d.errorf(k, field(path, "tls"), "applies to the rediss:// URLs of redlock.urls, and none is rediss://")
+		case s.Mode != "redlock" && s.URL != "" && !tlsURL:
+			// Sentinel and Cluster mode need no URL: there, tls alone turns
+			// TLS on. A redis:// URL next to it says the opposite.
+			d.errorf(k, field(path, "tls"), "is set, but store.url is redis://: write rediss:// to use TLS")
+		}
+	}
+	if k := keys["min_replicas_ack"]; k != nil && s.MinReplicasAck > 0 {
+		switch {
+		case embedded:
+			d.errorf(k, field(path, "min_replicas_ack"), "needs store.url: the embedded in-process store has no replicas")
+		case s.Mode == "redlock":
+			d.errorf(k, field(path, "min_replicas_ack"), "is not used with mode: redlock: its masters are independent; a majority of them is the acknowledgement")
+		}
+	}
+	if k := keys["min_replicas_ack_timeout"]; k != nil && s.MinReplicasAck == 0 {
+		d.errorf(k, field(path, "min_replicas_ack_timeout"), "is used only with min_replicas_ack above 0")
+	}
+	if s.MinReplicasAck > 0 && s.MinReplicasAckTimeout == 0 {
+		s.MinReplicasAckTimeout = DefaultMinReplicasAckTimeout
+	}
+}
+
+// tls decodes store.tls. Files must exist when the table is loaded (they are
+// read when the store is opened); relative paths are relative to the
+// working directory.
+func (d *decoder) tls(n *yaml.Node, path string) *TLS {
+	t := &TLS{}
+	var certKey, keyKey *yaml.Node
+	has := d.subsection(n, path, tlsFields, func(p pair, fp string) (ok bool) {
+		v := d.resolve(p.val)
+		file := func(dst *string) bool {
+			if *dst, ok = d.str(v, fp); !ok {
+				return false
+			}
+			if *dst == "" {
+				d.errorf(v, fp, "must not be empty (leave it out instead)")
+				return false
+			}
+			if err := checkFile(*dst); err != nil {
+				d.errorf(v, fp, "%v", err)
+				return false
+			}
+			return true
+		}
+		switch p.name {
+		case "ca_file":
+			return file(&t.CAFile)
+		case "cert_file":
+			certKey = p.key
+			return file(&t.CertFile)
+		case "key_file":
+			keyKey = p.key
+			return file(&t.KeyFile)
+		case "server_name":
+			t.ServerName, ok = d.str(v, fp)
+		case "insecure_skip_verify":
+			t.InsecureSkipVerify, ok = d.boolean(v, fp)
+		}
+		return ok
+	})
+	if has == nil {
+		return nil
+	}
+	switch {
+	case certKey != nil && keyKey == nil:
+		d.errorf(certKey, field(path, "key_file"), "is required with cert_file (a client certificate needs its key)")
+	case keyKey != nil && certKey == nil:
+		d.errorf(keyKey, field(path, "cert_file"), "is required with key_file (a client key needs its certificate)")
+	}
+	return t
+}
+
+// checkFile says whether path names a regular file. It does not read it: a
+// table naming a device must not hang the loader.
+func checkFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%q: no such file", clip(path))
+	case err != nil:
+		return fmt.Errorf("%q: %v", clip(path), errors.Unwrap(err))
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%q is not a regular file", clip(path))
+	}
+	return nil
+}
+
+// fieldState is what a store subsection says about one of its fields.
+type fieldState int
+
+const (
+	absent fieldState = iota
+	valid
+	invalid // present, and already reported
+)
+
+// subsection walks a small mapping of store fields; fn decodes one and says
+// whether it was valid.
+func (d *decoder) subsection(n *yaml.Node, path string, known []string, fn func(p pair, path string) bool) map[string]fieldState {
+	has := make(map[string]fieldState)
+	pairs, ok := d.section(n, path)
+	if !ok {
+		return nil
+	}
+	d.fields(pairs, path, known, nil, func(p pair, fp string) bool {
+		if !slices.Contains(known, p.name) {
+			return false
+		}
+		has[p.name] = invalid
+		if fn(p, fp) {
+			has[p.name] = valid
+		}
+		return true
+	})
+	return has
+}
+
+func (d *decoder) sentinel(s *Sentinel, n *yaml.Node, path string) map[string]fieldState {
+	return d.subsection(n, path, sentinelFields, func(p pair, fp string) (ok bool) {
+		switch p.name {
+		case "master":
+			v := d.resolve(p.val)
+			if s.Master, ok = d.str(v, fp); ok && s.Master == "" {
+				d.errorf(v, fp, "must not be empty")
+				return false
+			}
+		case "addrs":
+			s.Addrs, ok = d.addrs(p.val, fp)
+		case "username":
+			s.Username, ok = d.str(p.val, fp)
+		case "password":
+			s.Password, ok = d.str(p.val, fp)
+		}
+		return ok
+	})
+}
+
+// addrs decodes a list of host:port.
+func (d *decoder) addrs(n *yaml.Node, path string) ([]string, bool) {
+	n = d.resolve(n)
+	list, ok := d.strList(n, path)
+	if !ok {
+		return nil, false
+	}
+	for i, a := range list {
+		if err := checkHostPort(a, true); err != nil {
+			d.add(n.Content[i].Line, n.Content[i].Column, index(path, i), err)
+			ok = false
+		}
+	}
+	return list, ok
+}
+
+// redlockURLs decodes the list of redlock servers.
+func (d *decoder) redlockURLs(n *yaml.Node, path string) ([]string, bool) {
+	n = d.resolve(n)
+	list, ok := d.strList(n, path)
+	if !ok {
+		return nil, false
+	}
+	seen := make(map[string]int)
+	for i, u := range list {
+		e := n.Content[i] // an alias stands where it is written
+		if !d.redisURL(e, index(path, i), u, true) {
+			ok = false
+			continue
+		}
+		if first, dup := seen[u]; dup {
+			d.errorf(e, index(path, i), "is the same server as %s: redlock needs independent servers", index(path, first))
+			ok = false
+		}
+		seen[u] = i
+	}
+	return list, ok
+}
+
+// redisURL checks a redis:// or rediss:// URL. Messages never repeat the URL:
+// it may hold a password.
+func (d *decoder) redisURL(n *yaml.Node, path, raw string, needHost bool) bool {
+	u, err := url.Parse(raw)
+	bad := func(format string, args ...any) bool {
+		d.errorf(n, path, format, args...)
+		return false
+	}
+	switch {
+	case err != nil:
+		return bad("is not a valid URL (expected redis://[user:password@]host:port[/db])")
+	case u.Scheme != "redis" && u.Scheme != "rediss":
+		if u.Scheme == "" {
+			return bad("must start with redis:// or rediss://")
+		}
+		return bad("scheme %q is not redis or rediss", clip(u.Scheme))
+	case u.Opaque != "":
+		return bad("must start with %s:// (expected %s://[user:password@]host:port[/db])", u.Scheme, u.Scheme)
+	case needHost && u.Host == "":
+		return bad("has no host (expected %s://[user:password@]host:port[/db])", u.Scheme)
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		if n, err := strconv.Atoi(db); err != nil || n < 0 {
+			return bad("database %q is not a number", clip(db))
+		}
+	}
+	return true
+}
+
+// checkHostPort checks "host:port"; needHost says whether the host may be
+// left out (":9090" listens on every interface).
+func checkHostPort(s string, needHost bool) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", clip(s))
+	}
+	if needHost && host == "" {
+		return fmt.Errorf("%q has no host", clip(s))
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", clip(port))
+	}
+	return nil
+}
+
+func (d *decoder) admin(a *Admin, n *yaml.Node, path string) {
+	pairs, _ := d.section(n, path)
+	d.fields(pairs, path, adminFields, nil, func(p pair, fp string) bool {
+		v := d.resolve(p.val)
+		switch p.name {
+		case "listen":
+			listen, ok := d.str(v, fp)
+			if !ok || listen == "" {
+				break
+			}
+			if err := checkHostPort(listen, false); err != nil {
+				d.add(v.Line, v.Column, fp, err)
+			}
+			a.Listen = listen
+		case "token":
+			token, ok := d.str(v, fp)
+			if !ok {
+				break
+			}
+			// Never quote the token: errors end up in logs.
+			if strings.ContainsFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+				d.add(v.Line, v.Column, fp, errors.New("must not contain whitespace or control characters (a trailing newline from a secret file?)"))
+			}
+			a.Token = token
+		default:
+			return false
+		}
+		return true
+	})
+}
