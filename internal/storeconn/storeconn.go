@@ -1,0 +1,296 @@
+// Package storeconn opens the store a job table names: a Redis client for
+// standalone, Sentinel or Cluster mode, one client per master in Redlock
+// mode, or the embedded in-process store.
+package storeconn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/solocron/solocron/config"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// Conn is an open store.
+type Conn struct {
+	// Client is dedicated to coordination: the scheduler's claims and
+	// renewals never queue behind other Redis work of the process. It is nil
+	// in redlock mode, which has no single server: see Masters.
+	Client redis.UniversalClient
+	// Masters are the independent masters of redlock mode, one client each;
+	// nil in the other modes.
+	Masters []redis.UniversalClient
+	// Embedded is the in-process store when the table names no URL; nil
+	// otherwise. It serves this process only: one replica.
+	Embedded *miniredis.Miniredis
+	// Mode is the store mode in use: embedded, standalone, sentinel, cluster
+	// or redlock.
+	Mode string
+	// Where describes the store for logs, without secrets.
+	Where string
+
+	store config.Store
+}
+
+// Close closes the clients and stops the embedded store.
+func (c *Conn) Close() error {
+	var errs []error
+	if c.Client != nil {
+		errs = append(errs, c.Client.Close())
+	}
+	for _, m := range c.Masters {
+		errs = append(errs, m.Close())
+	}
+	if c.Embedded != nil {
+		c.Embedded.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// Options are the scheduler options the store section implies: the key
+// prefix, the max clock skew and, when set, min_replicas_ack.
+func (c *Conn) Options() []scheduler.Option {
+	opts := []scheduler.Option{scheduler.WithKeyPrefix(c.store.KeyPrefix), scheduler.WithMaxClockSkew(c.store.MaxClockSkew)}
+	if c.store.MinReplicasAck > 0 {
+		opts = append(opts, scheduler.WithMinReplicasAck(c.store.MinReplicasAck, c.store.MinReplicasAckTimeout))
+	}
+	return opts
+}
+
+// NewScheduler returns a scheduler on this store — scheduler.New, or
+// scheduler.NewRedlock in redlock mode — with Options first, then opts.
+func (c *Conn) NewScheduler(jobs []scheduler.Job, opts ...scheduler.Option) (*scheduler.Scheduler, error) {
+	opts = append(c.Options(), opts...)
+	if c.Mode == "redlock" {
+		return scheduler.NewRedlock(c.Masters, jobs, opts...)
+	}
+	return scheduler.New(c.Client, jobs, opts...)
+}
+
+// NewControl returns the cluster-wide controls of this store.
+func (c *Conn) NewControl(opts ...scheduler.Option) (*scheduler.Control, error) {
+	opts = append([]scheduler.Option{scheduler.WithKeyPrefix(c.store.KeyPrefix)}, opts...)
+	if c.Mode == "redlock" {
+		return scheduler.NewRedlockControl(c.Masters, opts...)
+	}
+	return scheduler.NewControl(c.Client, opts...)
+}
+
+// Ping checks that the store answers: the server, or in redlock mode a
+// majority of the masters.
+func (c *Conn) Ping(ctx context.Context) error {
+	if c.Mode != "redlock" {
+		return c.Client.Ping(ctx).Err()
+	}
+	errs := make(chan error, len(c.Masters))
+	for _, m := range c.Masters {
+		go func() { errs <- m.Ping(ctx).Err() }()
+	}
+	ok, quorum := 0, len(c.Masters)/2+1
+	var failed []error
+	for range c.Masters {
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		} else {
+			ok++
+		}
+	}
+	if ok < quorum {
+		return fmt.Errorf("%d of %d redlock masters answered, %d needed: %w", ok, len(c.Masters), quorum, errors.Join(failed...))
+	}
+	return nil
+}
+
+// Client timeouts: a claim or renewal that takes longer than this is better
+// retried (they are idempotent) than waited for.
+const (
+	dialTimeout = 2 * time.Second
+	ioTimeout   = 3 * time.Second
+)
+
+// Open connects to the store s names. It does not talk to Redis: a store
+// that is down at start is retried by the scheduler, not fatal. It reads
+// the TLS files s names. Errors never show a password.
+func Open(s config.Store) (*Conn, error) {
+	// Redis Enterprise maintenance notifications are not used; their
+	// endpoint detection would also resolve host names at construction.
+	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	conn := &Conn{store: s}
+	switch {
+	case s.URL == "" && (s.Mode == "" || s.Mode == "standalone"):
+		m := miniredis.NewMiniRedis()
+		m.ClockTTL(true) // keys expire on the real clock, as in Redis
+		if err := m.Start(); err != nil {
+			return nil, fmt.Errorf("embedded store: %w", err)
+		}
+		conn.Client = redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaintNotificationsConfig: maint})
+		conn.Embedded, conn.Mode, conn.Where = m, "embedded", "embedded in-process store (one replica only)"
+		return conn, nil
+	case s.Mode == "" || s.Mode == "standalone":
+		o, err := parseURL("store.url", s.URL, s.TLS)
+		if err != nil {
+			return nil, err
+		}
+		o.MaintNotificationsConfig = maint
+		conn.Client, conn.Mode, conn.Where = redis.NewClient(o), "standalone", s.Redacted().URL
+		return conn, nil
+	case s.Mode == "sentinel":
+		fo := &redis.FailoverOptions{
+			MasterName:       s.Sentinel.Master,
+			SentinelAddrs:    s.Sentinel.Addrs,
+			SentinelUsername: s.Sentinel.Username,
+			SentinelPassword: s.Sentinel.Password,
+		}
+		useTLS := s.TLS != nil
+		if s.URL != "" {
+			o, err := redis.ParseURL(s.URL)
+			if err != nil {
+				return nil, fmt.Errorf("store.url: %v", redactErr(err, s.URL))
+			}
+			fo.Username, fo.Password, fo.DB = o.Username, o.Password, o.DB
+			useTLS = useTLS || o.TLSConfig != nil
+		}
+		if useTLS {
+			// One configuration for the sentinels and the data nodes: each
+			// connection verifies the host it dials unless server_name says
+			// otherwise.
+			tc, err := tlsConfig(s.TLS, "")
+			if err != nil {
+				return nil, err
+			}
+			fo.TLSConfig = tc
+		}
+		fo.ContextTimeoutEnabled = true
+		setTimeouts(&fo.DialTimeout, &fo.ReadTimeout, &fo.WriteTimeout)
+		conn.Client, conn.Mode = redis.NewFailoverClient(fo), "sentinel"
+		conn.Where = fmt.Sprintf("sentinel master %q via %v", s.Sentinel.Master, s.Sentinel.Addrs)
+		return conn, nil
+	case s.Mode == "cluster":
+		co := &redis.ClusterOptions{Addrs: s.Cluster.Addrs, ContextTimeoutEnabled: true, MaintNotificationsConfig: maint}
+		useTLS := s.TLS != nil
+		if s.URL != "" {
+			o, err := redis.ParseURL(s.URL)
+			if err != nil {
+				return nil, fmt.Errorf("store.url: %v", redactErr(err, s.URL))
+			}
+			co.Username, co.Password = o.Username, o.Password
+			useTLS = useTLS || o.TLSConfig != nil
+		}
+		if useTLS {
+			tc, err := tlsConfig(s.TLS, "")
+			if err != nil {
+				return nil, err
+			}
+			co.TLSConfig = tc
+		}
+		setTimeouts(&co.DialTimeout, &co.ReadTimeout, &co.WriteTimeout)
+		conn.Client, conn.Mode, conn.Where = redis.NewClusterClient(co), "cluster", fmt.Sprintf("cluster %v", s.Cluster.Addrs)
+		return conn, nil
+	case s.Mode == "redlock":
+		var where []string
+		for i, u := range s.Redlock.URLs {
+			o, err := parseURL(fmt.Sprintf("store.redlock.urls[%d]", i), u, s.TLS)
+			if err != nil {
+				_ = conn.Close()
+				return nil, err
+			}
+			// Redlock asks every master once per operation and moves on: a
+			// dead master is outvoted, not retried.
+			o.MaxRetries = -1
+			o.MaintNotificationsConfig = maint
+			conn.Masters = append(conn.Masters, redis.NewClient(o))
+			where = append(where, config.Store{URL: u}.Redacted().URL)
+		}
+		conn.Mode, conn.Where = "redlock", fmt.Sprintf("redlock over %d masters %v", len(where), where)
+		return conn, nil
+	}
+	return nil, fmt.Errorf("store.mode: unknown mode %q", s.Mode)
+}
+
+// parseURL reads a redis:// or rediss:// URL into client options, with the
+// tls section applied to a rediss:// one.
+func parseURL(field, raw string, t *config.TLS) (*redis.Options, error) {
+	o, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", field, redactErr(err, raw))
+	}
+	if o.TLSConfig != nil {
+		host := ""
+		if u, err := url.Parse(raw); err == nil {
+			host = u.Hostname()
+		}
+		if o.TLSConfig, err = tlsConfig(t, host); err != nil {
+			return nil, err
+		}
+	}
+	o.ContextTimeoutEnabled = true
+	setTimeouts(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout)
+	return o, nil
+}
+
+// tlsConfig builds the client TLS configuration from the tls section (nil:
+// system roots, no client certificate). host is the name to verify when
+// server_name does not say; "" lets each connection verify the host it
+// dials.
+func tlsConfig(t *config.TLS, host string) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+	if t == nil {
+		return tc, nil
+	}
+	if t.ServerName != "" {
+		tc.ServerName = t.ServerName
+	}
+	tc.InsecureSkipVerify = t.InsecureSkipVerify
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("store.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("store.tls.ca_file: %s holds no PEM certificate", t.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			// The error names the files, never their contents.
+			return nil, fmt.Errorf("store.tls.cert_file, key_file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+func setTimeouts(dial, read, write *time.Duration) {
+	if *dial == 0 {
+		*dial = dialTimeout
+	}
+	if *read == 0 {
+		*read = ioTimeout
+	}
+	if *write == 0 {
+		*write = ioTimeout
+	}
+}
+
+// redactErr keeps a URL's password out of a parse error.
+func redactErr(err error, raw string) error {
+	red := config.Store{URL: raw}.Redacted().URL
+	if red == raw && !strings.Contains(err.Error(), "@") {
+		return err
+	}
+	return errors.New("invalid URL " + red)
+}

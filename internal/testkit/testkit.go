@@ -1,0 +1,166 @@
+// Package testkit holds what the tests of several packages share: a ledger
+// of run starts and ends, and a sink that refuses writes carrying a stale
+// fencing token, as a downstream store should.
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/solocron/solocron/jobs"
+)
+
+// Entry is one attempt of one run, as the job itself saw it.
+type Entry struct {
+	RunID     string
+	Job       string
+	Replica   string
+	Token     int64
+	Attempt   int
+	Scheduled time.Time
+	Start     time.Time
+	End       time.Time
+	Err       error
+}
+
+// Ledger records every attempt any replica starts. It is safe for
+// concurrent use.
+type Ledger struct {
+	mu       sync.Mutex
+	entries  []Entry
+	inFlight map[string]int
+	maxIn    map[string]int
+	started  chan Entry
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{inFlight: map[string]int{}, maxIn: map[string]int{}, started: make(chan Entry, 1<<16)}
+}
+
+// Job wraps body as a job that records each attempt's start and end; body
+// may be nil (the job then returns at once).
+func (l *Ledger) Job(body func(ctx context.Context) error) jobs.Func {
+	return func(ctx context.Context) error {
+		info, _ := jobs.FromContext(ctx)
+		e := Entry{RunID: info.RunID, Job: info.Job, Replica: info.ReplicaID, Token: info.FencingToken,
+			Attempt: info.Attempt, Scheduled: info.ScheduledAt, Start: time.Now()}
+		l.mu.Lock()
+		l.inFlight[e.Job]++
+		l.maxIn[e.Job] = max(l.maxIn[e.Job], l.inFlight[e.Job])
+		idx := len(l.entries)
+		l.entries = append(l.entries, e)
+		l.mu.Unlock()
+		select {
+		case l.started <- e:
+		default:
+		}
+		var err error
+		if body != nil {
+			err = body(ctx)
+		}
+		l.mu.Lock()
+		l.inFlight[e.Job]--
+		l.entries[idx].End = time.Now()
+		l.entries[idx].Err = err
+		l.mu.Unlock()
+		return err
+	}
+}
+
+// Started delivers attempts as they start (buffered; for waiting on a run).
+func (l *Ledger) Started() <-chan Entry { return l.started }
+
+// Entries returns every attempt so far, in start order.
+func (l *Ledger) Entries() []Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Entry(nil), l.entries...)
+}
+
+// Runs returns the first attempt of each run of job, ordered by scheduled
+// instant then run id.
+func (l *Ledger) Runs(job string) []Entry {
+	var out []Entry
+	for _, e := range l.Entries() {
+		if e.Job == job && e.Attempt <= 1 {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].Scheduled.Equal(out[b].Scheduled) {
+			return out[a].Scheduled.Before(out[b].Scheduled)
+		}
+		return out[a].RunID < out[b].RunID
+	})
+	return out
+}
+
+// Starts counts first attempts per run id.
+func (l *Ledger) Starts() map[string]int {
+	n := map[string]int{}
+	for _, e := range l.Entries() {
+		if e.Attempt <= 1 {
+			n[e.RunID]++
+		}
+	}
+	return n
+}
+
+// Duplicates lists run ids started more than once, with the replicas that
+// started them.
+func (l *Ledger) Duplicates() []string {
+	by := map[string][]string{}
+	for _, e := range l.Entries() {
+		if e.Attempt <= 1 {
+			by[e.RunID] = append(by[e.RunID], e.Replica)
+		}
+	}
+	var out []string
+	for id, rs := range by {
+		if len(rs) > 1 {
+			out = append(out, fmt.Sprintf("%s by %v", id, rs))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// MaxInFlight is the most attempts of job that ever ran at once.
+func (l *Ledger) MaxInFlight(job string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.maxIn[job]
+}
+
+// Sink is a downstream store that accepts a write only if its fencing token
+// is at least the highest it has accepted: what makes a lost lease harmless.
+type Sink struct {
+	mu       sync.Mutex
+	high     int64
+	accepted int
+	rejected []int64
+}
+
+// Write offers a write with token; it reports whether it was accepted.
+func (s *Sink) Write(token int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token < s.high {
+		s.rejected = append(s.rejected, token)
+		return false
+	}
+	s.high = token
+	s.accepted++
+	return true
+}
+
+// Counts returns the accepted and rejected writes.
+func (s *Sink) Counts() (accepted, rejected int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted, len(s.rejected)
+}

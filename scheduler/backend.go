@@ -1,0 +1,53 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+)
+
+// backend is everything the engine and Control need from the store. Two
+// implementations: store, one Redis deployment (standalone, Sentinel or
+// Cluster), where every operation is one atomic script; and redlock, N
+// independent masters, which runs the same scripts on every master and
+// combines their answers by majority.
+type backend interface {
+	metaKey(job string) string
+
+	// preload loads every script, so the first claim is one round trip.
+	preload(ctx context.Context) error
+	// claim decides runs; see claim.lua for the answers. It may also answer
+	// "retry": the run was claimed, then taken back (too few replicas
+	// acknowledged it, or no Redlock quorum) — nothing started, try again.
+	claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error)
+	// admit polls a queued run: "started" (n is the fencing token),
+	// "waiting" (n is the place), "skipped_overlap" or "lost".
+	admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status string, n int64, err error)
+	// renew renews leases: "ok", "lost", "replaced", or "unacked" (not
+	// acknowledged by enough replicas or masters: a failed renewal, not a
+	// lost lease).
+	renew(ctx context.Context, reqs []renewReq) ([]string, error)
+	// attempt issues the fencing token of a run's next attempt; 0 means the
+	// run is no longer held.
+	attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error)
+	// complete closes runs: "ok", "closed" (by the cluster already) or
+	// "lost", per run.
+	complete(ctx context.Context, reqs []completeReq) ([]string, error)
+	// sync is the heartbeat of the replica's jobs.
+	sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error)
+
+	// What Control needs.
+	setPaused(ctx context.Context, job string, paused bool) error
+	trigger(ctx context.Context, job, id string) error
+	// manualHints returns the jobs with manual requests made since since
+	// (a hint: the heartbeat then syncs those jobs to find the requests).
+	manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, error)
+	history(ctx context.Context, job string, limit int) ([]Run, error)
+	status(ctx context.Context, job string, limit int) (*Status, error)
+	// get returns a run's record, or nil if the store has none.
+	get(ctx context.Context, job, suffix string) (*Run, error)
+}
+
+var (
+	_ backend = (*store)(nil)
+	_ backend = (*redlock)(nil)
+)

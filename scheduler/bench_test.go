@@ -1,0 +1,180 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/jobs"
+)
+
+// scriptUsec returns the microseconds Redis spent in EVALSHA so far.
+func scriptUsec(b *testing.B, c *redis.Client) float64 {
+	b.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\n") {
+		if strings.HasPrefix(l, "cmdstat_evalsha:") {
+			for _, f := range strings.Split(strings.TrimSpace(l[len("cmdstat_evalsha:"):]), ",") {
+				if v, ok := strings.CutPrefix(f, "usec="); ok {
+					n, _ := strconv.ParseFloat(v, 64)
+					return n
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// benchAt hands out instants no benchmark run has used yet.
+var benchAt = time.Now().Truncate(time.Second).Add(24 * time.Hour)
+
+func nextInstant() time.Time {
+	benchAt = benchAt.Add(time.Second)
+	return benchAt
+}
+
+// benchJobs returns n job states on s's store, every second, no jitter.
+func benchJobs(b *testing.B, s *store, n int) []*jobState {
+	b.Helper()
+	out := make([]*jobState, n)
+	for i := range out {
+		spec := Job{Name: fmt.Sprintf("bench-%04d", i), Schedule: "* * * * * *",
+			Handler: jobs.Func(func(context.Context) error { return nil })}.withDefaults()
+		j, err := newJobState(spec, s.metaKey(spec.Name), &memo{}, 2*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[i] = j
+	}
+	return out
+}
+
+// The claim path against a real redis-server: one script call decides a
+// batch of runs. "won" runs are started (a slot, a token, a record);
+// "lost" runs were decided by another replica already. Reported per run:
+// the client-side time and Redis' own script time (redis-us/run), which is
+// what bounds how many runs a second one Redis can dispatch.
+func BenchmarkClaim(b *testing.B) {
+	srv := redistest.Start(b)
+	c := srv.Client(b, nil)
+	s, err := newStore(c, config{prefix: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.preload(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	const batch = 64
+	js := benchJobs(b, s, batch)
+	for _, path := range []string{"won", "lost"} {
+		b.Run(path+fmt.Sprintf("/batch=%d", batch), func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			var usec float64
+			for b.Loop() {
+				at := nextInstant() // new runs, so every claim is a real decision
+				reqs := make([]claimReq, batch)
+				for i, j := range js {
+					reqs[i] = claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
+						owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+					reqs[i].suffix = reqs[i].id[len(j.Name)+1:]
+				}
+				if path == "lost" {
+					if _, err := s.claim(ctx, "other", 2*time.Second, 3*time.Second, reqs); err != nil {
+						b.Fatal(err)
+					}
+					for i := range reqs {
+						reqs[i].owner = newEpoch()
+					}
+				}
+				before := scriptUsec(b, c)
+				res, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, reqs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				usec += scriptUsec(b, c) - before
+				want := map[string]string{"won": "started", "lost": "decided"}[path]
+				for _, r := range res {
+					if r.status != want {
+						b.Fatalf("claim answered %q, want %q", r.status, want)
+					}
+				}
+				// Free the slots so the next instant can start again.
+				if path == "won" {
+					if _, err := s.complete(ctx, closeAll(reqs)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(usec/float64(b.N*batch), "redis-us/run")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/run")
+		})
+	}
+}
+
+func closeAll(reqs []claimReq) []completeReq {
+	out := make([]completeReq, len(reqs))
+	for i := range reqs {
+		out[i] = completeReq{r: &reqs[i], replica: "me", outcome: Succeeded, attempts: 1, output: "output"}
+	}
+	return out
+}
+
+// Closing runs: frees the slot, writes the outcome, files the history —
+// one run per script call, or a batch (what the closer sends when many runs
+// end together).
+func BenchmarkComplete(b *testing.B) {
+	srv := redistest.Start(b)
+	c := srv.Client(b, nil)
+	s, err := newStore(c, config{prefix: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.preload(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	const runs = 64
+	js := benchJobs(b, s, runs)
+	for _, per := range []int{1, runs} {
+		b.Run(fmt.Sprintf("runs-per-call=%d", per), func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			var usec float64
+			var closed int
+			for b.Loop() {
+				b.StopTimer()
+				at := nextInstant()
+				reqs := make([]claimReq, runs)
+				for i, j := range js {
+					reqs[i] = claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
+						owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+					reqs[i].suffix = reqs[i].id[len(j.Name)+1:]
+				}
+				if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, reqs); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				before := scriptUsec(b, c)
+				all := closeAll(reqs)
+				for k := 0; k < len(all); k += per {
+					res, err := s.complete(ctx, all[k:k+per])
+					if err != nil || res[0] != "ok" {
+						b.Fatalf("complete = %v, %v", res, err)
+					}
+				}
+				usec += scriptUsec(b, c) - before
+				closed += runs
+			}
+			b.ReportMetric(usec/float64(closed), "redis-us/run")
+		})
+	}
+}

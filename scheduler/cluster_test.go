@@ -1,0 +1,115 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// cluster is a set of replicas sharing one in-process store, for tests that
+// run inside a testing/synctest bubble (fake time).
+type cluster struct {
+	t      *testing.T
+	m      *miniredis.Miniredis
+	ledger *testkit.Ledger
+	ctl    *scheduler.Control
+	mu     sync.Mutex
+	stops  []func()
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	m, c := redistest.MiniPipe(t)
+	ctl, err := scheduler.NewControl(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &cluster{t: t, m: m, ledger: testkit.NewLedger(), ctl: ctl}
+	t.Cleanup(cl.stop)
+	return cl
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// client returns a new client of the store, as a new replica would have.
+func (c *cluster) client() *redis.Client { return redistest.PipeClient(c.t, c.m) }
+
+// replica starts one replica; stop stops it (and waits for its shutdown).
+func (c *cluster) replica(name string, table []scheduler.Job, opts ...scheduler.Option) (s *scheduler.Scheduler, stop func()) {
+	c.t.Helper()
+	opts = append([]scheduler.Option{scheduler.WithReplicaID(name), scheduler.WithLogger(quiet)}, opts...)
+	s, err := scheduler.New(c.client(), table, opts...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	c.mu.Lock()
+	c.stops = append(c.stops, stop)
+	c.mu.Unlock()
+	return s, stop
+}
+
+// replicas starts n replicas with the same table.
+func (c *cluster) replicas(n int, table []scheduler.Job, opts ...scheduler.Option) {
+	c.t.Helper()
+	for i := range n {
+		c.replica(fmt.Sprintf("r%d", i), table, opts...)
+	}
+}
+
+func (c *cluster) stop() {
+	c.mu.Lock()
+	stops := c.stops
+	c.stops = nil
+	c.mu.Unlock()
+	for _, s := range stops {
+		s()
+	}
+}
+
+func (c *cluster) history(job string) []scheduler.Run {
+	c.t.Helper()
+	h, err := c.ctl.History(context.Background(), job, 1000)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return h
+}
+
+// outcomes counts a job's history by outcome.
+func (c *cluster) outcomes(job string) map[scheduler.Outcome]int {
+	n := map[scheduler.Outcome]int{}
+	for _, r := range c.history(job) {
+		n[r.Outcome]++
+	}
+	return n
+}
+
+// sleepJob sleeps d (fake time) or until cancelled.
+func sleepJob(d time.Duration) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func id(job string, at time.Time) string { return job + "@" + at.UTC().Format(time.RFC3339) }

@@ -1,0 +1,230 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Control acts on the whole cluster through the store: pause and resume a
+// job, trigger a manual run, read status and history. It needs no running
+// replica (the command line uses it), and its effects reach every replica.
+type Control struct {
+	store backend
+}
+
+// NewControl returns the controls for the store behind client. Only
+// WithKeyPrefix matters here; it must match the replicas'.
+func NewControl(client redis.UniversalClient, opts ...Option) (*Control, error) {
+	if client == nil {
+		return nil, errors.New("scheduler: nil Redis client")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.minAck = 0 // controls write nothing a run depends on
+	st, err := newStore(client, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Control{store: st}, nil
+}
+
+func checkJob(job string) error {
+	if !ValidJobName(job) {
+		return fmt.Errorf("scheduler: %q is not a valid job name", job)
+	}
+	return nil
+}
+
+// Pause stops every replica from starting the job, from its next claim on;
+// those runs are recorded skipped_paused. Runs in flight go on.
+func (c *Control) Pause(ctx context.Context, job string) error { return c.setPaused(ctx, job, true) }
+
+// Resume undoes Pause.
+func (c *Control) Resume(ctx context.Context, job string) error { return c.setPaused(ctx, job, false) }
+
+func (c *Control) setPaused(ctx context.Context, job string, v bool) error {
+	if err := checkJob(job); err != nil {
+		return err
+	}
+	return c.store.setPaused(ctx, job, v)
+}
+
+// Trigger asks the cluster to run the job now, once: the request waits in
+// Redis until a replica that has the job in its table claims it (within a
+// heartbeat, 1s by default); exactly one replica runs it. Manual runs ignore
+// the pause flag but respect the job's concurrency and overlap policy. It
+// returns the run id, "<job>@manual-<id>".
+func (c *Control) Trigger(ctx context.Context, job string) (string, error) {
+	if err := checkJob(job); err != nil {
+		return "", err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	id := job + "@manual-" + strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
+	if err := c.store.trigger(ctx, job, id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// Run is one run's record.
+type Run struct {
+	ID           string    `json:"id"`
+	Job          string    `json:"job"`
+	Kind         Kind      `json:"kind"`
+	ScheduledAt  time.Time `json:"scheduled_at"`
+	Decision     Outcome   `json:"decision"`
+	Outcome      Outcome   `json:"outcome"`
+	Replica      string    `json:"replica"`
+	FencingToken int64     `json:"fencing_token,omitempty"`
+	StartedAt    time.Time `json:"started_at,omitzero"`
+	FinishedAt   time.Time `json:"finished_at,omitzero"`
+	Attempts     int       `json:"attempts,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	Output       string    `json:"output,omitempty"`
+}
+
+// Duration is how long a finished run ran, or 0.
+func (r Run) Duration() time.Duration {
+	if r.StartedAt.IsZero() || r.FinishedAt.IsZero() {
+		return 0
+	}
+	return r.FinishedAt.Sub(r.StartedAt)
+}
+
+// wireRun is a run record as Redis keeps it: every field a string.
+type wireRun struct {
+	ID       string `json:"id"`
+	Job      string `json:"job"`
+	Kind     string `json:"kind"`
+	Sched    string `json:"sched"`
+	Decision string `json:"decision"`
+	Outcome  string `json:"outcome"`
+	Replica  string `json:"replica"`
+	Fence    string `json:"fence"`
+	Started  string `json:"started"`
+	Finished string `json:"finished"`
+	Attempts string `json:"attempts"`
+	Error    string `json:"error"`
+	Output   string `json:"output"`
+}
+
+func msTime(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func (w wireRun) run() Run {
+	fence, _ := strconv.ParseInt(w.Fence, 10, 64)
+	attempts, _ := strconv.Atoi(w.Attempts)
+	return Run{
+		ID: w.ID, Job: w.Job, Kind: kindOf(w.Kind), ScheduledAt: msTime(w.Sched),
+		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
+		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
+		Attempts: attempts, Error: w.Error, Output: w.Output,
+	}
+}
+
+// runFromHash reads the record of run id as the run's hash keeps it; its id
+// and job are in its key, not in the hash.
+func runFromHash(id string, h map[string]string) Run {
+	job, _, _ := splitRunID(id)
+	attempts := h["attempts"]
+	if attempts == "" && h["started"] != "" {
+		attempts = "1"
+	}
+	return wireRun{
+		ID: id, Job: job, Kind: h["kind"], Sched: h["sched"], Decision: h["decision"],
+		Outcome: h["outcome"], Replica: h["replica"], Fence: h["fence"], Started: h["started"],
+		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"],
+	}.run()
+}
+
+// History returns the job's finished run records, newest first, at most
+// limit of them (the store keeps the job's history_limit).
+func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, error) {
+	if err := checkJob(job); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = DefaultHistoryLimit
+	}
+	return c.store.history(ctx, job, limit)
+}
+
+func decodeHistory(raw []string) ([]Run, error) {
+	out := make([]Run, 0, len(raw))
+	for _, s := range raw {
+		var w wireRun
+		if err := json.Unmarshal([]byte(s), &w); err != nil {
+			return nil, fmt.Errorf("scheduler: bad history record: %w", err)
+		}
+		out = append(out, w.run())
+	}
+	return out, nil
+}
+
+// Status is a job's cluster-wide state.
+type Status struct {
+	Job    string `json:"job"`
+	Paused bool   `json:"paused"`
+	// Running lists the runs in flight, on any replica.
+	Running []Run `json:"running"`
+	// Waiting counts runs queued for a slot (overlap: wait).
+	Waiting int `json:"waiting"`
+	// LastScheduled is the latest scheduled instant decided.
+	LastScheduled time.Time `json:"last_scheduled,omitzero"`
+	// PendingManual counts manual runs requested but not yet claimed.
+	PendingManual int `json:"pending_manual"`
+	// History holds the latest finished runs, newest first.
+	History []Run `json:"history"`
+}
+
+// Status reads the job's state with the history's latest limit runs.
+func (c *Control) Status(ctx context.Context, job string, limit int) (*Status, error) {
+	if err := checkJob(job); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 10
+	}
+	return c.store.status(ctx, job, limit)
+}
+
+// Get returns one run's record while the store keeps it (its retention), or
+// nil if it has none: not decided yet, or expired (see History).
+func (c *Control) Get(ctx context.Context, runID string) (*Run, error) {
+	job, suffix, ok := splitRunID(runID)
+	if !ok {
+		return nil, fmt.Errorf("scheduler: %q is not a run id", runID)
+	}
+	return c.store.get(ctx, job, suffix)
+}
+
+func suffixOf(id string) string {
+	_, s, _ := splitRunID(id)
+	return s
+}
+
+func splitRunID(id string) (job, suffix string, ok bool) {
+	for i := 0; i < len(id); i++ {
+		if id[i] == '@' {
+			job, suffix = id[:i], id[i+1:]
+			return job, suffix, ValidJobName(job) && suffix != ""
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,51 @@
+// Package scheduler runs a job table on many replicas of a service, each run
+// started at most once across them: at every scheduled instant the replicas
+// race for the run in Redis, one wins and runs it under a lease its watchdog
+// renews, the others find it decided.
+//
+//	s, err := scheduler.New(rdb, []scheduler.Job{{
+//		Name:     "lottery",
+//		Schedule: "0 0 12 * * *",
+//		Handler:  jobs.Func(draw),
+//	}}, scheduler.WithReplicaID("web-1"))
+//	...
+//	err = s.Run(ctx) // until ctx is done
+//
+// # The safety model
+//
+// A claim is one Lua script, one round trip: it checks pause, de-duplicates
+// the run, takes a concurrency slot, issues a fencing token and records the
+// decision, with Redis' clock. Every renewal and close checks the owner's
+// token. A finished run's record is kept long enough that a replica whose
+// clock lags cannot claim it again.
+//
+// A lease can be lost at any moment without its holder knowing: the holder
+// may be frozen (GC, VM stall), or Redis may fail over. The watchdog cancels
+// the job as soon as no renewal succeeded within the lease, measured from
+// when the last good renewal was sent; but a process frozen past that point
+// cannot know. That is what the fencing token is for: it rises strictly per
+// job, and a downstream store that refuses writes with a token lower than one
+// it has seen makes a stale holder harmless.
+//
+// # Stores
+//
+// New takes one Redis deployment: a *redis.Client for a standalone server,
+// the client of redis.NewFailoverClient for a Sentinel-managed primary, or a
+// *redis.ClusterClient for Redis Cluster, where every key of a job shares the
+// hash tag {<job>}, so each script touches one slot and a batch of claims is
+// one pipeline per node. Replication in all of these is asynchronous: a
+// failover can lose a claim and let a run start twice, unless
+// WithMinReplicasAck makes each claim (and renewal) count only once enough
+// replicas acknowledged it; one they did not is taken back and the run is
+// not started.
+//
+// NewRedlock takes N independent masters and combines their answers by
+// majority: a run starts when a quorum started it within the lease's
+// validity, a lease lives while a quorum renews it. It coordinates mutexes
+// only (concurrency 1), assumes the masters' clocks run at about the same
+// rate, and its fencing tokens rise in practice but not provably (each
+// master issues its own).
+//
+// docs/deployment.md in the repository says what each mode guarantees and
+// what it cannot promise.
+package scheduler

@@ -1,0 +1,270 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/solocron/solocron/internal/schedule"
+	"github.com/solocron/solocron/jobs"
+)
+
+// Overlap says what a run does when all of its job's concurrency slots are
+// taken by earlier runs still in flight.
+type Overlap string
+
+const (
+	// OverlapSkip records the run as skipped_overlap. The default.
+	OverlapSkip Overlap = "skip"
+	// OverlapWait queues the run (first in, first out across replicas) until a
+	// slot frees or MaxWait passes; then it is recorded skipped_overlap. If
+	// its replica stops while it waits, it is recorded missed.
+	OverlapWait Overlap = "wait"
+	// OverlapReplace starts the run at once and tells the oldest run in flight,
+	// wherever it runs, to stop: its next lease renewal answers "replaced", its
+	// context is cancelled and its record is closed as replaced.
+	OverlapReplace Overlap = "replace"
+)
+
+// Catchup says which runs a replica makes up for when it finds that every
+// replica was down over some scheduled instants.
+type Catchup string
+
+const (
+	// CatchupLatest runs only the most recent missed instant. The default.
+	CatchupLatest Catchup = "latest"
+	// CatchupAll runs every missed instant inside the window, oldest first.
+	CatchupAll Catchup = "all"
+)
+
+// LeaseLostPolicy says what happens to a running job whose lease is lost.
+type LeaseLostPolicy string
+
+const (
+	// LeaseLostCancel cancels the job's context with cause
+	// lockprovider.ErrLeaseLost. The default.
+	LeaseLostCancel LeaseLostPolicy = "cancel"
+	// LeaseLostContinue logs and counts the loss and lets the job finish. Use it
+	// only for jobs whose side effects are fenced downstream.
+	LeaseLostContinue LeaseLostPolicy = "continue"
+)
+
+// Defaults applied to zero fields of a Job.
+const (
+	DefaultConcurrency      = 1
+	DefaultLease            = 30 * time.Second
+	DefaultRetryBackoff     = time.Second
+	DefaultStartingDeadline = 10 * time.Second
+	DefaultHistoryLimit     = 100
+)
+
+// Job is one entry of the job table. The zero value of every optional field
+// means its documented default, so a Job literal names only what it changes.
+type Job struct {
+	// Name identifies the job across replicas: [A-Za-z0-9_.-]{1,128}.
+	Name string
+	// Schedule is a cron spec (5 fields, or 6 with seconds first), a
+	// descriptor (@hourly, @daily, ...) or "@every <duration>".
+	Schedule string
+	// Timezone is the IANA zone cron specs are evaluated in. Default UTC.
+	Timezone string
+	// Offset shifts "@every" instants from the Unix epoch grid.
+	Offset time.Duration
+	// Handler is what a run executes (jobs.Command, *jobs.HTTP, jobs.Func ...).
+	Handler jobs.Job
+
+	// Concurrency is how many runs of this job may be in flight at once,
+	// across all replicas. Default 1.
+	Concurrency int
+	// Overlap applies when all Concurrency slots are busy. Default OverlapSkip.
+	Overlap Overlap
+	// MaxWait bounds an OverlapWait run's wait for a slot. Default
+	// StartingDeadline.
+	MaxWait time.Duration
+	// Lease is how long a claim stays valid without renewal. The watchdog
+	// renews every Lease/3. Default 30s.
+	Lease time.Duration
+	// Timeout cancels a run that lasts longer. Zero means none.
+	Timeout time.Duration
+	// Retries is the number of extra attempts after a failure, inside the same
+	// run; each attempt gets a new fencing token.
+	Retries int
+	// RetryBackoff is the delay before the first retry; it doubles each time,
+	// with jitter. Default 1s.
+	RetryBackoff time.Duration
+	// Jitter delays each run by a deterministic amount in [0, Jitter) derived
+	// from the run id, identical on every replica.
+	Jitter time.Duration
+	// StartingDeadline: a run not started by then is recorded missed.
+	// Default 10s.
+	StartingDeadline time.Duration
+	// CatchupWindow: after every replica was down, scheduled instants missed
+	// inside this window before now are run once. Zero disables catch-up.
+	CatchupWindow time.Duration
+	// Catchup chooses which missed instants run. Default CatchupLatest.
+	Catchup Catchup
+	// OnLeaseLost chooses what a lost lease does. Default LeaseLostCancel.
+	OnLeaseLost LeaseLostPolicy
+	// Paused keeps the job from starting on every replica that loads this
+	// table, whatever the cluster-wide pause flag says.
+	Paused bool
+	// HistoryLimit is how many finished run records the store keeps for the
+	// job. Default 100.
+	HistoryLimit int
+}
+
+// MaxJobNameLen is the longest job name accepted.
+const MaxJobNameLen = 128
+
+var jobNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// ValidJobName reports whether name may be a job name. The set excludes '{',
+// '}' and ':' so a name can never break its keys' Redis Cluster hash tag.
+func ValidJobName(name string) bool { return jobNameRE.MatchString(name) }
+
+// FieldError is one problem with one field of a job table.
+type FieldError struct {
+	// Job is the index of the job in the table, or -1 for a single Job.
+	Job int
+	// Field is the YAML name of the field, e.g. "schedule" or "max_wait".
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string {
+	if e.Job < 0 {
+		return e.Field + ": " + e.Err.Error()
+	}
+	return fmt.Sprintf("jobs[%d].%s: %v", e.Job, e.Field, e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Validate reports every problem with j at once, as *FieldError values joined
+// with errors.Join. A nil error means the job can be scheduled.
+func (j *Job) Validate() error { return errors.Join(j.validate(-1)...) }
+
+func (j *Job) validate(index int) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Job: index, Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	switch {
+	case j.Name == "":
+		bad("name", "is required")
+	case len(j.Name) > MaxJobNameLen:
+		bad("name", "is %d bytes long; at most %d are allowed", len(j.Name), MaxJobNameLen)
+	case !ValidJobName(j.Name):
+		bad("name", "%q may contain only letters, digits, '_', '.' and '-'", j.Name)
+	}
+	if strings.TrimSpace(j.Schedule) == "" {
+		bad("schedule", "is required")
+	} else if _, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err != nil {
+		field := "schedule"
+		var se *schedule.Error
+		if errors.As(err, &se) && se.Field != "" {
+			field = se.Field
+		}
+		bad(field, "%v", err)
+	}
+	if j.Handler == nil {
+		bad("command", "a job needs exactly one of command, http or func")
+	}
+	nonNegative := func(field string, d time.Duration) {
+		if d < 0 {
+			bad(field, "must not be negative (got %s)", d)
+		}
+	}
+	nonNegative("max_wait", j.MaxWait)
+	nonNegative("lease", j.Lease)
+	nonNegative("timeout", j.Timeout)
+	nonNegative("retry_backoff", j.RetryBackoff)
+	nonNegative("jitter", j.Jitter)
+	nonNegative("starting_deadline", j.StartingDeadline)
+	nonNegative("catchup_window", j.CatchupWindow)
+	if j.Lease != 0 && j.Lease < 100*time.Millisecond {
+		bad("lease", "must be at least 100ms (got %s)", j.Lease)
+	}
+	if j.Lease%time.Millisecond != 0 {
+		bad("lease", "must be a whole number of milliseconds (got %s)", j.Lease)
+	}
+	if j.Concurrency < 0 {
+		bad("concurrency", "must be at least 1 (got %d)", j.Concurrency)
+	}
+	if j.Retries < 0 {
+		bad("retries", "must not be negative (got %d)", j.Retries)
+	}
+	if j.HistoryLimit < 0 {
+		bad("history_limit", "must be at least 1 (got %d)", j.HistoryLimit)
+	}
+	switch j.Overlap {
+	case "", OverlapSkip, OverlapWait, OverlapReplace:
+	default:
+		bad("overlap", "%q is not one of skip, wait, replace", j.Overlap)
+	}
+	if j.MaxWait != 0 && j.Overlap != OverlapWait {
+		bad("max_wait", "applies only to overlap: wait")
+	}
+	switch j.Catchup {
+	case "", CatchupLatest, CatchupAll:
+	default:
+		bad("catchup", "%q is not one of latest, all", j.Catchup)
+	}
+	switch j.OnLeaseLost {
+	case "", LeaseLostCancel, LeaseLostContinue:
+	default:
+		bad("on_lease_lost", "%q is not one of cancel, continue", j.OnLeaseLost)
+	}
+	return errs
+}
+
+// ValidateTable validates every job and checks that names are unique. Errors
+// are *FieldError values with Job set to the index in jobs.
+func ValidateTable(jobs []Job) error {
+	var errs []error
+	seen := make(map[string]int, len(jobs))
+	for i := range jobs {
+		errs = append(errs, jobs[i].validate(i)...)
+		if first, dup := seen[jobs[i].Name]; dup && jobs[i].Name != "" {
+			errs = append(errs, &FieldError{Job: i, Field: "name",
+				Err: fmt.Errorf("%q is already the name of jobs[%d]", jobs[i].Name, first)})
+		} else {
+			seen[jobs[i].Name] = i
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns j with every zero optional field set to its default.
+func (j Job) withDefaults() Job {
+	if j.Concurrency == 0 {
+		j.Concurrency = DefaultConcurrency
+	}
+	if j.Overlap == "" {
+		j.Overlap = OverlapSkip
+	}
+	if j.Lease == 0 {
+		j.Lease = DefaultLease
+	}
+	if j.RetryBackoff == 0 {
+		j.RetryBackoff = DefaultRetryBackoff
+	}
+	if j.StartingDeadline == 0 {
+		j.StartingDeadline = DefaultStartingDeadline
+	}
+	if j.MaxWait == 0 {
+		j.MaxWait = j.StartingDeadline
+	}
+	if j.Catchup == "" {
+		j.Catchup = CatchupLatest
+	}
+	if j.OnLeaseLost == "" {
+		j.OnLeaseLost = LeaseLostCancel
+	}
+	if j.HistoryLimit == 0 {
+		j.HistoryLimit = DefaultHistoryLimit
+	}
+	return j
+}

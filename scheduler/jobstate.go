@@ -1,0 +1,125 @@
+package scheduler
+
+import (
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/solocron/solocron/internal/schedule"
+)
+
+// jobState is one job of the loaded table, with defaults applied and its
+// schedule parsed. It never changes after load; what a replica learns about
+// the job at run time lives in its memo, which survives reloads.
+type jobState struct {
+	Job
+	sched   *schedule.Schedule
+	metaKey string
+	memo    *memo
+	skew    time.Duration // the table's max clock skew
+}
+
+// newJobState parses spec's schedule; spec has its defaults applied.
+func newJobState(spec Job, metaKey string, m *memo, skew time.Duration) (*jobState, error) {
+	sched, err := schedule.Parse(spec.Schedule, spec.Timezone, spec.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &jobState{Job: spec, sched: sched, metaKey: metaKey, memo: m, skew: skew}, nil
+}
+
+// memo is what this replica remembers about a job across table reloads.
+type memo struct {
+	mu       sync.Mutex
+	epoch    string    // the job's store epoch last seen; "" before the first answer
+	fence    int64     // highest fencing token seen for the job
+	paused   bool      // cluster-wide pause flag, as of the last heartbeat
+	last     time.Time // latest decided scheduled instant, as of the last heartbeat
+	touched  time.Time // last heartbeat or claim answer for the job
+	caughtUp bool      // catch-up done for the current epoch
+}
+
+func (m *memo) snapshot() (epoch string, fence int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epoch, m.fence
+}
+
+// touch notes that the store answered about the job at t.
+func (m *memo) touch(t time.Time) {
+	m.mu.Lock()
+	if t.After(m.touched) {
+		m.touched = t
+	}
+	m.mu.Unlock()
+}
+
+// touchedAfter reports whether the store answered about the job after t.
+func (m *memo) touchedAfter(t time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.touched.After(t)
+}
+
+// observe records an epoch and fencing token seen in a store answer. It
+// returns the previous epoch when the store's differs from one already
+// known: Redis lost the job's data.
+func (m *memo) observe(epoch string, fence int64) (lost string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if epoch != "" && epoch != m.epoch {
+		if m.epoch != "" {
+			lost = m.epoch
+		}
+		m.epoch = epoch
+		m.caughtUp = false
+	}
+	m.fence = max(m.fence, fence)
+	return lost
+}
+
+// fire is when a run scheduled at sched is claimed: the scheduled instant
+// plus the job's jitter for that run.
+func (j *jobState) fire(sched time.Time) time.Time {
+	return sched.Add(j.jitter(runID(j.Name, sched)))
+}
+
+// jitter is a delay in [0, Jitter) derived from the run id alone, so every
+// replica delays a run by the same amount and still races for the same
+// instant.
+func (j *jobState) jitter(id string) time.Duration {
+	if j.Jitter <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	ms := j.Jitter.Milliseconds()
+	if ms <= 0 {
+		return 0
+	}
+	return time.Duration(h.Sum64()%uint64(ms)) * time.Millisecond
+}
+
+// retention is how long a decided run's record is kept after it finishes.
+// It must outlive every moment some replica could still try to claim the
+// run — a replica whose clock lags by the max skew, at the very end of the
+// starting deadline (plus the jitter and a wait for a slot) — or that
+// replica would find nothing and run it again. It also covers two intervals
+// of the schedule, so the previous run is always visible.
+func (j *jobState) retention(sched time.Time) time.Duration {
+	window := 2*j.skew + j.Jitter + j.StartingDeadline + j.MaxWait + time.Second
+	if next := j.sched.Next(sched); !next.IsZero() {
+		window = max(window, 2*next.Sub(sched))
+	}
+	return window
+}
+
+// manualRetention is the retention of manual run records.
+func (j *jobState) manualRetention() time.Duration {
+	return 2*j.skew + j.StartingDeadline + j.MaxWait + time.Minute
+}
+
+// runID is "<job>@<scheduled instant, UTC, RFC 3339, seconds>".
+func runID(job string, sched time.Time) string {
+	return job + "@" + sched.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,41 @@
+-- Polls a queued run (overlap: wait): admits it into a slot when its turn
+-- has come, gives it up when its wait is over, or keeps its place.
+-- KEYS[1] meta key of the job
+-- ARGV[1] run id   ARGV[2] owner token   ARGV[3] lease ms   ARGV[4] concurrency
+-- ARGV[5] waiter ttl ms   ARGV[6] highest fencing token the replica has seen
+-- Returns {"started", fencing token} | {"waiting", place} |
+--         {"skipped_overlap"} | {"lost"} (no longer ours: reaped, or not found)
+local meta = KEYS[1]
+local id, owner, lease, limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = now_ms()
+local base = base_of(meta)
+-- Always a write, even when this call only repeats an earlier answer: with
+-- min_replicas_ack, the WAIT after it then also covers the first call's
+-- writes, made on another connection.
+redis.call('PEXPIRE', meta, META_TTL)
+reap(base, now)
+local rk = run_key(base, id)
+local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'wait_until', 'fence')
+if rec[1] == owner and rec[2] == 'running' then
+  return {'started', rec[4]} -- admitted already; this is a retried call
+end
+if rec[1] ~= owner or rec[2] ~= 'waiting' then
+  return {'lost'}
+end
+local queue, waiting = base .. 'queue', base .. 'waiting'
+if now > tonumber(rec[3]) then
+  redis.call('ZREM', queue, id)
+  redis.call('ZREM', waiting, id)
+  redis.call('HSET', rk, 'decision', 'skipped_overlap')
+  close(base, rk, 'skipped_overlap', 'no concurrency slot freed within max_wait', now)
+  return {'skipped_overlap'}
+end
+local free = limit - redis.call('ZCARD', base .. 'slots')
+local rank = redis.call('ZRANK', queue, id)
+if rank and rank < free then
+  redis.call('ZREM', queue, id)
+  redis.call('ZREM', waiting, id)
+  return {'started', int(start(meta, base, rk, id, lease, now, ARGV[6]))}
+end
+redis.call('ZADD', waiting, now + tonumber(ARGV[5]), id)
+return {'waiting', int((rank or 0) - free + 1)}

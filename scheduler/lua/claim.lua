@@ -1,0 +1,223 @@
+-- Claims runs: for each, in one atomic step, checks that this replica may
+-- decide it now (server time inside the run's window, not before the
+-- data-loss floor), de-duplicates it, checks pause, takes a concurrency slot
+-- (or queues, skips, or replaces per the overlap policy), issues the fencing
+-- token and records the decision. Many runs may be claimed in one call.
+--
+-- KEYS[i]  meta key of run i's job
+-- ARGV[1]  replica id
+-- ARGV[2]  max clock skew, ms
+-- ARGV[3]  waiter ttl, ms
+-- ARGV[4]  a fresh random epoch, used if a job's meta must be created
+-- ARGV[5]  claim ahead, ms: how long before its instant a run may be claimed
+-- then 19 fields per run, starting at ARGV[5 + 19*(i-1) + 1]:
+--   1 run id   2 run key suffix   3 kind: s scheduled, c catch-up, m manual, x record missed
+--   4 scheduled instant, ms   5 fire instant (scheduled + jitter), ms   6 owner token
+--   7 lease ms   8 concurrency   9 overlap: skip|wait|replace   10 max wait ms
+--   11 starting deadline ms   12 record retention ms   13 history limit
+--   14 paused by the replica's table: 1|0   15 epoch the replica knows, or ""
+--   16 highest fencing token the replica has seen   17 catch-up window ms
+--   18 catch-up: the last decided instant the replica saw when it found the gap, ms
+--   19 queue ticket if the run must wait, or "" for the next in arrival order
+--      (Redlock passes one derived from the run, so that every master
+--      orders its queue alike)
+-- Returns one array per run, all strings:
+--   {"started", epoch, fencing token, server time ms}
+--   {"decided", epoch, outcome, replica}      someone decided it already
+--   {"skipped_overlap"|"skipped_paused"|"missed", epoch}   decided now, by us
+--   {"waiting", epoch, place in queue}        overlap: wait; poll with admit.lua
+--   {"early", epoch, server time ms}          too early on Redis' clock: ask again
+--   {"later", epoch, server time ms}          claimed ahead of the instant, but
+--                                             not startable yet: ask again at it
+--   {"refused", epoch, reason}                not ours to decide
+local F = 19
+local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local ahead_ms = tonumber(ARGV[5])
+local now, now_us = clock()
+local now_s = int(now)
+
+local function claim(meta, a)
+  -- Most claims are lost races: the run is decided already. That answer
+  -- costs one read, and only the arguments it needs are looked at first.
+  local base = string.sub(meta, 1, -5)
+  local rk = base .. 'run:' .. ARGV[a + 2]
+  local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision')
+  local id, owner = ARGV[a + 1], ARGV[a + 6]
+  if d[1] then
+    if d[3] == owner then
+      -- Our own decision, asked again: go-redis retried a call whose reply
+      -- was lost. Answer as the first time, or nobody would run the run —
+      -- but only while it still holds: a run that started and has ended
+      -- since (its lease ran out while the answer was lost) is decided, and
+      -- must never be started again.
+      if d[1] == 'running' then
+        return {'started', '', d[4], now_s}
+      elseif d[1] == 'waiting' then
+        return {'waiting', '', int((redis.call('ZRANK', base .. 'queue', id) or 0) + 1)}
+      elseif d[5] == 'started' or d[5] == '' then
+        return {'decided', '', d[1], d[2] or ''}
+      end
+      return {d[5], ''}
+    end
+    return {'decided', '', d[1], d[2] or ''}
+  end
+
+  local kind = ARGV[a + 3]
+  local sched, fire = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+  local lease, limit, overlap = tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]), ARGV[a + 9]
+  local max_wait, deadline, retention = tonumber(ARGV[a + 10]), tonumber(ARGV[a + 11]), tonumber(ARGV[a + 12])
+  local hlimit, lpaused, known = ARGV[a + 13], ARGV[a + 14], ARGV[a + 15]
+  local ffloor, cwindow, cbase = ARGV[a + 16], tonumber(ARGV[a + 17]), tonumber(ARGV[a + 18])
+  local ticket = ARGV[a + 19]
+
+  local epoch, floor, paused, last, fence_last = check_epoch(meta, known, now, skew, fresh)
+
+  -- The run's record. id and job are not stored: they are in its key.
+  local job = string.match(base, '{(.*)}')
+  local rkind = kind == 'x' and 's' or kind
+  local sched_s, ret_s = ARGV[a + 4], ARGV[a + 12]
+  -- decide records a decision that starts nothing (skip, miss) and files it.
+  local function decide(outcome, err)
+    redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
+      'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
+    redis.call('PEXPIRE', rk, retention)
+    if kind ~= 'm' and sched > last then
+      redis.call('HSET', meta, 'last', sched_s)
+    end
+    file(base, {id = id, job = job, kind = rkind, sched = sched_s, decision = outcome, outcome = outcome,
+      replica = replica, finished = now_s, error = err}, hlimit)
+    return {outcome, epoch}
+  end
+
+  if kind == 'm' then
+    if not redis.call('ZSCORE', base .. 'manual', id) then
+      return {'refused', epoch, 'no pending manual request'}
+    end
+    redis.call('ZREM', base .. 'manual', id)
+  else
+    if sched < floor then
+      return {'refused', epoch, 'scheduled before the store lost its data'}
+    end
+    if kind == 's' then
+      -- Redis' clock, not the replica's, says when a run may be claimed:
+      -- from claim_ahead before its instant. A replica whose clock runs
+      -- ahead asks again then; every run starts at its instant as Redis
+      -- sees it, whatever the replicas' clocks say.
+      if now < fire - ahead_ms then
+        return {'early', epoch, int(now)}
+      end
+      if now > fire + deadline + skew then
+        if now > sched + retention then
+          return {'refused', epoch, 'too old to decide'}
+        end
+        return decide('missed', 'not claimed before its starting deadline')
+      end
+    elseif kind == 'x' then
+      if now > sched + retention then
+        return {'refused', epoch, 'too old to decide'}
+      end
+      return decide('missed', 'not claimed before its starting deadline')
+    elseif kind == 'c' then
+      if sched < now - cwindow - skew then
+        return {'refused', epoch, 'outside the catch-up window'}
+      end
+      -- Instants after the last one decided when the replica looked were
+      -- undecided then; a record may have appeared since (another replica
+      -- catching up, or this very claim retried), which the check above
+      -- finds. Anything at or before it was decided, record or not.
+      if sched <= cbase then
+        return {'refused', epoch, 'decided before the catch-up began'}
+      end
+    end
+  end
+
+  -- A replica may claim a scheduled run a little before its instant (claim
+  -- ahead), so the job starts on time however many runs share the instant.
+  -- Before the instant a claim may only start the run: anything else
+  -- (paused, every slot busy) is decided at the instant, as it would have
+  -- been without claiming ahead.
+  local ahead = kind == 's' and now < fire
+
+  if kind ~= 'm' and (paused == '1' or lpaused == '1') then
+    if ahead then
+      return {'later', epoch, now_s}
+    end
+    return decide('skipped_paused', 'job paused')
+  end
+
+  -- Free slots, after reaping expired holders and waiters (only when there
+  -- are any: an idle job costs two ZCARDs here).
+  local slots, queue = base .. 'slots', base .. 'queue'
+  local held, queued = redis.call('ZCARD', slots), redis.call('ZCARD', queue)
+  if held + queued > 0 then
+    reap(base, now)
+    held, queued = redis.call('ZCARD', slots), redis.call('ZCARD', queue)
+  end
+  if held + queued >= limit then
+    if ahead then
+      return {'later', epoch, now_s}
+    end
+    if overlap == 'wait' then
+      if ticket == '' then
+        ticket = redis.call('HINCRBY', meta, 'ticket', 1)
+      end
+      -- The ticket stays in the record: a run taken back out of a slot
+      -- (undo.lua) returns to its place.
+      redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
+        'hl', hlimit, 'decision', '', 'outcome', 'waiting', 'wait_until', int(now + max_wait), 'ticket', ticket)
+      redis.call('PEXPIRE', rk, retention + max_wait)
+      if kind ~= 'm' and sched > last then
+        redis.call('HSET', meta, 'last', sched_s)
+      end
+      redis.call('ZADD', queue, ticket, id)
+      redis.call('ZADD', base .. 'waiting', now + waiter_ttl, id)
+      return {'waiting', epoch, int(redis.call('ZRANK', queue, id) + 1)}
+    elseif overlap == 'replace' and held > 0 then
+      -- The oldest run in flight, on whichever replica, is closed as
+      -- replaced; its holder learns it at its next renewal and cancels.
+      local oldest, oldest_start
+      for _, other in ipairs(redis.call('ZRANGE', slots, 0, -1)) do
+        local st = tonumber(redis.call('HGET', run_key(base, other), 'started')) or 0
+        if not oldest or st < oldest_start then
+          oldest, oldest_start = other, st
+        end
+      end
+      redis.call('ZREM', slots, oldest)
+      local vk = run_key(base, oldest)
+      redis.call('HSET', vk, 'replaced_by', id)
+      close(base, vk, 'replaced', 'replaced by ' .. id, now)
+    else
+      return decide('skipped_overlap', 'all ' .. limit .. ' concurrency slots busy')
+    end
+  end
+
+  -- Start: the record, the slot and the job's token and last instant, in
+  -- four writes.
+  local f = int(fence_after(now_us, fence_last, ffloor))
+  -- Claimed ahead, the job starts at its instant.
+  local started = now_s
+  if ahead then
+    started = int(fire)
+  end
+  if ticket ~= '' then
+    redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
+      'hl', hlimit, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket)
+  else
+    redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
+      'hl', hlimit, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started)
+  end
+  redis.call('PEXPIRE', rk, lease + retention)
+  redis.call('ZADD', slots, now + lease, id)
+  if kind ~= 'm' and sched > last then
+    redis.call('HSET', meta, 'fence', f, 'last', sched_s)
+  else
+    redis.call('HSET', meta, 'fence', f)
+  end
+  return {'started', epoch, f, now_s}
+end
+
+local out = {}
+for i = 1, #KEYS do
+  out[i] = claim(KEYS[i], 5 + F * (i - 1))
+end
+return out

@@ -1,0 +1,183 @@
+-- common.lua is prepended to every scheduler script.
+--
+-- Keys of one job share the hash tag {<job>}, so one script may touch them
+-- all on Redis Cluster. Scripts receive the job's meta key in KEYS and derive
+-- the others from it ("<prefix>:{<job>}:" .. kind), always inside that tag:
+--   meta          hash  epoch, floor, guarded, paused, last, fence
+--   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
+--   slots         zset  run id -> lease expiry (server ms): the concurrency slots
+--   queue         zset  run id -> ticket: runs waiting for a slot, first come first served
+--   waiting       zset  run id -> waiter expiry (server ms)
+--   history       list  finished run records, newest first, as JSON
+--   manual        zset  run id -> request time: manual runs not yet decided
+--
+-- All times are the server's (TIME), never a replica's, except the scheduled
+-- instants themselves, which every replica computes identically.
+
+-- How long a job's meta and history outlive the last replica that knows the
+-- job: 30 days.
+local META_TTL = 2592000000
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- clock returns the server time in milliseconds and in microseconds, from
+-- one TIME call.
+local function clock()
+  local t = redis.call('TIME')
+  local sec, us = tonumber(t[1]), tonumber(t[2])
+  return sec * 1000 + math.floor(us / 1000), sec * 1000000 + us
+end
+
+-- Integers travel as strings: tostring() and cjson would round the 16-digit
+-- fencing tokens (exponent notation, 14 significant digits).
+local function int(n)
+  return string.format('%.0f', n)
+end
+
+local function base_of(meta)
+  return string.sub(meta, 1, -5)
+end
+
+local function run_key(base, id)
+  return base .. 'run:' .. string.match(id, '@(.*)$')
+end
+
+local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 'fence',
+  'started', 'finished', 'attempts', 'error', 'output'}
+
+-- file appends a closed run's record (a table of strings) to the job's
+-- history. The list's TTL is set when it is created and refreshed once a day
+-- with the job's meta (check_epoch), not on every push.
+local function file(base, rec, hl)
+  local h = base .. 'history'
+  if redis.call('LPUSH', h, cjson.encode(rec)) == 1 then
+    redis.call('PEXPIRE', h, META_TTL)
+  end
+  redis.call('LTRIM', h, 0, (tonumber(hl) or 100) - 1)
+end
+
+local function push_history(base, rk)
+  local vals = redis.call('HMGET', rk, 'hl', unpack(RECORD))
+  local rec = {}
+  for i, f in ipairs(RECORD) do
+    if vals[i + 1] then rec[f] = vals[i + 1] end
+  end
+  -- id and job live in the key, not in the record.
+  rec.job = string.match(base, '{(.*)}')
+  rec.id = rec.job .. '@' .. string.sub(rk, #base + 5)
+  if rec.started and not rec.attempts then
+    rec.attempts = '1'
+  end
+  file(base, rec, vals[1])
+end
+
+-- close ends a run on behalf of the cluster (its holder is gone, or it was
+-- replaced, or it never started) and files it in the history. The record is
+-- kept for its retention: a finished run is never simply deleted, or a
+-- replica whose clock lags could claim it again.
+local function close(base, rk, outcome, err, now)
+  redis.call('HSET', rk, 'outcome', outcome, 'finished', int(now), 'error', err)
+  redis.call('PEXPIRE', rk, tonumber(redis.call('HGET', rk, 'ret')) or 60000)
+  push_history(base, rk)
+end
+
+-- reap frees slots whose lease expired and queue places whose waiter stopped
+-- polling, closing their records: a replica that died mid-run leaves a
+-- lease_lost record, never a run that looks alive forever.
+local function reap(base, now)
+  local slots, waiting, queue = base .. 'slots', base .. 'waiting', base .. 'queue'
+  local dead = redis.call('ZRANGEBYSCORE', slots, '-inf', now)
+  for _, id in ipairs(dead) do
+    local rk = run_key(base, id)
+    if redis.call('HGET', rk, 'outcome') == 'running' then
+      close(base, rk, 'lease_lost', 'lease expired: its replica stopped renewing it', now)
+    end
+  end
+  if #dead > 0 then
+    redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+  end
+  local gone = redis.call('ZRANGEBYSCORE', waiting, '-inf', now)
+  for _, id in ipairs(gone) do
+    redis.call('ZREM', queue, id)
+    local rk = run_key(base, id)
+    if redis.call('HGET', rk, 'outcome') == 'waiting' then
+      close(base, rk, 'missed', 'its replica stopped waiting for a slot', now)
+    end
+  end
+  if #gone > 0 then
+    redis.call('ZREMRANGEBYSCORE', waiting, '-inf', now)
+  end
+end
+
+-- check_epoch notices lost data. A job's meta carries a random epoch that
+-- every replica remembers. Meta missing while a replica remembers an epoch,
+-- or an epoch the replica has never seen that was created by a replica that
+-- could not tell, means Redis forgot things (a restart without persistence,
+-- a failover to a replica that missed writes). Runs scheduled before
+-- now + max_clock_skew may then have run already: the floor keeps them from
+-- being claimed again. Returns epoch, floor, paused, last, fence.
+local function check_epoch(meta, known, now, skew, fresh)
+  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day')
+  local epoch, floor = m[1], tonumber(m[2]) or 0
+  local day = int(math.floor(now / 86400000))
+  if not epoch then
+    epoch = fresh
+    local guarded = '0'
+    if known ~= '' then
+      floor, guarded = now + skew, '1'
+    end
+    redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', guarded)
+  elseif known ~= '' and known ~= epoch and m[3] ~= '1' then
+    floor = math.max(floor, now + skew)
+    redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1')
+  end
+  if m[7] ~= day then
+    -- Once a day, not on every call: keep the job's long-lived keys alive
+    -- while some replica still has the job in its table.
+    local base = base_of(meta)
+    redis.call('HSET', meta, 'day', day)
+    redis.call('PEXPIRE', meta, META_TTL)
+    redis.call('PEXPIRE', base .. 'history', META_TTL)
+  end
+  return epoch, floor, m[4] or '0', tonumber(m[5]) or 0, tonumber(m[6]) or 0
+end
+
+-- next_fence issues the job's next fencing token: the server's TIME in
+-- microseconds, bumped past both the last token issued and the highest token
+-- the asking replica has seen. Anchored to time, tokens keep rising after
+-- Redis loses the counter.
+local function next_fence(meta, floor)
+  local t = redis.call('TIME')
+  local f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local last = math.max(tonumber(redis.call('HGET', meta, 'fence')) or 0, tonumber(floor) or 0)
+  if f <= last then
+    f = last + 1
+  end
+  redis.call('HSET', meta, 'fence', int(f))
+  return f
+end
+
+-- fence_after is next_fence for a caller that has read the job's last
+-- token and the server time already: no extra calls.
+local function fence_after(now_us, last, floor)
+  local f = now_us
+  local top = math.max(last or 0, tonumber(floor) or 0)
+  if f <= top then
+    f = top + 1
+  end
+  return f
+end
+
+-- start puts a decided run into a slot and issues its first fencing token.
+local function start(meta, base, rk, id, lease, now, ffloor)
+  local f = next_fence(meta, ffloor)
+  redis.call('ZADD', base .. 'slots', now + lease, id)
+  redis.call('HSET', rk, 'decision', 'started', 'outcome', 'running', 'fence', int(f),
+    'started', int(now), 'attempts', '1')
+  redis.call('PEXPIRE', rk, lease + (tonumber(redis.call('HGET', rk, 'ret')) or 60000))
+  return f
+end
+

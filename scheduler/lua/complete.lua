@@ -1,0 +1,60 @@
+-- Closes runs by their holder: frees the run's slot (or queue place), writes
+-- the outcome and files the record in the history. A run the cluster already
+-- closed (its lease expired, or it was replaced) keeps that outcome; the
+-- holder only adds what it knows. Many runs may be closed in one call.
+--
+-- KEYS[i]  meta key of run i's job
+-- then 8 fields per run, starting at ARGV[8*(i-1) + 1]:
+--   1 run id   2 owner token   3 outcome   4 attempts   5 error
+--   6 the history entry as the holder knows it: a JSON object of strings
+--     without its closing brace; the server adds decision, fence, started
+--     and finished, which it holds
+--   7 record retention ms   8 history limit
+-- Returns one string per run: "ok", "closed" (already closed by the
+-- cluster) or "lost" (not ours).
+local now = now_ms()
+local fin = int(now)
+local out = {}
+for i = 1, #KEYS do
+  local a = 8 * (i - 1)
+  local id, owner, outcome = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local base = string.sub(KEYS[i], 1, -5)
+  local rk = run_key(base, id)
+  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'error', 'closed_by', 'decision', 'fence', 'started')
+  if rec[1] ~= owner then
+    out[i] = 'lost'
+  elseif rec[4] == 'holder' then
+    out[i] = 'ok' -- closed by this very call before; a retry after a lost reply
+  elseif rec[2] == 'running' or rec[2] == 'waiting' then
+    local decision = rec[5] or ''
+    if rec[2] == 'waiting' then
+      decision = outcome
+      redis.call('ZREM', base .. 'queue', id)
+      redis.call('ZREM', base .. 'waiting', id)
+    else
+      redis.call('ZREM', base .. 'slots', id)
+    end
+    redis.call('HSET', rk, 'decision', decision, 'outcome', outcome, 'finished', fin, 'error', ARGV[a + 5],
+      'attempts', ARGV[a + 4], 'closed_by', 'holder')
+    -- Kept for its retention, never deleted: a replica whose clock lags must
+    -- still find the run decided.
+    redis.call('PEXPIRE', rk, ARGV[a + 7])
+    local h = base .. 'history'
+    local entry = ARGV[a + 6] .. ',"decision":"' .. decision .. '","fence":"' .. (rec[6] or '') ..
+      '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"}'
+    if redis.call('LPUSH', h, entry) == 1 then
+      redis.call('PEXPIRE', h, META_TTL)
+    end
+    redis.call('LTRIM', h, 0, tonumber(ARGV[a + 8]) - 1)
+    out[i] = 'ok'
+  else
+    local err = rec[3] or ''
+    if ARGV[a + 5] ~= '' then
+      err = err .. '; the job then ended: ' .. ARGV[a + 5]
+    end
+    redis.call('ZREM', base .. 'slots', id)
+    redis.call('HSET', rk, 'attempts', ARGV[a + 4], 'error', err, 'closed_by', 'holder')
+    out[i] = 'closed'
+  end
+end
+return out

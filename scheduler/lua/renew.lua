@@ -1,0 +1,36 @@
+-- Renews the leases of runs in flight: each run's record and its slot
+-- together. Renewal never re-creates anything: a missing record or slot
+-- means the lease is lost.
+-- KEYS[i]  meta key of run i's job
+-- ARGV: 3 fields per run: run id, owner token, lease ms
+-- Returns one string per run: "ok", "lost" or "replaced".
+local now = now_ms()
+local out = {}
+for i = 1, #KEYS do
+  local a = 3 * (i - 1)
+  local id, owner, lease = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+  local base = base_of(KEYS[i])
+  local rk = run_key(base, id)
+  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'ret')
+  local slots = base .. 'slots'
+  if rec[1] ~= owner then
+    out[i] = 'lost'
+  elseif rec[2] == 'replaced' then
+    out[i] = 'replaced'
+  elseif rec[2] ~= 'running' then
+    out[i] = 'lost'
+  else
+    local exp = tonumber(redis.call('ZSCORE', slots, id))
+    if not exp or exp <= now then
+      -- Expired before anyone reaped it: it is lost all the same.
+      redis.call('ZREM', slots, id)
+      close(base, rk, 'lease_lost', 'lease expired before it was renewed', now)
+      out[i] = 'lost'
+    else
+      redis.call('ZADD', slots, 'XX', now + lease, id)
+      redis.call('PEXPIRE', rk, lease + (tonumber(rec[3]) or 60000))
+      out[i] = 'ok'
+    end
+  end
+end
+return out

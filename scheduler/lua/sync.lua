@@ -1,0 +1,37 @@
+-- The replica's heartbeat for its jobs, run every second for each job it
+-- has not otherwise touched: notices lost data (epoch), frees the slots of
+-- dead holders, closes stale manual requests as missed, and reports what the
+-- replica needs to know.
+-- KEYS[i]  meta key of job i
+-- ARGV[1] max clock skew ms   ARGV[2] fresh epoch   ARGV[3] manual request ttl ms
+-- then 4 fields per job: known epoch, record retention ms, history limit, replica id
+-- Returns per job {epoch, paused, last decided instant ms, floor ms, highest
+-- fencing token, then pending manual runs as pairs: run id, request time ms}
+local skew, fresh, manual_ttl = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local now = now_ms()
+local out = {}
+for i = 1, #KEYS do
+  local a = 3 + 4 * (i - 1)
+  local known, retention, hlimit, replica = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local meta = KEYS[i]
+  local base = base_of(meta)
+  local epoch, floor, paused, last, fence = check_epoch(meta, known, now, skew, fresh)
+  reap(base, now)
+  local manual = base .. 'manual'
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', manual, '-inf', now - manual_ttl)) do
+    local rk = run_key(base, id)
+    if not redis.call('HGET', rk, 'outcome') then
+      redis.call('HSET', rk, 'id', id, 'job', string.match(base, '{(.*)}'), 'kind', 'm',
+        'sched', int(redis.call('ZSCORE', manual, id)), 'replica', replica, 'ret', retention, 'hl', hlimit,
+        'decision', 'missed')
+      close(base, rk, 'missed', 'no replica picked up the manual run', now)
+    end
+    redis.call('ZREM', manual, id)
+  end
+  local res = {epoch, paused, int(last), int(floor), fence}
+  for _, v in ipairs(redis.call('ZRANGE', manual, 0, 9, 'WITHSCORES')) do
+    res[#res + 1] = v
+  end
+  out[i] = res
+end
+return out

@@ -1,0 +1,54 @@
+-- Takes back claims and admissions that must not stand, before anyone ran
+-- anything on them: a claim too few replicas acknowledged (min_replicas_ack),
+-- or, with Redlock, one that won on fewer masters than a quorum.
+-- Only a run whose record still carries the caller's owner token and is
+-- running or waiting is touched; a final decision (skipped, missed) stays.
+--   drop     the run becomes undecided again, as if never claimed: its slot
+--            or queue place is freed and its record deleted (a manual run's
+--            request goes back to the manual set). Any replica may claim it
+--            afresh; the one that dropped it retries until its starting
+--            deadline, then records it missed.
+--   requeue  a run admitted into a slot goes back to waiting, at its old
+--            place in the queue (its ticket), with a fresh waiter expiry.
+-- KEYS[i]  meta key of run i's job
+-- ARGV: 5 fields per run: run id, owner token, drop|requeue, waiter ttl ms,
+--   max wait ms (requeue: how long a run that never waited may wait)
+-- Returns one string per run: "dropped", "requeued" or "kept".
+local now = now_ms()
+local out = {}
+for i = 1, #KEYS do
+  local a = 5 * (i - 1)
+  local id, owner, mode = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local wttl, max_wait = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+  local meta = KEYS[i]
+  local base = base_of(meta)
+  local rk = run_key(base, id)
+  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'kind', 'sched', 'ticket', 'wait_until', 'ret')
+  local slots, queue, waiting = base .. 'slots', base .. 'queue', base .. 'waiting'
+  if rec[1] ~= owner or (rec[2] ~= 'running' and rec[2] ~= 'waiting') then
+    out[i] = 'kept'
+  elseif mode == 'requeue' then
+    if rec[2] == 'running' then
+      redis.call('ZREM', slots, id)
+      local ticket = rec[5] or redis.call('HINCRBY', meta, 'ticket', 1)
+      local until_ = tonumber(rec[6]) or (now + max_wait)
+      redis.call('HSET', rk, 'outcome', 'waiting', 'decision', '', 'ticket', ticket, 'wait_until', int(until_))
+      redis.call('HDEL', rk, 'started', 'fence', 'attempts')
+      redis.call('PEXPIRE', rk, (tonumber(rec[7]) or 60000) + math.max(0, until_ - now))
+      redis.call('ZADD', queue, ticket, id)
+    end
+    redis.call('ZADD', waiting, now + wttl, id)
+    out[i] = 'requeued'
+  else
+    redis.call('ZREM', slots, id)
+    redis.call('ZREM', queue, id)
+    redis.call('ZREM', waiting, id)
+    redis.call('DEL', rk)
+    if rec[3] == 'm' then
+      redis.call('ZADD', base .. 'manual', rec[4], id)
+      redis.call('PEXPIRE', base .. 'manual', META_TTL)
+    end
+    out[i] = 'dropped'
+  end
+end
+return out

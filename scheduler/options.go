@@ -1,0 +1,193 @@
+package scheduler
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Clock tells the time. Replicas compute scheduled instants from it; the
+// default is the system clock. Tests and benchmarks inject skewed clocks.
+type Clock interface {
+	Now() time.Time
+}
+
+// ClockFunc adapts a function to a Clock.
+type ClockFunc func() time.Time
+
+// Now calls f.
+func (f ClockFunc) Now() time.Time { return f() }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Option configures New and NewControl.
+type Option func(*config)
+
+type config struct {
+	replicaID     string
+	prefix        string
+	skew          time.Duration
+	clock         Clock
+	logger        *slog.Logger
+	tracer        trace.TracerProvider
+	meter         metric.MeterProvider
+	shutdownGrace time.Duration
+	closeTimeout  time.Duration
+	syncInterval  time.Duration
+	manualTTL     time.Duration
+	waiterTTL     time.Duration
+	pollInterval  time.Duration
+	claimAhead    time.Duration
+	aheadSet      bool
+
+	minAck         int
+	ackTimeout     time.Duration
+	redlockTimeout time.Duration
+}
+
+// WithReplicaID names this replica in run records and logs. Default
+// "<hostname>-<pid>".
+func WithReplicaID(id string) Option { return func(c *config) { c.replicaID = id } }
+
+// WithKeyPrefix sets the prefix of every Redis key. Default "solocron".
+func WithKeyPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithMaxClockSkew sets the largest clock difference between replicas (and
+// Redis) under which every run still starts at most once. Default 2s.
+func WithMaxClockSkew(d time.Duration) Option { return func(c *config) { c.skew = d } }
+
+// WithClock sets the clock scheduled instants are computed from. Default:
+// the system clock.
+func WithClock(clk Clock) Option {
+	return func(c *config) {
+		if clk != nil {
+			c.clock = clk
+		}
+	}
+}
+
+// WithLogger sets the logger. Default slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithTracerProvider sets where spans go. Default: the global provider.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) {
+		if tp != nil {
+			c.tracer = tp
+		}
+	}
+}
+
+// WithMeterProvider sets where metrics go. Default: the global provider.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) {
+		if mp != nil {
+			c.meter = mp
+		}
+	}
+}
+
+// WithShutdownGrace sets how long Run, once its context is done, lets
+// running jobs finish before cancelling them. Default 30s.
+func WithShutdownGrace(d time.Duration) Option { return func(c *config) { c.shutdownGrace = d } }
+
+// WithClaimAhead sets how long before a run's instant this replica claims
+// it. The winner then starts the job at the instant itself, so a burst of
+// runs sharing one instant — thousands of jobs at the top of a minute —
+// starts on time however long Redis takes to decide them all. A claim made
+// ahead only ever starts a run; if the job is paused or its slots are busy,
+// the run is decided at its instant, as without claiming ahead. Default
+// min(250ms, max clock skew / 2); 0 claims at the instant. It may not
+// exceed the max clock skew (Redis refuses earlier claims).
+func WithClaimAhead(d time.Duration) Option {
+	return func(c *config) { c.claimAhead, c.aheadSet = d, true }
+}
+
+// WithSyncInterval sets the replica's heartbeat period: how often it checks
+// each job's state in Redis (lost data, pause, dead holders, manual runs).
+// Default 1s.
+func WithSyncInterval(d time.Duration) Option { return func(c *config) { c.syncInterval = d } }
+
+// WithMinReplicasAck makes claims, admissions and lease renewals count only
+// once n replicas of the Redis primary acknowledged them (WAIT n timeout),
+// so that a failover to one of those replicas keeps them. A claim too few
+// replicas acknowledged is taken back and its run not started (fail
+// closed); it is retried until the run's starting deadline. A renewal too
+// few acknowledged counts as failed. timeout 0 means 1s; it is also capped
+// at half of what is left of each call's deadline. Default: off (n = 0).
+// For New only; Redlock's masters have no replicas to wait for.
+func WithMinReplicasAck(n int, timeout time.Duration) Option {
+	return func(c *config) { c.minAck, c.ackTimeout = n, timeout }
+}
+
+// WithRedlockTimeout bounds each call to one Redlock master: a master that
+// has not answered by then counts as failed. Default 1s. For NewRedlock only.
+func WithRedlockTimeout(d time.Duration) Option { return func(c *config) { c.redlockTimeout = d } }
+
+func newConfig(opts []Option) (config, error) {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "replica"
+	}
+	c := config{
+		replicaID:     fmt.Sprintf("%s-%d", host, os.Getpid()),
+		prefix:        "solocron",
+		skew:          2 * time.Second,
+		clock:         systemClock{},
+		logger:        slog.Default(),
+		tracer:        otel.GetTracerProvider(),
+		meter:         otel.GetMeterProvider(),
+		shutdownGrace: 30 * time.Second,
+		closeTimeout:  5 * time.Second,
+		syncInterval:  time.Second,
+		manualTTL:     time.Hour,
+		waiterTTL:     3 * time.Second,
+		pollInterval:  100 * time.Millisecond,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if !c.aheadSet {
+		c.claimAhead = min(250*time.Millisecond, c.skew/2)
+	}
+	switch {
+	case c.replicaID == "" || len(c.replicaID) > 256:
+		return c, fmt.Errorf("scheduler: replica id must be 1 to 256 bytes (got %q)", c.replicaID)
+	case c.prefix == "" || strings.ContainsAny(c.prefix, "{} \t\n"):
+		return c, fmt.Errorf("scheduler: key prefix %q must be non-empty, without braces or spaces", c.prefix)
+	case c.skew < 0:
+		return c, fmt.Errorf("scheduler: negative max clock skew %s", c.skew)
+	case c.shutdownGrace < 0:
+		return c, fmt.Errorf("scheduler: negative shutdown grace %s", c.shutdownGrace)
+	case c.syncInterval < 10*time.Millisecond:
+		return c, fmt.Errorf("scheduler: sync interval %s is below 10ms", c.syncInterval)
+	case c.claimAhead < 0 || c.claimAhead > c.skew:
+		return c, fmt.Errorf("scheduler: claim ahead %s must be between 0 and the max clock skew %s", c.claimAhead, c.skew)
+	case c.minAck < 0:
+		return c, fmt.Errorf("scheduler: negative min replicas ack %d", c.minAck)
+	case c.ackTimeout < 0:
+		return c, fmt.Errorf("scheduler: negative replicas ack timeout %s", c.ackTimeout)
+	case c.redlockTimeout < 0:
+		return c, fmt.Errorf("scheduler: negative redlock timeout %s", c.redlockTimeout)
+	}
+	if c.ackTimeout == 0 {
+		c.ackTimeout = time.Second
+	}
+	return c, nil
+}

@@ -1,0 +1,821 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/lockprovider"
+)
+
+// redlock coordinates through N independent Redis masters (no replication
+// between them), in the manner of the Redlock algorithm. Every operation runs
+// the single-Redis script on every master at once, with the same owner
+// token, and the answers are combined:
+//
+//   - A run starts only if a quorum (N/2+1) of masters answered "started"
+//     within the lease's validity (lease − time the claim took − drift).
+//     Its fencing token is the highest of theirs. Two quorums always share a
+//     master, and a master holds at most one run of a job (concurrency 1)
+//     and one record per run id, so no two replicas can both win.
+//   - A claim that fell short is taken back (undo.lua drop) on every master
+//     where it started or queued, and retried with a random delay until the
+//     run's starting deadline, unless final decisions on enough masters make
+//     a quorum impossible: then the run is what they decided.
+//   - A renewal succeeds when a quorum renews; the lease is lost once so many
+//     masters refuse that no quorum can be left.
+//   - Records and history are written to every master; reads (Control) ask
+//     every master and take, per run, the version most masters hold.
+//   - Each master keeps its own epoch (data-loss detection): this replica
+//     remembers one per master and per job.
+type redlock struct {
+	masters []*store
+	quorum  int
+	timeout time.Duration
+
+	mu     sync.Mutex
+	epochs map[string]*masterEpochs // per job
+}
+
+// masterEpochs is what this replica knows of one job's epoch on each
+// master. gen counts the times one of them changed: a master lost the job's
+// state. The engine sees "redlock-<gen>" as the job's epoch.
+type masterEpochs struct {
+	known []string
+	gen   int
+}
+
+// NewRedlock returns a scheduler for one replica that coordinates through
+// independent Redis masters — at least three, an odd number in practice —
+// by majority, in the manner of Redlock. Each client is one master (a
+// *redis.Client; not a cluster), dedicated to the scheduler, with
+// ContextTimeoutEnabled and, ideally, MaxRetries: -1: a dead master is
+// skipped, not retried.
+//
+// Redlock mode coordinates mutexes only: every job must have concurrency 1.
+// What it cannot promise is in the package documentation.
+//
+// Options as for New, except WithMinReplicasAck; plus WithRedlockTimeout
+// (1s): the bound of each call to one master.
+func NewRedlock(clients []redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	rl, err := newRedlock(clients, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newScheduler(rl, cfg, jobs)
+}
+
+// NewRedlockControl returns the controls for the Redlock masters behind
+// clients, as NewRedlock's replicas use them. Only WithKeyPrefix and
+// WithRedlockTimeout matter here. Writes (pause, resume, trigger) succeed
+// when a quorum of masters took them.
+func NewRedlockControl(clients []redis.UniversalClient, opts ...Option) (*Control, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	rl, err := newRedlock(clients, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Control{store: rl}, nil
+}
+
+func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
+	if len(clients) < 3 {
+		return nil, fmt.Errorf("scheduler: Redlock needs at least 3 independent masters, got %d", len(clients))
+	}
+	if cfg.minAck != 0 {
+		return nil, errors.New("scheduler: WithMinReplicasAck is not for Redlock: its masters have no replicas; a quorum of masters is its acknowledgement")
+	}
+	cfg.minAck = 0
+	rl := &redlock{quorum: len(clients)/2 + 1, timeout: cfg.redlockTimeout, epochs: map[string]*masterEpochs{}}
+	if rl.timeout == 0 {
+		rl.timeout = time.Second
+	}
+	for i, c := range clients {
+		switch c.(type) {
+		case nil:
+			return nil, fmt.Errorf("scheduler: Redlock master %d: nil client", i)
+		case *redis.ClusterClient:
+			return nil, fmt.Errorf("scheduler: Redlock master %d: a Redlock master is one server, not a cluster", i)
+		}
+		st, err := newStore(c, cfg)
+		if err != nil {
+			return nil, err
+		}
+		rl.masters = append(rl.masters, st)
+	}
+	return rl, nil
+}
+
+func (rl *redlock) metaKey(job string) string { return rl.masters[0].metaKey(job) }
+
+// drift is Redlock's allowance for the masters' clocks running at different
+// rates over one lease: 1% of it, plus 2ms.
+func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
+
+// each calls fn on every master in parallel and returns their answers. A
+// master that has not answered within the Redlock timeout counts as failed
+// (whether or not its client honours the context). It waits for every
+// master (up to that timeout) rather than returning at a quorum: a claim
+// still in flight when its loser takes it back would land afterwards and
+// hold a slot there for a whole lease.
+func each[T any](ctx context.Context, rl *redlock, fn func(ctx context.Context, i int, m *store) (T, error)) ([]T, []error) {
+	n := len(rl.masters)
+	vals, errs := make([]T, n), make([]error, n)
+	type answer struct {
+		i   int
+		v   T
+		err error
+	}
+	ch := make(chan answer, n)
+	cctx, cancel := context.WithTimeout(ctx, rl.timeout)
+	defer cancel()
+	for i, m := range rl.masters {
+		go func() {
+			v, err := fn(cctx, i, m)
+			ch <- answer{i, v, err}
+		}()
+	}
+	for i := range errs {
+		errs[i] = fmt.Errorf("redlock master %d: no answer within %s", i, rl.timeout)
+	}
+	timer := time.NewTimer(rl.timeout + rl.timeout/10)
+	defer timer.Stop()
+	for range n {
+		select {
+		case a := <-ch:
+			vals[a.i], errs[a.i] = a.v, a.err
+			if a.err != nil {
+				errs[a.i] = fmt.Errorf("redlock master %d: %w", a.i, a.err)
+			}
+		case <-timer.C:
+			return vals, errs
+		}
+	}
+	return vals, errs
+}
+
+func answered(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (rl *redlock) quorumErr(op string, ok int, errs []error) error {
+	var failed []error
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	return &lockprovider.QuorumError{Op: op, Acquired: ok, Quorum: rl.quorum, Masters: len(rl.masters), Errs: failed}
+}
+
+// learn records job's epoch on master i and returns the epoch the engine sees.
+func (rl *redlock) learn(job string, i int, epoch string) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	e := rl.epochsOf(job)
+	if epoch == "" {
+		return
+	}
+	if e.known[i] != "" && e.known[i] != epoch {
+		e.gen++
+	}
+	e.known[i] = epoch
+}
+
+func (rl *redlock) epochsOf(job string) *masterEpochs {
+	e := rl.epochs[job]
+	if e == nil {
+		e = &masterEpochs{known: make([]string, len(rl.masters))}
+		rl.epochs[job] = e
+	}
+	return e
+}
+
+func (rl *redlock) epoch(job string) string {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return "redlock-" + strconv.Itoa(rl.epochsOf(job).gen)
+}
+
+func (rl *redlock) known(job string, i int) string {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.epochsOf(job).known[i]
+}
+
+func (rl *redlock) preload(ctx context.Context) error {
+	_, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (struct{}, error) {
+		return struct{}{}, m.preload(ctx)
+	})
+	if ok := answered(errs); ok < rl.quorum {
+		return rl.quorumErr("preload", ok, errs)
+	}
+	return nil
+}
+
+// queueTicket orders a run that must wait for the job's slot the same way on
+// every master: by scheduled instant (a manual run's: its request), then by
+// a hash of its id. Arrival order would differ from master to master, and
+// waiters first in line on different masters could each hold a minority for
+// ever.
+func queueTicket(r claimReq) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(r.id))
+	return strconv.FormatInt(r.sched.UnixMilli()*1000+int64(h.Sum32()%1000), 10)
+}
+
+func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
+	for i := range reqs {
+		reqs[i].ticket = queueTicket(reqs[i])
+	}
+	sent := time.Now()
+	per, errs := each(ctx, rl, func(ctx context.Context, i int, m *store) ([]claimRes, error) {
+		mine := slices.Clone(reqs)
+		for k := range mine {
+			mine[k].known = rl.known(mine[k].j.Name, i)
+		}
+		return m.claim(ctx, replica, skew, waiterTTL, mine)
+	})
+	elapsed := time.Since(sent)
+	for i, res := range per {
+		if errs[i] == nil {
+			for k, r := range res {
+				rl.learn(reqs[k].j.Name, i, r.epoch)
+			}
+		}
+	}
+	undo := make([][]undoReq, len(rl.masters))
+	if ok := answered(errs); ok < rl.quorum {
+		for i, res := range per {
+			for k, r := range res {
+				if errs[i] == nil && (r.status == "started" || r.status == "waiting") {
+					undo[i] = append(undo[i], undoReq{j: reqs[k].j, id: reqs[k].id, owner: reqs[k].owner, mode: "drop"})
+				}
+			}
+		}
+		rl.undo(ctx, waiterTTL, undo)
+		return nil, rl.quorumErr("claim", ok, errs)
+	}
+	out := make([]claimRes, len(reqs))
+	for k := range reqs {
+		out[k] = rl.combineClaim(reqs[k], k, per, errs, elapsed, undo)
+	}
+	rl.undo(ctx, waiterTTL, undo)
+	return out, nil
+}
+
+// combineClaim turns the masters' answers about run k into one, and lists
+// in undo what must be taken back where.
+func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []error, elapsed time.Duration, undo [][]undoReq) claimRes {
+	var started, waiting, early, later, refused, ours, others []int
+	var fence int64
+	for i := range per {
+		if errs[i] != nil {
+			continue
+		}
+		a := per[i][k]
+		fence = max(fence, a.fence)
+		switch a.status {
+		case "started":
+			started = append(started, i)
+		case "waiting":
+			waiting = append(waiting, i)
+		case "early":
+			early = append(early, i)
+		case "later":
+			later = append(later, i)
+		case "refused":
+			refused = append(refused, i)
+		case "decided":
+			others = append(others, i)
+		case string(SkippedOverlap), string(SkippedPaused), string(Missed):
+			ours = append(ours, i)
+		}
+	}
+	res := claimRes{epoch: rl.epoch(r.j.Name), fence: fence}
+	take := func(mode string, masters ...[]int) {
+		for _, ms := range masters {
+			for _, i := range ms {
+				undo[i] = append(undo[i], undoReq{j: r.j, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
+			}
+		}
+	}
+	switch {
+	case len(started) >= rl.quorum && elapsed < r.j.Lease-drift(r.j.Lease):
+		take("drop", waiting) // it runs; no need to queue anywhere
+		res.status = "started"
+		for _, i := range started {
+			res.fence = max(res.fence, per[i][k].fence)
+			if per[i][k].server.After(res.server) {
+				res.server = per[i][k].server
+			}
+		}
+		return res
+	case len(waiting) > 0 && len(started)+len(waiting) >= rl.quorum:
+		// A quorum has it running or queued: it waits, on every master.
+		take("requeue", started)
+		res.status = "waiting"
+		for _, i := range waiting {
+			res.place = max(res.place, per[i][k].place)
+		}
+		return res
+	}
+	take("drop", started, waiting)
+	// Another replica won if one decision of its holds a quorum. Its
+	// records on fewer masters may be a minority it is about to take back,
+	// like ours: those are not final unless the run is closed there.
+	winner, wins := -1, 0
+	if len(others) > 0 {
+		winner = mostCommonAt(others, func(i int) string { return per[i][k].outcome + "\x00" + per[i][k].replica })
+		for _, i := range others {
+			if per[i][k].outcome == per[winner][k].outcome && per[i][k].replica == per[winner][k].replica {
+				wins++
+			}
+		}
+	}
+	final := len(refused) + len(ours)
+	for _, i := range others {
+		if o := per[i][k].outcome; o != string(Running) && o != string(Waiting) {
+			final++
+		}
+	}
+	// Once more masters gave a final answer than a quorum can spare, no
+	// retry can win.
+	impossible := final > len(rl.masters)-rl.quorum
+	switch {
+	case len(started) >= rl.quorum:
+		res.status, res.reason = "retry", fmt.Sprintf("a quorum of masters granted it only after %s, past its lease's validity", elapsed.Round(time.Millisecond))
+	case len(ours) >= rl.quorum:
+		res.status = mostCommon(ours, func(i int) string { return per[i][k].status })
+	case wins >= rl.quorum || impossible && winner >= 0:
+		res.status, res.outcome, res.replica = "decided", per[winner][k].outcome, per[winner][k].replica
+	case len(refused) >= rl.quorum || impossible && len(ours) == 0:
+		res.status, res.reason = "refused", per[refused[0]][k].reason
+	case impossible:
+		res.status = mostCommon(ours, func(i int) string { return per[i][k].status })
+	case len(early) > 0 || len(later) > 0:
+		res.status = "early"
+		ask := early
+		if len(early) == 0 {
+			res.status, ask = "later", later
+		}
+		res.server = per[ask[0]][k].server
+		for _, i := range ask {
+			if per[i][k].server.Before(res.server) {
+				res.server = per[i][k].server
+			}
+		}
+	case r.kind == 'x':
+		// Recording a miss never starts anything: a split here is other
+		// replicas' claims in flight. Ask again later.
+		res.status, res.reason = "retry", "no quorum agrees yet on how the run was decided"
+	default:
+		res.status, res.reason = "retry", fmt.Sprintf("no quorum: started on %d and queued on %d of %d masters, %d needed (other replicas hold the others, or they did not answer)",
+			len(started), len(waiting), len(rl.masters), rl.quorum)
+	}
+	return res
+}
+
+// mostCommonAt returns the index in idx whose key is the most common (the
+// first such on ties).
+func mostCommonAt(idx []int, key func(int) string) int {
+	n := map[string]int{}
+	best := idx[0]
+	for _, i := range idx {
+		n[key(i)]++
+		if n[key(i)] > n[key(best)] {
+			best = i
+		}
+	}
+	return best
+}
+
+func mostCommon(idx []int, key func(int) string) string { return key(mostCommonAt(idx, key)) }
+
+// undo takes back, on each master, what undo lists for it; best effort: a
+// master that does not answer keeps a minority record whose slot expires
+// with its lease.
+func (rl *redlock) undo(ctx context.Context, waiterTTL time.Duration, undo [][]undoReq) {
+	if !slices.ContainsFunc(undo, func(u []undoReq) bool { return len(u) > 0 }) {
+		return
+	}
+	each(ctx, rl, func(ctx context.Context, i int, m *store) (struct{}, error) {
+		if len(undo[i]) == 0 {
+			return struct{}{}, nil
+		}
+		_, err := m.undo(ctx, waiterTTL, undo[i])
+		return struct{}{}, err
+	})
+}
+
+type admitted struct {
+	status string
+	n      int64
+}
+
+func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (string, int64, error) {
+	sent := time.Now()
+	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (admitted, error) {
+		s, n, err := m.admit(ctx, r, waiterTTL, fenceFloor)
+		return admitted{s, n}, err
+	})
+	elapsed := time.Since(sent)
+	var started, waiting, skipped, lost []int
+	for i, a := range per {
+		if errs[i] != nil {
+			continue
+		}
+		switch a.status {
+		case "started":
+			started = append(started, i)
+		case "waiting":
+			waiting = append(waiting, i)
+		case string(SkippedOverlap):
+			skipped = append(skipped, i)
+		default:
+			lost = append(lost, i)
+		}
+	}
+	undo := make([][]undoReq, len(rl.masters))
+	take := func(mode string, masters ...[]int) {
+		for _, ms := range masters {
+			for _, i := range ms {
+				undo[i] = append(undo[i], undoReq{j: r.j, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
+			}
+		}
+	}
+	if ok := answered(errs); ok < rl.quorum {
+		take("requeue", started)
+		rl.undo(ctx, waiterTTL, undo)
+		return "", 0, rl.quorumErr("admit", ok, errs)
+	}
+	if len(started) >= rl.quorum && elapsed < r.j.Lease-drift(r.j.Lease) {
+		take("drop", waiting)
+		rl.undo(ctx, waiterTTL, undo)
+		var fence int64
+		for _, i := range started {
+			fence = max(fence, per[i].n)
+		}
+		return "started", fence, nil
+	}
+	if len(skipped)+len(lost) > len(rl.masters)-rl.quorum {
+		// No quorum can admit it any more: its wait is over.
+		take("drop", started, waiting)
+		rl.undo(ctx, waiterTTL, undo)
+		if len(skipped) > 0 {
+			return string(SkippedOverlap), 0, nil
+		}
+		return "lost", 0, nil
+	}
+	take("requeue", started)
+	rl.undo(ctx, waiterTTL, undo)
+	var place int64 = 1
+	for _, i := range waiting {
+		place = max(place, per[i].n)
+	}
+	return "waiting", place, nil
+}
+
+func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]string, error) {
+	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]string, error) {
+		return m.renew(ctx, reqs)
+	})
+	if ok := answered(errs); ok < rl.quorum {
+		return nil, rl.quorumErr("renew", ok, errs)
+	}
+	out := make([]string, len(reqs))
+	for k := range reqs {
+		var ok, replaced, lost int
+		for i, res := range per {
+			if errs[i] != nil {
+				continue
+			}
+			switch res[k] {
+			case "ok":
+				ok++
+			case "replaced":
+				replaced++
+			default:
+				lost++
+			}
+		}
+		switch {
+		case ok >= rl.quorum:
+			out[k] = "ok"
+		case replaced+lost > len(rl.masters)-rl.quorum && replaced > 0:
+			out[k] = "replaced"
+		case replaced+lost > len(rl.masters)-rl.quorum:
+			out[k] = "lost"
+		default:
+			out[k] = "unacked"
+		}
+	}
+	return out, nil
+}
+
+func (rl *redlock) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
+	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (int64, error) {
+		return m.attempt(ctx, j, id, owner, n, fenceFloor)
+	})
+	var fence int64
+	held, gone := 0, 0
+	for i, f := range per {
+		switch {
+		case errs[i] != nil:
+		case f > 0:
+			held++
+			fence = max(fence, f)
+		default:
+			gone++
+		}
+	}
+	switch {
+	case held >= rl.quorum:
+		return fence, nil
+	case gone > len(rl.masters)-rl.quorum:
+		return 0, nil
+	}
+	return 0, rl.quorumErr("attempt", held, errs)
+}
+
+func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]string, error) {
+	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]string, error) {
+		return m.complete(ctx, reqs)
+	})
+	// complete is idempotent: the caller retries until a quorum has the end.
+	if ok := answered(errs); ok < rl.quorum {
+		return nil, rl.quorumErr("complete", ok, errs)
+	}
+	out := make([]string, len(reqs))
+	for k := range reqs {
+		n := map[string]int{}
+		for i, res := range per {
+			if errs[i] == nil {
+				n[res[k]]++
+			}
+		}
+		best := "ok"
+		for _, s := range []string{"closed", "lost"} {
+			if n[s] > n[best] {
+				best = s
+			}
+		}
+		out[k] = best
+	}
+	return out, nil
+}
+
+func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
+	per, errs := each(ctx, rl, func(ctx context.Context, i int, m *store) ([]syncRes, error) {
+		mine := slices.Clone(reqs)
+		for k := range mine {
+			mine[k].known = rl.known(mine[k].j.Name, i)
+		}
+		return m.sync(ctx, replica, skew, manualTTL, mine)
+	})
+	ok := answered(errs)
+	for i, res := range per {
+		if errs[i] == nil {
+			for k, r := range res {
+				rl.learn(reqs[k].j.Name, i, r.epoch)
+			}
+		}
+	}
+	if ok < rl.quorum {
+		return nil, rl.quorumErr("sync", ok, errs)
+	}
+	out := make([]syncRes, len(reqs))
+	for k := range reqs {
+		r := syncRes{epoch: rl.epoch(reqs[k].j.Name)}
+		paused := 0
+		manual := map[string]int{}
+		at := map[string]string{}
+		var order []string
+		for i, res := range per {
+			if errs[i] != nil {
+				continue
+			}
+			a := res[k]
+			if a.paused {
+				paused++
+			}
+			if a.last.After(r.last) {
+				r.last = a.last
+			}
+			if a.floor.After(r.floor) {
+				r.floor = a.floor
+			}
+			r.fence = max(r.fence, a.fence)
+			for m := 0; m+1 < len(a.manual); m += 2 {
+				id := a.manual[m]
+				if manual[id] == 0 {
+					order = append(order, id)
+					at[id] = a.manual[m+1]
+				}
+				manual[id]++
+			}
+		}
+		r.paused = 2*paused > ok
+		// A manual run only a minority of masters has heard of cannot win a
+		// quorum: it is not offered.
+		for _, id := range order {
+			if manual[id] >= rl.quorum {
+				r.manual = append(r.manual, id, at[id])
+			}
+		}
+		out[k] = r
+	}
+	return out, nil
+}
+
+// write runs a Control write on every master; it holds when a quorum took it.
+func (rl *redlock) write(ctx context.Context, op string, fn func(ctx context.Context, m *store) error) error {
+	_, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (struct{}, error) {
+		return struct{}{}, fn(ctx, m)
+	})
+	if ok := answered(errs); ok < rl.quorum {
+		return rl.quorumErr(op, ok, errs)
+	}
+	return nil
+}
+
+func (rl *redlock) setPaused(ctx context.Context, job string, paused bool) error {
+	return rl.write(ctx, "pause", func(ctx context.Context, m *store) error { return m.setPaused(ctx, job, paused) })
+}
+
+func (rl *redlock) trigger(ctx context.Context, job, id string) error {
+	return rl.write(ctx, "trigger", func(ctx context.Context, m *store) error { return m.trigger(ctx, job, id) })
+}
+
+// manualHints is the union of the masters' hints (any one may have a
+// request the others missed).
+func (rl *redlock) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, error) {
+	lists, err := read(ctx, rl, "hints", func(ctx context.Context, m *store) ([]string, error) { return m.manualHints(ctx, since, ttl) })
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range lists {
+		for _, j := range l {
+			if !seen[j] {
+				seen[j] = true
+				out = append(out, j)
+			}
+		}
+	}
+	return out, nil
+}
+
+// read asks every master and needs a quorum of answers.
+func read[T any](ctx context.Context, rl *redlock, op string, fn func(ctx context.Context, m *store) (T, error)) ([]T, error) {
+	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (T, error) { return fn(ctx, m) })
+	if ok := answered(errs); ok < rl.quorum {
+		return nil, rl.quorumErr(op, ok, errs)
+	}
+	var out []T
+	for i, v := range per {
+		if errs[i] == nil {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func (rl *redlock) history(ctx context.Context, job string, limit int) ([]Run, error) {
+	lists, err := read(ctx, rl, "history", func(ctx context.Context, m *store) ([]Run, error) { return m.history(ctx, job, limit) })
+	if err != nil {
+		return nil, err
+	}
+	out, _ := mergeRuns(lists)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (rl *redlock) get(ctx context.Context, job, suffix string) (*Run, error) {
+	runs, err := read(ctx, rl, "get", func(ctx context.Context, m *store) ([]Run, error) {
+		r, err := m.get(ctx, job, suffix)
+		if r == nil {
+			return nil, err
+		}
+		return []Run{*r}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, _ := mergeRuns(runs)
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return &out[0], nil
+}
+
+func (rl *redlock) status(ctx context.Context, job string, limit int) (*Status, error) {
+	sts, err := read(ctx, rl, "status", func(ctx context.Context, m *store) (*Status, error) { return m.status(ctx, job, limit) })
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Job: job, Running: []Run{}}
+	paused := 0
+	var running, hist [][]Run
+	for _, s := range sts {
+		if s.Paused {
+			paused++
+		}
+		st.Waiting = max(st.Waiting, s.Waiting)
+		st.PendingManual = max(st.PendingManual, s.PendingManual)
+		if s.LastScheduled.After(st.LastScheduled) {
+			st.LastScheduled = s.LastScheduled
+		}
+		running = append(running, s.Running)
+		hist = append(hist, s.History)
+	}
+	st.Paused = 2*paused > len(sts)
+	// A run holds the job's mutex where a quorum of masters has it in a slot.
+	runs, seen := mergeRuns(running)
+	for _, r := range runs {
+		if seen[r.ID] >= rl.quorum {
+			st.Running = append(st.Running, r)
+		}
+	}
+	if st.History, _ = mergeRuns(hist); len(st.History) > limit {
+		st.History = st.History[:limit]
+	}
+	return st, nil
+}
+
+// mergeRuns merges the masters' lists of run records: one record per run
+// id, the version most masters agree on (decision, outcome, replica), with
+// the highest fencing token among them (the one the job was given); newest
+// first. It also returns on how many masters each run id was found.
+func mergeRuns(lists [][]Run) ([]Run, map[string]int) {
+	type version struct {
+		r Run
+		n int
+	}
+	byID := map[string][]*version{}
+	seen := map[string]int{}
+	for _, list := range lists {
+		for _, r := range list {
+			seen[r.ID]++
+			vs := byID[r.ID]
+			found := false
+			for _, v := range vs {
+				if v.r.Decision == r.Decision && v.r.Outcome == r.Outcome && v.r.Replica == r.Replica {
+					v.n++
+					if r.FencingToken > v.r.FencingToken {
+						v.r = r
+					}
+					found = true
+					break
+				}
+			}
+			if !found {
+				byID[r.ID] = append(vs, &version{r: r, n: 1})
+			}
+		}
+	}
+	out := make([]Run, 0, len(byID))
+	for _, vs := range byID {
+		best := slices.MaxFunc(vs, func(a, b *version) int {
+			return cmp.Or(cmp.Compare(a.n, b.n),
+				cmp.Compare(boolInt(a.r.Decision == Started), boolInt(b.r.Decision == Started)),
+				a.r.FinishedAt.Compare(b.r.FinishedAt))
+		})
+		out = append(out, best.r)
+	}
+	slices.SortFunc(out, func(a, b Run) int {
+		return cmp.Or(b.FinishedAt.Compare(a.FinishedAt), b.ScheduledAt.Compare(a.ScheduledAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, seen
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

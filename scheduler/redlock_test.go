@@ -1,0 +1,306 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// rlCluster is replicas coordinating through three in-process Redlock
+// masters, inside a testing/synctest bubble (fake time).
+type rlCluster struct {
+	t       *testing.T
+	masters []*miniredis.Miniredis
+	ledger  *testkit.Ledger
+	ctl     *scheduler.Control
+	mu      sync.Mutex
+	stops   []func()
+}
+
+func newRLCluster(t *testing.T) *rlCluster {
+	t.Helper()
+	c := &rlCluster{t: t, ledger: testkit.NewLedger()}
+	for range 3 {
+		m, _ := redistest.MiniPipe(t)
+		c.masters = append(c.masters, m)
+	}
+	ctl, err := scheduler.NewRedlockControl(c.clients())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ctl = ctl
+	t.Cleanup(c.stop)
+	return c
+}
+
+// clients returns a client per master, as a new replica would have.
+func (c *rlCluster) clients() []redis.UniversalClient {
+	var out []redis.UniversalClient
+	for _, m := range c.masters {
+		cl := redistest.PipeClient(c.t, m)
+		// No retries. Not -1: NewClient maps -1 to 0, but set after
+		// construction the raw -1 makes go-redis skip every pipeline
+		// (its attempt loop runs 0..MaxRetries), silently.
+		cl.Options().MaxRetries = 0
+		out = append(out, cl)
+	}
+	return out
+}
+
+func (c *rlCluster) replicas(n int, table []scheduler.Job, opts ...scheduler.Option) {
+	c.t.Helper()
+	for i := range n {
+		o := append([]scheduler.Option{scheduler.WithReplicaID(fmt.Sprintf("r%d", i)), scheduler.WithLogger(quiet)}, opts...)
+		s, err := scheduler.NewRedlock(c.clients(), table, o...)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		c.mu.Lock()
+		c.stops = append(c.stops, func() { cancel(); <-done })
+		c.mu.Unlock()
+	}
+}
+
+func (c *rlCluster) stop() {
+	c.mu.Lock()
+	stops := c.stops
+	c.stops = nil
+	c.mu.Unlock()
+	for _, s := range stops {
+		s()
+	}
+}
+
+func (c *rlCluster) history(job string) []scheduler.Run {
+	c.t.Helper()
+	h, err := c.ctl.History(context.Background(), job, 1000)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return h
+}
+
+// Five replicas firing at the very same instants over three masters: the
+// masters' votes sometimes split, the losers take back their minority and
+// retry, and every run still starts exactly once, with rising tokens.
+func TestRedlockExactlyOnceUnderContention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRLCluster(t)
+		table := []scheduler.Job{
+			{Name: "a", Schedule: "* * * * * *", Handler: c.ledger.Job(nil)},
+			{Name: "b", Schedule: "@every 2s", Handler: c.ledger.Job(sleepJob(1500 * time.Millisecond))},
+		}
+		start := time.Now()
+		c.replicas(5, table)
+		time.Sleep(30 * time.Second)
+		c.stop()
+		if d := c.ledger.Duplicates(); len(d) > 0 {
+			t.Errorf("runs started more than once: %v", d)
+		}
+		for at := start.Add(time.Second); at.Before(start.Add(29 * time.Second)); at = at.Add(time.Second) {
+			if n := c.ledger.Starts()[id("a", at)]; n != 1 {
+				t.Errorf("%s started %d times", id("a", at), n)
+			}
+		}
+		for _, job := range []string{"a", "b"} {
+			var last int64
+			for _, e := range c.ledger.Runs(job) {
+				if e.Token <= last {
+					t.Errorf("%s: token %d after %d", e.RunID, e.Token, last)
+				}
+				last = e.Token
+			}
+			if c.ledger.MaxInFlight(job) > 1 {
+				t.Errorf("%s: %d runs at once", job, c.ledger.MaxInFlight(job))
+			}
+		}
+		seen := map[string]bool{}
+		for _, r := range c.history("a") {
+			if seen[r.ID] {
+				t.Errorf("merged history lists %s twice", r.ID)
+			}
+			seen[r.ID] = true
+		}
+		if len(seen) < 25 {
+			t.Errorf("merged history has %d runs of a", len(seen))
+		}
+	})
+}
+
+// plant writes, on one master, a record of run id held by an intruder, as a
+// claim this replica set never saw would have left.
+func plant(t *testing.T, m *miniredis.Miniredis, job string, at time.Time) {
+	t.Helper()
+	base := "solocron:{" + job + "}:"
+	suffix := at.UTC().Format(time.RFC3339)
+	m.HSet(base+"run:"+suffix, "id", job+"@"+suffix, "job", job, "kind", "s", "owner", "intruder", "replica", "intruder",
+		"decision", "started", "outcome", "running", "ret", "60000", "hl", "100", "started", "1", "fence", "1")
+	if _, err := m.ZAdd(base+"slots", float64(at.Add(time.Hour).UnixMilli()), job+"@"+suffix); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A run one master believes someone else holds still starts once, on the
+// other two; a run two masters believe held does not start at all.
+func TestRedlockMajorityDecides(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRLCluster(t)
+		table := []scheduler.Job{
+			{Name: "one", Schedule: "@every 10s", Handler: c.ledger.Job(nil)},
+			{Name: "two", Schedule: "@every 10s", Handler: c.ledger.Job(nil)},
+		}
+		at := time.Now().Truncate(10 * time.Second).Add(10 * time.Second)
+		plant(t, c.masters[0], "one", at)
+		plant(t, c.masters[0], "two", at)
+		plant(t, c.masters[1], "two", at)
+		c.replicas(3, table)
+		time.Sleep(15 * time.Second)
+		c.stop()
+		if n := c.ledger.Starts()[id("one", at)]; n != 1 {
+			t.Errorf("%s, held by an intruder on one master of three: started %d times, want once", id("one", at), n)
+		}
+		if n := c.ledger.Starts()[id("two", at)]; n != 0 {
+			t.Errorf("%s, held by an intruder on two masters of three: started %d times, want never", id("two", at), n)
+		}
+		if d := c.ledger.Duplicates(); len(d) > 0 {
+			t.Errorf("duplicates: %v", d)
+		}
+	})
+}
+
+// One master gone: runs go on. Two gone: nothing starts, and the controls
+// say so instead of acting on a minority.
+func TestRedlockNeedsAMajority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRLCluster(t)
+		table := []scheduler.Job{{Name: "a", Schedule: "* * * * * *", StartingDeadline: time.Second, Handler: c.ledger.Job(nil)}}
+		c.replicas(3, table)
+		time.Sleep(3500 * time.Millisecond)
+		c.masters[2].SetError("LOADING injected: master down")
+		oneDown := time.Now()
+		time.Sleep(4 * time.Second)
+		c.masters[1].SetError("LOADING injected: master down")
+		twoDown := time.Now()
+		time.Sleep(4 * time.Second)
+		if err := c.ctl.Pause(context.Background(), "a"); err == nil || !strings.Contains(err.Error(), "1 of 3 masters") {
+			t.Errorf("Pause with one master of three: %v", err)
+		}
+		c.stop()
+		starts := c.ledger.Starts()
+		for at := oneDown.Truncate(time.Second).Add(time.Second); at.Before(twoDown); at = at.Add(time.Second) {
+			if starts[id("a", at)] != 1 {
+				t.Errorf("one master down: %s started %d times", id("a", at), starts[id("a", at)])
+			}
+		}
+		for at := twoDown.Truncate(time.Second).Add(time.Second); at.Before(time.Now()); at = at.Add(time.Second) {
+			if starts[id("a", at)] != 0 {
+				t.Errorf("two masters down: %s started", id("a", at))
+			}
+		}
+	})
+}
+
+// overlap: wait across masters: a manual run asked for while the job runs
+// waits, is admitted once the slot frees on a quorum, and runs once.
+func TestRedlockQueuedRunIsAdmittedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRLCluster(t)
+		table := []scheduler.Job{{Name: "long", Schedule: "@every 10s", Handler: c.ledger.Job(sleepJob(4 * time.Second))}}
+		c.replicas(3, table)
+		time.Sleep(time.Until(time.Now().Truncate(10 * time.Second).Add(11 * time.Second)))
+		manual, err := c.ctl.Trigger(context.Background(), "long")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(8 * time.Second)
+		c.stop()
+		if n := c.ledger.Starts()[manual]; n != 1 {
+			t.Errorf("manual run started %d times", n)
+			rec, err := c.ctl.Get(context.Background(), manual)
+			t.Logf("its record: %+v (%v)", rec, err)
+			h, _ := c.ctl.History(context.Background(), "long", 20)
+			for _, r := range h {
+				t.Logf("history: %s %s %s %q", r.ID, r.Outcome, r.Replica, r.Error)
+			}
+			for i, m := range c.masters {
+				t.Logf("master %d keys: %v", i, m.Keys())
+			}
+		}
+		if n := c.ledger.MaxInFlight("long"); n != 1 {
+			t.Errorf("%d runs of long at once", n)
+		}
+		if d := c.ledger.Duplicates(); len(d) > 0 {
+			t.Errorf("duplicates: %v", d)
+		}
+	})
+}
+
+// A master that loses its data is noticed per master; runs go on once, and
+// fencing tokens keep rising.
+func TestRedlockMasterLosesData(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRLCluster(t)
+		table := []scheduler.Job{{Name: "a", Schedule: "* * * * * *", Handler: c.ledger.Job(nil)}}
+		c.replicas(3, table)
+		time.Sleep(4 * time.Second)
+		c.masters[0].FlushAll()
+		time.Sleep(4 * time.Second)
+		c.masters[1].FlushAll()
+		time.Sleep(4 * time.Second)
+		c.stop()
+		if d := c.ledger.Duplicates(); len(d) > 0 {
+			t.Errorf("duplicates: %v", d)
+		}
+		var last int64
+		for _, e := range c.ledger.Runs("a") {
+			if e.Token <= last {
+				t.Errorf("%s: token %d after %d", e.RunID, e.Token, last)
+			}
+			last = e.Token
+		}
+		if n := len(c.ledger.Runs("a")); n < 9 {
+			t.Errorf("%d runs in 12s", n)
+		}
+	})
+}
+
+func TestRedlockRefusesWhatItCannotDo(t *testing.T) {
+	_, c := redistest.Mini(t)
+	three := []redis.UniversalClient{c, c, c}
+	job := scheduler.Job{Name: "a", Schedule: "@hourly", Handler: testkit.NewLedger().Job(nil)}
+	if _, err := scheduler.NewRedlock(three[:2], []scheduler.Job{job}); err == nil {
+		t.Error("two masters accepted")
+	}
+	if _, err := scheduler.NewRedlock(three, []scheduler.Job{job}, scheduler.WithMinReplicasAck(1, 0)); err == nil {
+		t.Error("WithMinReplicasAck accepted")
+	}
+	wide := job
+	wide.Concurrency = 2
+	if _, err := scheduler.NewRedlock(three, []scheduler.Job{wide}); err == nil || !strings.Contains(err.Error(), "mutexes only") {
+		t.Errorf("concurrency 2: %v", err)
+	}
+	s, err := scheduler.NewRedlock(three, []scheduler.Job{job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload([]scheduler.Job{wide}); err == nil {
+		t.Error("Reload accepted concurrency 2")
+	}
+	if _, err := scheduler.New(c, nil, scheduler.WithRedlockTimeout(time.Second)); err == nil {
+		t.Error("New accepted WithRedlockTimeout")
+	}
+}

@@ -1,0 +1,348 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/lockprovider"
+)
+
+// outputLimit bounds the output tail kept in a run record.
+const outputLimit = 4096
+
+// runLease renews a run's record and slot together, in one round trip, as a
+// lockprovider.LeaseStore, so the run's watchdog is lockprovider.KeepAlive.
+type runLease struct {
+	s     *Scheduler
+	j     *jobState
+	id    string
+	owner string
+}
+
+func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) error {
+	res, err := l.s.store.renew(ctx, []renewReq{{j: l.j, id: l.id, owner: l.owner}})
+	if err != nil {
+		l.s.tel.renewed(ctx, renewFailed)
+		return err
+	}
+	switch res[0] {
+	case "ok":
+		l.s.tel.renewed(ctx, renewOK)
+		return nil
+	case "replaced":
+		l.s.tel.renewed(ctx, renewReplaced)
+		return ErrReplaced
+	case "unacked":
+		// Renewed where it was sent, but a failover could lose it: it does
+		// not count, and the watchdog tries again.
+		l.s.tel.renewed(ctx, renewFailed)
+		return fmt.Errorf("scheduler: renewal of run %s not acknowledged by enough replicas or masters", l.id)
+	}
+	l.s.tel.renewed(ctx, renewLostCode)
+	return fmt.Errorf("%w: run %s is no longer held by this replica", lockprovider.ErrLeaseLost, l.id)
+}
+
+// ReleaseLease is never used: a run ends with complete, which records it.
+func (l *runLease) ReleaseLease(context.Context, *lockprovider.Lease) error {
+	return errors.New("scheduler: runs are closed by recording their outcome")
+}
+
+// start runs a claimed run in its own goroutine, at once.
+func (s *Scheduler) start(r claimReq, fence int64, claimStart, claimEnd time.Time) {
+	s.startAt(r, fence, claimStart, claimEnd, claimEnd)
+}
+
+// startAt runs a claimed run in its own goroutine, starting the job at
+// startAt (on this process' monotonic clock).
+func (s *Scheduler) startAt(r claimReq, fence int64, claimStart, claimEnd, startAt time.Time) {
+	s.runs.Go(func() { s.execute(r, fence, claimStart, claimEnd, startAt) })
+}
+
+func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, startAt time.Time) {
+	j := r.j
+	jobAttr := metric.WithAttributes(attribute.String("job", j.Name))
+	s.tel.running.Add(s.runCtx, 1, jobAttr)
+	defer s.tel.running.Add(s.runCtx, -1, jobAttr)
+
+	ctx, span := s.tel.tracer.Start(s.runCtx, "solocron.run", trace.WithTimestamp(claimStart),
+		trace.WithAttributes(
+			attribute.String("solocron.job", j.Name),
+			attribute.String("solocron.run_id", r.id),
+			attribute.String("solocron.scheduled_at", r.sched.UTC().Format(time.RFC3339)),
+			attribute.String("solocron.kind", string(kindOf(string(r.kind)))),
+			attribute.Int64("solocron.fencing_token", fence),
+			attribute.String("solocron.replica", s.cfg.replicaID),
+		))
+	_, claimSpan := s.tel.tracer.Start(ctx, "solocron.claim", trace.WithTimestamp(claimStart))
+	claimSpan.End(trace.WithTimestamp(claimEnd))
+
+	log := s.log.With("job", j.Name, "run_id", r.id)
+	log.Info("run started", "fencing_token", fence, "kind", kindOf(string(r.kind)))
+
+	// The lease was granted by the claim: at the earliest when it was first
+	// sent (a retried claim may have been granted by its first execution).
+	sent := claimStart
+	if !r.sent.IsZero() && r.sent.Before(sent) {
+		sent = r.sent
+	}
+	lease := lockprovider.NewLease(&runLease{s: s, j: j, id: r.id, owner: r.owner}, r.id, r.owner, fence, j.Lease, sent)
+	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease)
+	jobCtx, cancelJob := context.WithCancelCause(ctx)
+	defer cancelJob(context.Canceled)
+
+	// A lost lease cancels the job (on_lease_lost: cancel), or is logged and
+	// counted and the job goes on (continue). Being replaced always cancels.
+	var lostCause error
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		<-kctx.Done()
+		cause := context.Cause(kctx)
+		if !errors.Is(cause, lockprovider.ErrLeaseLost) {
+			return
+		}
+		lostCause = cause
+		if !errors.Is(cause, ErrReplaced) {
+			s.tel.leaseLost.Add(context.WithoutCancel(ctx), 1, jobAttr)
+		}
+		if j.OnLeaseLost == LeaseLostContinue && !errors.Is(cause, ErrReplaced) {
+			log.Warn("lease lost; the job goes on (on_lease_lost: continue) — another replica may now start this job", "cause", cause)
+			return
+		}
+		log.Warn("lease lost: cancelling the job", "cause", cause)
+		cancelJob(cause)
+	}()
+
+	s.active.Store(r.id, struct{}{})
+	defer s.active.Delete(r.id)
+
+	// Claimed ahead of its instant (WithClaimAhead): the job starts at the
+	// instant. The lease is already being kept alive meanwhile.
+	var err error
+	if wait := time.Until(startAt); wait > 0 && !sleep(jobCtx, wait) {
+		err = context.Cause(jobCtx)
+	}
+	// A claim whose answer came back late (held, retried) may hold a lease
+	// that has already run out: then another replica may be about to take
+	// the slot, and the job must not start at all.
+	if err == nil && !time.Now().Before(lease.Until()) {
+		err = fmt.Errorf("%w: the claim's lease ran out before the run could start (its answer came %s after it was sent)",
+			lockprovider.ErrLeaseLost, claimEnd.Sub(sent).Round(time.Millisecond))
+		cancelJob(err)
+	}
+	startedAt := time.Now()
+	s.tel.dispatchDelay.Record(s.runCtx, max(0, s.now().Sub(r.fire)).Seconds(), jobAttr)
+	if j.Timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		jobCtx, cancelTimeout = context.WithTimeoutCause(jobCtx, j.Timeout, ErrTimeout)
+		defer cancelTimeout()
+	}
+
+	tail := jobs.NewTail(outputLimit)
+	attempt := 1
+	// Not started at all when the wait for the instant was cut short.
+	if err == nil {
+		for {
+			info := jobs.Info{Job: j.Name, RunID: r.id, ScheduledAt: r.sched.UTC(), FencingToken: fence, Attempt: attempt, ReplicaID: s.cfg.replicaID}
+			actx := jobs.NewContext(jobCtx, info)
+			actx = jobs.WithOutput(actx, tail)
+			actx = jobs.WithLogger(actx, log.With("attempt", attempt))
+			err = runHandler(actx, j.Handler)
+			if err == nil || jobCtx.Err() != nil || attempt > j.Retries || jobs.IsPermanent(err) {
+				break
+			}
+			wait := retryBackoff(j.RetryBackoff, attempt)
+			log.Info("attempt failed; retrying", "attempt", attempt, "err", err, "in", wait.Round(time.Millisecond))
+			if !sleep(jobCtx, wait) {
+				break
+			}
+			attempt++
+			_, floor := j.memo.snapshot()
+			next, aerr := s.store.attempt(jobCtx, j, r.id, r.owner, attempt, floor)
+			if aerr != nil || next == 0 {
+				if aerr == nil {
+					aerr = fmt.Errorf("%w: run %s is no longer held by this replica", lockprovider.ErrLeaseLost, r.id)
+					cancelJob(aerr)
+				}
+				err = fmt.Errorf("could not start attempt %d: %w", attempt, aerr)
+				attempt--
+				break
+			}
+			fence = next
+			j.memo.observe("", fence)
+		}
+	}
+	stopKeepAlive()
+	<-watched
+
+	outcome, errText := classify(err, jobCtx, lostCause)
+	s.closeRun(r, outcome, attempt, errText, tail.String(), log)
+
+	d := time.Since(startedAt)
+	s.tel.ended(context.WithoutCancel(ctx), j.Name, outcome, d)
+	span.SetAttributes(attribute.String("solocron.outcome", string(outcome)), attribute.Int("solocron.attempts", attempt))
+	if outcome != Succeeded {
+		span.SetStatus(codes.Error, errText)
+	}
+	span.End()
+	lvl := log.Info
+	if outcome != Succeeded {
+		lvl = log.Warn
+	}
+	lvl("run ended", "outcome", outcome, "attempts", attempt, "duration", d.Round(time.Millisecond), "err", errText)
+}
+
+// closeRun records a run's end. Its context does not derive from the run's
+// (often cancelled by now): closing a record must not depend on it. The end
+// goes through the closer, which batches it with others; failed attempts
+// are retried until the close timeout. If Redis stays away, the run's lease
+// expires and the heartbeat of any replica closes it as lease_lost — the
+// record is never lost.
+func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, output string, log interface {
+	Warn(string, ...any)
+}) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
+	defer cancel()
+	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: errText, output: output}
+	backoff := 50 * time.Millisecond
+	for {
+		done := make(chan closed, 1)
+		var c closed
+		select {
+		case s.closing <- closeReq{completeReq: req, done: done}:
+			select {
+			case c = <-done:
+			case <-ctx.Done():
+				c.err = ctx.Err()
+			}
+		case <-ctx.Done():
+			c.err = ctx.Err()
+		}
+		switch {
+		case c.err == nil && c.res == "closed":
+			log.Warn("the cluster had already closed this run; its record keeps that outcome", "outcome_here", o)
+			return
+		case c.err == nil && c.res == "lost":
+			log.Warn("run record no longer ours (Redis lost it, or it expired)")
+			return
+		case c.err == nil:
+			return
+		}
+		if !sleep(ctx, backoff) {
+			log.Warn("could not record the run's end; its lease will expire and the cluster will close it as lease_lost", "err", c.err)
+			return
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// closeReq is a run's end queued for the closer.
+type closeReq struct {
+	completeReq
+	done chan closed
+}
+
+// closed is the closer's answer for one run.
+type closed struct {
+	res string
+	err error
+}
+
+// closer sends the ends of runs to the store, as many in one call as are
+// queued when it looks: when many runs end together (a burst of fast jobs
+// at the top of a second), their records are closed in one round trip, and
+// Redis runs one script for them instead of one each. A lone end is sent at
+// once; nothing waits to fill a batch.
+func (s *Scheduler) closer(in <-chan closeReq) {
+	for first := range in {
+		batch := []closeReq{first}
+	fill:
+		for len(batch) < 4*maxBatch {
+			select {
+			case c, ok := <-in:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		reqs := make([]completeReq, len(batch))
+		for i, c := range batch {
+			reqs[i] = c.completeReq
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
+		res, err := s.store.complete(ctx, reqs)
+		cancel()
+		for i, c := range batch {
+			if err != nil {
+				c.done <- closed{err: err}
+			} else {
+				c.done <- closed{res: res[i]}
+			}
+		}
+	}
+}
+
+// runHandler runs a job, turning a panic into a failure.
+func runHandler(ctx context.Context, h jobs.Job) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &jobs.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return h.Run(ctx)
+}
+
+// classify maps how a run ended to its outcome.
+func classify(err error, jobCtx context.Context, lost error) (Outcome, string) {
+	text := ""
+	if err != nil {
+		text = err.Error()
+	}
+	if jobCtx.Err() != nil && err != nil {
+		cause := context.Cause(jobCtx)
+		switch {
+		case errors.Is(cause, ErrReplaced):
+			return Replaced, text
+		case errors.Is(cause, lockprovider.ErrLeaseLost):
+			return LeaseLost, text
+		case errors.Is(cause, ErrShutdown):
+			return Interrupted, text
+		case errors.Is(cause, ErrTimeout):
+			return TimedOut, text
+		}
+	}
+	if lost != nil { // on_lease_lost: continue
+		if err == nil {
+			return LeaseLost, "lease lost while running (" + lost.Error() + "); the job went on and succeeded"
+		}
+		return LeaseLost, "lease lost while running (" + lost.Error() + "); the job went on and failed: " + text
+	}
+	if err != nil {
+		return Failed, text
+	}
+	return Succeeded, ""
+}
+
+// retryBackoff is the wait before retry n (1-based): base·2^(n-1), capped at
+// an hour, with ±50% jitter so retries of many runs do not align.
+func retryBackoff(base time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < time.Hour; i++ {
+		d *= 2
+	}
+	d = min(d, time.Hour)
+	return d/2 + rand.N(d+1)
+}

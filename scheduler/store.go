@@ -1,0 +1,743 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// sources holds every script's source, for preload.
+var sources []string
+
+func script(name string) *redis.Script {
+	common, err := luaFiles.ReadFile("lua/common.lua")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	src := string(common) + string(body)
+	sources = append(sources, src)
+	return redis.NewScript(src)
+}
+
+var (
+	claimScript    = script("claim")
+	admitScript    = script("admit")
+	renewScript    = script("renew")
+	attemptScript  = script("attempt")
+	completeScript = script("complete")
+	syncScript     = script("sync")
+	triggerScript  = script("trigger")
+	pauseScript    = script("pause")
+	undoScript     = script("undo")
+)
+
+// preload loads every script in one pipeline, so the first claim after a
+// start is one round trip too (EVALSHA would otherwise meet NOSCRIPT once).
+// It sends SCRIPT LOAD itself: redis.Script.Load on a pipeliner would read
+// the reply before it exists and store an empty hash in the shared Script.
+func (s *store) preload(ctx context.Context) error {
+	load := func(p redis.Pipeliner) error {
+		for _, src := range sources {
+			p.ScriptLoad(ctx, src)
+		}
+		return nil
+	}
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			_, err := m.Pipelined(ctx, load)
+			return err
+		})
+	}
+	_, err := s.c.Pipelined(ctx, load)
+	return err
+}
+
+// claimFields is the number of ARGV fields per run in claim.lua.
+const claimFields = 19
+
+// maxBatch bounds the runs one script call decides, so no single call holds
+// Redis for long.
+const maxBatch = 64
+
+// store keeps the cluster's shared state in one Redis deployment:
+// standalone, Sentinel (a failover client) or Cluster. Every operation is
+// one script per job (or per batch of runs), one round trip.
+type store struct {
+	c       redis.UniversalClient
+	prefix  string
+	cluster bool // keys of different jobs must not share a script call
+
+	// minAck > 0: claims, admissions and renewals count only once that many
+	// replicas acknowledged them (WAIT), within ackTimeout.
+	minAck     int
+	ackTimeout time.Duration
+	// claimAhead is how long before its instant a run may be claimed.
+	claimAhead time.Duration
+}
+
+func newStore(c redis.UniversalClient, cfg config) (*store, error) {
+	s := &store{c: c, prefix: cfg.prefix, minAck: cfg.minAck, ackTimeout: cfg.ackTimeout, claimAhead: cfg.claimAhead}
+	switch c.(type) {
+	case *redis.ClusterClient:
+		s.cluster = true
+	case *redis.Client:
+	default:
+		if s.minAck > 0 {
+			// WAIT counts the writes of its own connection: only a client
+			// whose pipelines stay on one connection can ask it.
+			return nil, fmt.Errorf("scheduler: WithMinReplicasAck needs a *redis.Client or *redis.ClusterClient, not %T", c)
+		}
+	}
+	return s, nil
+}
+
+func (s *store) metaKey(job string) string { return s.prefix + ":{" + job + "}:meta" }
+func (s *store) key(job, kind string) string {
+	return s.prefix + ":{" + job + "}:" + kind
+}
+
+// call is one script invocation.
+type call struct {
+	keys []string
+	args []any
+}
+
+// exec runs script once per call, all calls pipelined in one round trip
+// (per cluster node). EVALSHA is tried first; a NOSCRIPT reply (after SCRIPT
+// FLUSH or a restart) loads the script and retries those calls.
+func (s *store) exec(ctx context.Context, sc *redis.Script, calls []call) ([]any, error) {
+	if len(calls) == 1 {
+		v, err := sc.Run(ctx, s.c, calls[0].keys, calls[0].args...).Result()
+		if err != nil {
+			return nil, err
+		}
+		return []any{v}, nil
+	}
+	out := make([]any, len(calls))
+	pending := make([]int, len(calls))
+	for i := range pending {
+		pending[i] = i
+	}
+	for attempt := 0; ; attempt++ {
+		cmds := make([]*redis.Cmd, len(pending))
+		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for j, i := range pending {
+				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].args...)
+			}
+			return nil
+		})
+		var again []int
+		for j, i := range pending {
+			v, cerr := cmds[j].Result()
+			switch {
+			case cerr == nil:
+				out[i] = v
+			case redis.HasErrorPrefix(cerr, "NOSCRIPT") && attempt == 0:
+				again = append(again, i)
+			default:
+				return nil, cerr
+			}
+		}
+		if len(again) == 0 {
+			if err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+				return nil, err
+			}
+			return out, nil
+		}
+		if err := sc.Load(ctx, s.c).Err(); err != nil {
+			return nil, err
+		}
+		pending = again
+	}
+}
+
+// ack is what WAIT said after a call: how many replicas acknowledged the
+// connection's writes, or why it could not say.
+type ack struct {
+	n   int64
+	err error
+}
+
+func (s *store) acked(a ack) bool { return a.err == nil && a.n >= int64(s.minAck) }
+
+// why describes an ack that falls short, for logs and records.
+func (s *store) why(a ack) string {
+	if a.err != nil {
+		return "WAIT failed: " + a.err.Error()
+	}
+	return fmt.Sprintf("%d of the %d replicas required (min_replicas_ack) acknowledged it", a.n, s.minAck)
+}
+
+// run is exec, followed, when min_replicas_ack is set, by WAIT on every
+// connection that ran a call; acks[i] is call i's (nil without WAIT).
+func (s *store) run(ctx context.Context, sc *redis.Script, calls []call) ([]any, []ack, error) {
+	if s.minAck <= 0 {
+		out, err := s.exec(ctx, sc, calls)
+		return out, nil, err
+	}
+	out := make([]any, len(calls))
+	acks := make([]ack, len(calls))
+	// WAIT counts the writes made on its own connection before it, so each
+	// call and its WAIT travel in one pipeline on one connection — the
+	// primary's on a single Redis, the slot's master's on Cluster.
+	var nodes []*redis.Client
+	byNode := map[*redis.Client][]int{}
+	switch c := s.c.(type) {
+	case *redis.ClusterClient:
+		for i, cl := range calls {
+			m, err := c.MasterForKey(ctx, cl.keys[0])
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, ok := byNode[m]; !ok {
+				nodes = append(nodes, m)
+			}
+			byNode[m] = append(byNode[m], i)
+		}
+	case *redis.Client:
+		nodes = []*redis.Client{c}
+		for i := range calls {
+			byNode[c] = append(byNode[c], i)
+		}
+	}
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for k, n := range nodes {
+		wg.Go(func() { errs[k] = s.execWait(ctx, n, sc, calls, byNode[n], out, acks) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		if s.cluster && isMoved(err) {
+			s.c.(*redis.ClusterClient).ReloadState(ctx)
+		}
+		return nil, nil, err
+	}
+	return out, acks, nil
+}
+
+// execWait runs calls idx on one node in one pipeline ending with WAIT.
+func (s *store) execWait(ctx context.Context, node *redis.Client, sc *redis.Script, calls []call, idx []int, out []any, acks []ack) error {
+	// WAIT must answer before the call's deadline and the client's read
+	// timeout (a pipeline reads with the client's, not WAIT's own).
+	timeout := s.ackTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl)/2)
+	}
+	if rt := node.Options().ReadTimeout; rt > 0 {
+		timeout = min(timeout, rt/2)
+	}
+	ms := max(timeout.Milliseconds(), 1) // WAIT n 0 would block for ever
+	pending := idx
+	for attempt := 0; ; attempt++ {
+		cmds := make([]*redis.Cmd, len(pending))
+		var wait *redis.Cmd
+		// Each command's own error is checked below; the pipeline's is the
+		// first of them.
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for j, i := range pending {
+				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].args...)
+			}
+			wait = p.Do(ctx, "wait", s.minAck, ms)
+			return nil
+		})
+		n, werr := wait.Int64()
+		var again []int
+		for j, i := range pending {
+			v, err := cmds[j].Result()
+			switch {
+			case err == nil:
+				out[i], acks[i] = v, ack{n: n, err: werr}
+			case redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0:
+				again = append(again, i)
+			default:
+				return err
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		if err := sc.Load(ctx, node).Err(); err != nil {
+			return err
+		}
+		pending = again
+	}
+}
+
+func isMoved(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "CLUSTERDOWN")
+}
+
+// undoReq takes back one claim or admission (undo.lua).
+type undoReq struct {
+	j         *jobState
+	id, owner string
+	mode      string // drop | requeue
+	maxWait   time.Duration
+}
+
+func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoReq) ([]string, error) {
+	groups := group(s, reqs, func(r undoReq) string { return r.j.Name })
+	calls := make([]call, len(groups))
+	for gi, g := range groups {
+		for _, i := range g {
+			r := reqs[i]
+			calls[gi].keys = append(calls[gi].keys, r.j.metaKey)
+			calls[gi].args = append(calls[gi].args, r.id, r.owner, r.mode, waiterTTL.Milliseconds(), r.maxWait.Milliseconds())
+		}
+	}
+	replies, err := s.exec(ctx, undoScript, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(reqs))
+	for gi, g := range groups {
+		f := strs(replies[gi])
+		if len(f) != len(g) {
+			return nil, fmt.Errorf("scheduler: unexpected undo reply %v", replies[gi])
+		}
+		for k, i := range g {
+			out[i] = f[k]
+		}
+	}
+	return out, nil
+}
+
+// group splits items into script calls: all together (in chunks) on a
+// single Redis, one call per job on Cluster, where a script may only touch
+// one hash slot.
+func group[T any](s *store, items []T, job func(T) string) [][]int {
+	var groups [][]int
+	if !s.cluster {
+		for i := 0; i < len(items); i += maxBatch {
+			g := make([]int, 0, min(maxBatch, len(items)-i))
+			for j := i; j < len(items) && j < i+maxBatch; j++ {
+				g = append(g, j)
+			}
+			groups = append(groups, g)
+		}
+		return groups
+	}
+	byJob := map[string]int{}
+	for i, it := range items {
+		n, ok := byJob[job(it)]
+		if !ok {
+			n = len(groups)
+			byJob[job(it)] = n
+			groups = append(groups, nil)
+		}
+		groups[n] = append(groups[n], i)
+	}
+	return groups
+}
+
+func newEpoch() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// claimReq asks to decide one run.
+type claimReq struct {
+	j          *jobState
+	id, suffix string
+	kind       byte // 's' scheduled, 'c' catch-up, 'm' manual, 'x' record missed
+	sched      time.Time
+	fire       time.Time
+	owner      string
+	known      string
+	fenceFloor int64
+	// overlap and maxWait are the job's, except for manual and catch-up
+	// runs: someone asked for those, so they queue for a slot.
+	overlap Overlap
+	maxWait time.Duration
+	// base is, for a catch-up run, the last decided instant when the gap
+	// was found.
+	base time.Time
+	// sent is when this claim was first sent. A claim whose answer was
+	// lost and retried may have been granted by its first execution, so
+	// its lease counts from then.
+	sent time.Time
+	// ticket orders the run in the job's queue if it must wait; "" for
+	// arrival order.
+	ticket string
+}
+
+// claimRes is the decision for one run.
+type claimRes struct {
+	status  string // started, decided, waiting, early, refused, or the outcome we recorded
+	epoch   string
+	fence   int64
+	outcome string // decided: the outcome someone else recorded
+	replica string // decided: by whom
+	place   int64  // waiting: place in the queue
+	server  time.Time
+	reason  string
+	unacked string // started, but too few replicas acknowledged it: why
+}
+
+func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
+	out, err := s.claimOnly(ctx, replica, skew, waiterTTL, reqs)
+	if err != nil || s.minAck <= 0 {
+		return out, err
+	}
+	// Fail closed: a start too few replicas acknowledged could vanish in a
+	// failover, and another replica start the run again. Take it back
+	// before anyone runs it. Decisions that start nothing (skips, misses,
+	// queue places) stand: losing them loses no exclusivity.
+	var undo []undoReq
+	var at []int
+	for i, r := range out {
+		if r.status == "started" && r.unacked != "" {
+			undo = append(undo, undoReq{j: reqs[i].j, id: reqs[i].id, owner: reqs[i].owner, mode: "drop"})
+			at = append(at, i)
+		}
+	}
+	if len(undo) == 0 {
+		return out, nil
+	}
+	// If the undo fails, the run still is not started here; the retry finds
+	// the replica's own record and asks for acknowledgement again.
+	_, uerr := s.undo(ctx, waiterTTL, undo)
+	for _, i := range at {
+		reason := "the claim was taken back: " + out[i].unacked
+		if uerr != nil {
+			reason += " (taking it back failed: " + uerr.Error() + ")"
+		}
+		out[i] = claimRes{status: "retry", epoch: out[i].epoch, fence: out[i].fence, reason: reason}
+	}
+	return out, nil
+}
+
+// claimOnly runs claim.lua; with min_replicas_ack, a start that too few
+// replicas acknowledged says why in its unacked field.
+func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
+	groups := group(s, reqs, func(r claimReq) string { return r.j.Name })
+	calls := make([]call, len(groups))
+	fresh := newEpoch()
+	for gi, g := range groups {
+		c := call{args: make([]any, 0, 5+claimFields*len(g))}
+		c.args = append(c.args, replica, skew.Milliseconds(), waiterTTL.Milliseconds(), fresh, s.claimAhead.Milliseconds())
+		for _, i := range g {
+			r := reqs[i]
+			j := r.j
+			c.keys = append(c.keys, j.metaKey)
+			paused := "0"
+			if j.Paused {
+				paused = "1"
+			}
+			c.args = append(c.args, r.id, r.suffix, string(r.kind), r.sched.UnixMilli(), r.fire.UnixMilli(), r.owner,
+				j.Lease.Milliseconds(), j.Concurrency, string(r.overlap), r.maxWait.Milliseconds(),
+				j.StartingDeadline.Milliseconds(), j.retention(r.sched).Milliseconds(), j.HistoryLimit,
+				paused, r.known, strconv.FormatInt(r.fenceFloor, 10), j.CatchupWindow.Milliseconds(), r.base.UnixMilli(), r.ticket)
+		}
+		calls[gi] = c
+	}
+	replies, acks, err := s.run(ctx, claimScript, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]claimRes, len(reqs))
+	for gi, g := range groups {
+		rows, ok := replies[gi].([]any)
+		if !ok || len(rows) != len(g) {
+			return nil, fmt.Errorf("scheduler: unexpected claim reply %v", replies[gi])
+		}
+		for k, i := range g {
+			f := strs(rows[k])
+			if len(f) < 2 {
+				return nil, fmt.Errorf("scheduler: unexpected claim reply %v", rows[k])
+			}
+			res := claimRes{status: f[0], epoch: f[1]}
+			switch res.status {
+			case "started":
+				res.fence, _ = strconv.ParseInt(at(f, 2), 10, 64)
+				if ms, _ := strconv.ParseInt(at(f, 3), 10, 64); ms > 0 {
+					res.server = time.UnixMilli(ms)
+				}
+				if acks != nil && !s.acked(acks[gi]) {
+					res.unacked = s.why(acks[gi])
+				}
+			case "decided":
+				res.outcome, res.replica = at(f, 2), at(f, 3)
+			case "waiting":
+				res.place, _ = strconv.ParseInt(at(f, 2), 10, 64)
+			case "early", "later":
+				ms, _ := strconv.ParseInt(at(f, 2), 10, 64)
+				res.server = time.UnixMilli(ms)
+			case "refused":
+				res.reason = at(f, 2)
+			}
+			out[i] = res
+		}
+	}
+	return out, nil
+}
+
+// admit polls a queued run.
+func (s *store) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status string, n int64, err error) {
+	j := r.j
+	c := call{keys: []string{j.metaKey}, args: []any{r.id, r.owner, j.Lease.Milliseconds(),
+		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10)}}
+	replies, acks, err := s.run(ctx, admitScript, []call{c})
+	if err != nil {
+		return "", 0, err
+	}
+	f := strs(replies[0])
+	if len(f) == 0 {
+		return "", 0, fmt.Errorf("scheduler: unexpected admit reply %v", replies[0])
+	}
+	n, _ = strconv.ParseInt(at(f, 1), 10, 64)
+	if f[0] == "started" && acks != nil && !s.acked(acks[0]) {
+		// As for a claim: an admission too few replicas hold is taken back,
+		// and the run keeps its place in the queue.
+		res, err := s.undo(ctx, waiterTTL, []undoReq{{j: j, id: r.id, owner: r.owner, mode: "requeue", maxWait: r.maxWait}})
+		if err != nil {
+			return "", 0, err
+		}
+		if res[0] != "requeued" {
+			return "lost", 0, nil
+		}
+		return "waiting", 1, nil
+	}
+	return f[0], n, nil
+}
+
+// renewReq is one run's lease renewal.
+type renewReq struct {
+	j         *jobState
+	id, owner string
+}
+
+// renew renews leases; the answer per run is "ok", "lost" or "replaced".
+func (s *store) renew(ctx context.Context, reqs []renewReq) ([]string, error) {
+	groups := group(s, reqs, func(r renewReq) string { return r.j.Name })
+	calls := make([]call, len(groups))
+	for gi, g := range groups {
+		for _, i := range g {
+			r := reqs[i]
+			calls[gi].keys = append(calls[gi].keys, r.j.metaKey)
+			calls[gi].args = append(calls[gi].args, r.id, r.owner, r.j.Lease.Milliseconds())
+		}
+	}
+	replies, acks, err := s.run(ctx, renewScript, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(reqs))
+	for gi, g := range groups {
+		f := strs(replies[gi])
+		if len(f) != len(g) {
+			return nil, fmt.Errorf("scheduler: unexpected renew reply %v", replies[gi])
+		}
+		for k, i := range g {
+			out[i] = f[k]
+			// A renewal a failover could lose does not extend the lease:
+			// the holder's deadline must not outrun the one a promoted
+			// replica would enforce.
+			if out[i] == "ok" && acks != nil && !s.acked(acks[gi]) {
+				out[i] = "unacked"
+			}
+		}
+	}
+	return out, nil
+}
+
+// attempt issues the fencing token of a run's next attempt; 0 means the run
+// is no longer held.
+func (s *store) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
+	v, err := attemptScript.Run(ctx, s.c, []string{j.metaKey}, id, owner, n, strconv.FormatInt(fenceFloor, 10)).Result()
+	if err != nil {
+		return 0, err
+	}
+	switch t := v.(type) {
+	case int64:
+		return t, nil
+	case string:
+		return strconv.ParseInt(t, 10, 64)
+	}
+	return 0, fmt.Errorf("scheduler: unexpected attempt reply %v", v)
+}
+
+// complete closes a run; the answer is "ok", "closed" or "lost".
+// completeReq closes one run.
+type completeReq struct {
+	r        *claimReq
+	replica  string
+	outcome  Outcome
+	attempts int
+	errText  string
+	output   string
+}
+
+// completeFields is the number of ARGV fields per run in complete.lua.
+const completeFields = 8
+
+// entry is the history record of a run as its holder knows it: a JSON
+// object of strings without its closing brace; complete.lua adds decision,
+// fence, started and finished, which the server holds.
+func (c completeReq) entry() string {
+	r := c.r
+	b, _ := json.Marshal(struct {
+		ID       string `json:"id"`
+		Job      string `json:"job"`
+		Kind     string `json:"kind"`
+		Sched    string `json:"sched"`
+		Outcome  string `json:"outcome"`
+		Replica  string `json:"replica"`
+		Attempts string `json:"attempts"`
+		Error    string `json:"error"`
+		Output   string `json:"output"`
+	}{r.id, r.j.Name, recordKind(r.kind), strconv.FormatInt(r.sched.UnixMilli(), 10), string(c.outcome), c.replica,
+		strconv.Itoa(c.attempts), c.errText, c.output})
+	return string(b[:len(b)-1])
+}
+
+// recordKind is how a run record spells a claim kind.
+func recordKind(kind byte) string {
+	if kind == 'x' {
+		return "s"
+	}
+	return string(kind)
+}
+
+// complete closes runs, grouped into as few script calls as the store
+// allows; the answer per run is "ok", "closed" or "lost".
+func (s *store) complete(ctx context.Context, reqs []completeReq) ([]string, error) {
+	groups := group(s, reqs, func(c completeReq) string { return c.r.j.Name })
+	calls := make([]call, len(groups))
+	for gi, g := range groups {
+		calls[gi].args = make([]any, 0, completeFields*len(g))
+		for _, i := range g {
+			c := reqs[i]
+			calls[gi].keys = append(calls[gi].keys, c.r.j.metaKey)
+			calls[gi].args = append(calls[gi].args, c.r.id, c.r.owner, string(c.outcome), c.attempts, c.errText,
+				c.entry(), c.r.j.retention(c.r.sched).Milliseconds(), c.r.j.HistoryLimit)
+		}
+	}
+	replies, err := s.exec(ctx, completeScript, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(reqs))
+	for gi, g := range groups {
+		f := strs(replies[gi])
+		if len(f) != len(g) {
+			return nil, fmt.Errorf("scheduler: unexpected complete reply %v", replies[gi])
+		}
+		for k, i := range g {
+			out[i] = f[k]
+		}
+	}
+	return out, nil
+}
+
+// syncReq is one job's heartbeat.
+type syncReq struct {
+	j     *jobState
+	known string
+}
+
+// syncRes is what a heartbeat learns about a job.
+type syncRes struct {
+	epoch  string
+	paused bool
+	last   time.Time // latest scheduled instant decided; zero if none
+	floor  time.Time
+	fence  int64
+	manual []string // pending manual run ids
+}
+
+func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
+	groups := group(s, reqs, func(r syncReq) string { return r.j.Name })
+	calls := make([]call, len(groups))
+	fresh := newEpoch()
+	for gi, g := range groups {
+		calls[gi].args = append(calls[gi].args, skew.Milliseconds(), fresh, manualTTL.Milliseconds())
+		for _, i := range g {
+			r := reqs[i]
+			calls[gi].keys = append(calls[gi].keys, r.j.metaKey)
+			calls[gi].args = append(calls[gi].args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica)
+		}
+	}
+	replies, err := s.exec(ctx, syncScript, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]syncRes, len(reqs))
+	for gi, g := range groups {
+		rows, ok := replies[gi].([]any)
+		if !ok || len(rows) != len(g) {
+			return nil, fmt.Errorf("scheduler: unexpected sync reply %v", replies[gi])
+		}
+		for k, i := range g {
+			f := strs(rows[k])
+			if len(f) < 5 {
+				return nil, fmt.Errorf("scheduler: unexpected sync reply %v", rows[k])
+			}
+			r := syncRes{epoch: f[0], paused: f[1] == "1", manual: f[5:]}
+			if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
+				r.last = time.UnixMilli(ms)
+			}
+			if ms, _ := strconv.ParseInt(f[3], 10, 64); ms > 0 {
+				r.floor = time.UnixMilli(ms)
+			}
+			r.fence, _ = strconv.ParseInt(f[4], 10, 64)
+			out[i] = r
+		}
+	}
+	return out, nil
+}
+
+// strs reads a script reply array as strings.
+func strs(v any) []string {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		switch t := x.(type) {
+		case string:
+			out[i] = t
+		case int64:
+			out[i] = strconv.FormatInt(t, 10)
+		case nil:
+		default:
+			out[i] = fmt.Sprint(t)
+		}
+	}
+	return out
+}
+
+func at(f []string, i int) string {
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
+}
+
+// errNoRedis marks errors that mean Redis could not be asked.
+var errNoRedis = errors.New("scheduler: store unreachable")
+
+// isNetErr tells a failure to reach Redis from an error Redis returned.
+func isNetErr(err error) bool {
+	var re redis.Error
+	return err != nil && !(errors.As(err, &re) && !strings.HasPrefix(re.Error(), "LOADING"))
+}

@@ -1,0 +1,110 @@
+package scheduler
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What Control asks of one Redis deployment.
+
+func (s *store) setPaused(ctx context.Context, job string, paused bool) error {
+	v := "0"
+	if paused {
+		v = "1"
+	}
+	return pauseScript.Run(ctx, s.c, []string{s.metaKey(job)}, v).Err()
+}
+
+// hintKey is the store-wide set of jobs with recent manual requests
+// (job -> request time, ms). Replicas read it every heartbeat instead of
+// polling every job's manual set; it lives outside any job's hash tag, so
+// it is never touched by a script.
+func (s *store) hintKey() string { return s.prefix + ":manual" }
+
+// hintLookback is how long a manual request's hint keeps its job in every
+// heartbeat; requests older than that are found by the full sweep.
+const hintLookback = time.Minute
+
+func (s *store) trigger(ctx context.Context, job, id string) error {
+	if err := triggerScript.Run(ctx, s.c, []string{s.metaKey(job)}, id).Err(); err != nil {
+		return err
+	}
+	return s.c.ZAdd(ctx, s.hintKey(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: job}).Err()
+}
+
+// manualHints returns the jobs with manual requests since since, and drops
+// hints older than the manual request lifetime.
+func (s *store) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, error) {
+	var jobs *redis.StringSliceCmd
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		jobs = p.ZRangeByScore(ctx, s.hintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(since.UnixMilli(), 10), Max: "+inf"})
+		p.ZRemRangeByScore(ctx, s.hintKey(), "-inf", strconv.FormatInt(time.Now().Add(-ttl).UnixMilli(), 10))
+		return nil
+	})
+	return jobs.Val(), err
+}
+
+func (s *store) history(ctx context.Context, job string, limit int) ([]Run, error) {
+	raw, err := s.c.LRange(ctx, s.key(job, "history"), 0, int64(limit-1)).Result()
+	if err != nil {
+		return nil, err
+	}
+	return decodeHistory(raw)
+}
+
+func (s *store) status(ctx context.Context, job string, limit int) (*Status, error) {
+	var meta *redis.SliceCmd
+	var slots *redis.StringSliceCmd
+	var waiting, manual *redis.IntCmd
+	var hist *redis.StringSliceCmd
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		meta = p.HMGet(ctx, s.metaKey(job), "paused", "last")
+		slots = p.ZRange(ctx, s.key(job, "slots"), 0, -1)
+		waiting = p.ZCard(ctx, s.key(job, "queue"))
+		manual = p.ZCard(ctx, s.key(job, "manual"))
+		hist = p.LRange(ctx, s.key(job, "history"), 0, int64(limit-1))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	st := &Status{Job: job, Waiting: int(waiting.Val()), PendingManual: int(manual.Val()), Running: []Run{}}
+	if m := meta.Val(); len(m) == 2 {
+		st.Paused = m[0] == "1"
+		if v, ok := m[1].(string); ok {
+			st.LastScheduled = msTime(v)
+		}
+	}
+	var err error
+	if st.History, err = decodeHistory(hist.Val()); err != nil {
+		return nil, err
+	}
+	if ids := slots.Val(); len(ids) > 0 {
+		cmds := make([]*redis.MapStringStringCmd, len(ids))
+		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HGetAll(ctx, s.key(job, "run:"+suffixOf(id)))
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		for i, cmd := range cmds {
+			if h := cmd.Val(); len(h) > 0 {
+				st.Running = append(st.Running, runFromHash(ids[i], h))
+			}
+		}
+	}
+	return st, nil
+}
+
+func (s *store) get(ctx context.Context, job, suffix string) (*Run, error) {
+	h, err := s.c.HGetAll(ctx, s.key(job, "run:"+suffix)).Result()
+	if err != nil || len(h) == 0 || h["outcome"] == "" {
+		return nil, err
+	}
+	r := runFromHash(job+"@"+suffix, h)
+	return &r, nil
+}

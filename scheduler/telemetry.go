@@ -1,0 +1,92 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of this package's spans and metrics.
+const ScopeName = "github.com/solocron/solocron/scheduler"
+
+// Claim results, the "result" attribute of solocron.claims.
+const (
+	claimWon      = "won"      // this replica started the run
+	claimTaken    = "taken"    // another replica had decided it
+	claimWaiting  = "waiting"  // queued for a slot (overlap: wait)
+	claimRefused  = "refused"  // outside its window or before a data loss
+	claimError    = "error"    // Redis could not be asked
+	claimDecided  = "decided"  // this replica recorded a skip or a miss
+	claimEarly    = "early"    // this replica's clock runs ahead; retried later
+	claimLater    = "later"    // claimed ahead, not startable yet; decided at the instant
+	claimUndone   = "undone"   // claimed, then taken back (too few replicas or masters); retried
+	renewOK       = "ok"       // lease renewed
+	renewFailed   = "error"    // renewal call failed
+	renewLostCode = "lost"     // renewal found the lease gone
+	renewReplaced = "replaced" // renewal found the run replaced
+)
+
+type telemetry struct {
+	tracer        trace.Tracer
+	runs          metric.Int64Counter
+	claims        metric.Int64Counter
+	runDuration   metric.Float64Histogram
+	claimDuration metric.Float64Histogram
+	dispatchDelay metric.Float64Histogram
+	renewals      metric.Int64Counter
+	leaseLost     metric.Int64Counter
+	running       metric.Int64UpDownCounter
+}
+
+func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
+	m := mp.Meter(ScopeName)
+	t := &telemetry{tracer: tp.Tracer(ScopeName)}
+	var err error
+	seconds := metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
+	if t.runs, err = m.Int64Counter("solocron.runs", metric.WithDescription("Runs decided or ended, by job and outcome."), metric.WithUnit("{run}")); err != nil {
+		return nil, err
+	}
+	if t.claims, err = m.Int64Counter("solocron.claims", metric.WithDescription("Claim attempts by this replica, by job and result."), metric.WithUnit("{claim}")); err != nil {
+		return nil, err
+	}
+	if t.runDuration, err = m.Float64Histogram("solocron.run.duration", metric.WithDescription("Duration of started runs, by job and outcome."), metric.WithUnit("s"), seconds); err != nil {
+		return nil, err
+	}
+	if t.claimDuration, err = m.Float64Histogram("solocron.claim.duration", metric.WithDescription("Round trip of one claim call to Redis."), metric.WithUnit("s"), seconds); err != nil {
+		return nil, err
+	}
+	if t.dispatchDelay, err = m.Float64Histogram("solocron.dispatch.delay", metric.WithDescription("From the scheduled instant (plus jitter) to the job's start."), metric.WithUnit("s"), seconds); err != nil {
+		return nil, err
+	}
+	if t.renewals, err = m.Int64Counter("solocron.lease.renewals", metric.WithDescription("Lease renewals, by result."), metric.WithUnit("{renewal}")); err != nil {
+		return nil, err
+	}
+	if t.leaseLost, err = m.Int64Counter("solocron.lease.lost", metric.WithDescription("Leases lost while their run was in flight, by job."), metric.WithUnit("{lease}")); err != nil {
+		return nil, err
+	}
+	if t.running, err = m.Int64UpDownCounter("solocron.running", metric.WithDescription("Runs in flight on this replica, by job."), metric.WithUnit("{run}")); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *telemetry) claimed(ctx context.Context, job, result string) {
+	t.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("job", job), attribute.String("result", result)))
+}
+
+func (t *telemetry) decided(ctx context.Context, job string, o Outcome) {
+	t.runs.Add(ctx, 1, metric.WithAttributes(attribute.String("job", job), attribute.String("outcome", string(o))))
+}
+
+func (t *telemetry) ended(ctx context.Context, job string, o Outcome, d time.Duration) {
+	attrs := metric.WithAttributes(attribute.String("job", job), attribute.String("outcome", string(o)))
+	t.runs.Add(ctx, 1, attrs)
+	t.runDuration.Record(ctx, d.Seconds(), attrs)
+}
+
+func (t *telemetry) renewed(ctx context.Context, result string) {
+	t.renewals.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+}
