@@ -1,0 +1,96 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestNext(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	table := filepath.Join(dir, "solocron.yaml")
+	writeFile(t, table, `jobs:
+  - {name: lottery, schedule: "0 0 12 * * *", timezone: Asia/Shanghai, command: ["true"]}
+  - {name: quarter, schedule: "@every 1h", offset: 15m, command: ["true"], paused: true}
+  - {name: dst, schedule: "30 2 * * *", timezone: Europe/Berlin, command: ["true"]}
+`)
+	r := runCLI(t, nil, env(), "next", "--config", table, "--count", "2", "--from", "2026-03-28T23:00:00Z")
+	r.want(t, 0, "next")
+	want := `JOB      SCHEDULE                     UTC                   JOB'S ZONE
+lottery  0 0 12 * * *                 2026-03-29T04:00:00Z  Sun 2026-03-29 12:00:00 CST (Asia/Shanghai)
+lottery  0 0 12 * * *                 2026-03-30T04:00:00Z  Mon 2026-03-30 12:00:00 CST (Asia/Shanghai)
+quarter  @every 1h (paused in table)  2026-03-28T23:15:00Z  Sat 2026-03-28 23:15:00 UTC (UTC)
+quarter  @every 1h (paused in table)  2026-03-29T00:15:00Z  Sun 2026-03-29 00:15:00 UTC (UTC)
+dst      30 2 * * *                   2026-03-29T01:00:00Z  Sun 2026-03-29 03:00:00 CEST (Europe/Berlin)
+dst      30 2 * * *                   2026-03-30T00:30:00Z  Mon 2026-03-30 02:30:00 CEST (Europe/Berlin)
+`
+	if r.stdout != want {
+		t.Errorf("next:\n%s\nwant:\n%s", r.stdout, want)
+	}
+
+	// Without --from: from now, the default count, one job.
+	r = runCLI(t, nil, env(), "next", "lottery", "--config", table)
+	r.want(t, 0, "next", "lottery")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("want a header and 5 instants:\n%s", r.stdout)
+	}
+	for _, l := range lines[1:] {
+		if !regexp.MustCompile(`^lottery +0 0 12 \* \* \* +\d{4}-\d\d-\d\dT04:00:00Z +\w{3} \d{4}-\d\d-\d\d 12:00:00 CST \(Asia/Shanghai\)$`).MatchString(l) {
+			t.Errorf("line %q", l)
+		}
+	}
+
+	for _, args := range [][]string{{"nope"}, {"--count", "0"}, {"--from", "yesterday"}, {"a", "b"}} {
+		runCLI(t, nil, env(), append([]string{"next", "--config", table}, args...)...).want(t, 2, args...)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, nil, env(), "version")
+	r.want(t, 0, "version")
+	for _, want := range []string{`(?m)^solocron ` + regexp.QuoteMeta(testVersion) + `$`,
+		`(?m)^go: +` + regexp.QuoteMeta(runtime.Version()) + ` ` + runtime.GOOS + `/` + runtime.GOARCH + `$`,
+		`(?m)^module: +github\.com/solocron/solocron `} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("version output does not match %s:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string // a substring; "" when stdout must be empty
+		stderr string
+	}{
+		{nil, 2, "", "Usage:"},
+		{[]string{"help"}, 0, "Commands:", ""},
+		{[]string{"-h"}, 0, "Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error", ""},
+		{[]string{"help", "history"}, 0, "Usage: scheduler history [flags] JOB", ""},
+		{[]string{"history", "-h"}, 0, "-limit", ""},
+		{[]string{"run", "--help"}, 0, "-shutdown-grace", ""},
+		{[]string{"help", "nope"}, 2, "", `unknown command "nope"`},
+		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{[]string{"validate", "--bogus"}, 2, "", "flag provided but not defined: -bogus"},
+		{[]string{"validate", "--log-format", "xml"}, 2, "", "--log-format"},
+		{[]string{"validate", "--log-level", "loud"}, 2, "", "--log-level"},
+		{[]string{"validate", "extra"}, 2, "", "unexpected arguments"},
+		{[]string{"run", "--shutdown-grace", "-1s"}, 2, "", "must not be negative"},
+		{[]string{"history", "--limit", "0", "x"}, 2, "", "--limit"},
+		{[]string{"trigger", "--wait", "-1s", "x"}, 2, "", "--wait"},
+		{[]string{"version", "extra"}, 2, "", "unexpected arguments"},
+	} {
+		r := runCLI(t, nil, env(), tc.args...)
+		if r.code != tc.code || (tc.stdout == "") != (r.stdout == "") || !strings.Contains(r.stdout, tc.stdout) || !strings.Contains(r.stderr, tc.stderr) {
+			t.Errorf("scheduler %q: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d, stdout with %q, stderr with %q",
+				tc.args, r.code, r.stdout, r.stderr, tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/solocron/solocron/config"
+	"github.com/solocron/solocron/internal/storeconn"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// storeTimeout bounds each command's work with the store.
+const storeTimeout = 15 * time.Second
+
+// withControl loads the table, opens the store it names and calls fn with
+// the cluster's controls. With the embedded store there is nothing to reach:
+// it lives inside the run process.
+func (c *cli) withControl(cmd string, pos []string, needJob bool, fn func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int) int {
+	f, code := c.loadTable()
+	if code != exitOK {
+		return code
+	}
+	job := ""
+	if needJob {
+		if job, code = c.oneJob(cmd, f, pos); code != exitOK {
+			return code
+		}
+	} else if len(pos) > 1 {
+		return c.usageError(cmd, "want at most one JOB, got %d arguments", len(pos))
+	} else if len(pos) == 1 {
+		if job, code = c.oneJob(cmd, f, pos); code != exitOK {
+			return code
+		}
+	}
+	conn, err := storeconn.Open(f.Store)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s: %v\n", f.Path, err)
+		return exitUsage
+	}
+	defer conn.Close()
+	c.where = conn.Where
+	if conn.Embedded != nil {
+		fmt.Fprintf(c.stderr, "scheduler %s: %s names no store.url, so its store is the embedded one, which lives inside the `scheduler run` process: no other process can reach it.\n"+
+			"Use that replica's admin API instead (admin.listen or --admin-listen; e.g. curl http://127.0.0.1:9090/api/v1/jobs), or configure store.url to share a Redis.\n", cmd, f.Path)
+		return exitFailure
+	}
+	ctl, err := conn.NewControl()
+	if err != nil {
+		fmt.Fprintf(c.stderr, "scheduler %s: %v\n", cmd, err)
+		return exitFailure
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return fn(ctx, f, ctl, job)
+}
+
+// storeFailed reports an error of the store and returns exitFailure.
+func (c *cli) storeFailed(cmd string, f *config.File, err error) int {
+	fmt.Fprintf(c.stderr, "scheduler %s: store %s: %v\n", cmd, c.where, err)
+	return exitFailure
+}
+
+// jobState is status --json's answer for one job: the cluster's state and
+// the table's pause flag.
+type jobState struct {
+	*scheduler.Status
+	PausedInTable bool `json:"paused_in_table"`
+}
+
+func statusFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	asJSON := fs.Bool("json", false, "print JSON: one object for JOB, an array for every job")
+	limit := fs.Int("limit", 5, "how many recent runs to show per job")
+	return func(pos []string) int {
+		if *limit < 1 {
+			return c.usageError("status", "--limit must be at least 1")
+		}
+		return c.withControl("status", pos, false, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+			table := f.Jobs
+			if job != "" {
+				j, _ := findJob(f, job)
+				table = []scheduler.Job{j}
+			}
+			states := make([]jobState, 0, len(table))
+			for _, j := range table {
+				tctx, cancel := context.WithTimeout(ctx, storeTimeout)
+				st, err := ctl.Status(tctx, j.Name, *limit)
+				cancel()
+				if err != nil {
+					return c.storeFailed("status", f, err)
+				}
+				states = append(states, jobState{Status: st, PausedInTable: j.Paused})
+			}
+			switch {
+			case *asJSON && job != "":
+				return c.printJSON(states[0])
+			case *asJSON:
+				return c.printJSON(states)
+			case job != "":
+				printJobStatus(c.stdout, states[0])
+			default:
+				printStatusTable(c.stdout, states)
+			}
+			return exitOK
+		})
+	}
+}
+
+func (c *cli) printJSON(v any) int {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(c.stderr, "scheduler: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func pausedText(st jobState) string {
+	switch {
+	case st.Paused && st.PausedInTable:
+		return "yes (cluster and table)"
+	case st.Paused:
+		return "yes"
+	case st.PausedInTable:
+		return "yes (table)"
+	}
+	return "no"
+}
+
+// outcome is what a record says happened: its end, or its decision.
+func outcome(r scheduler.Run) string {
+	if r.Outcome != "" {
+		return string(r.Outcome)
+	}
+	return string(r.Decision)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func dur(r scheduler.Run) string {
+	if d := r.Duration(); d > 0 {
+		return d.Round(time.Millisecond).String()
+	}
+	return "-"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine shortens an error for a table cell.
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		s = s[:max-3] + "..."
+	}
+	return s
+}
+
+func printStatusTable(w io.Writer, states []jobState) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tPAUSED\tRUNNING\tWAITING\tLAST RUN\tOUTCOME\tREPLICA\tFINISHED\tDURATION")
+	for _, st := range states {
+		last := scheduler.Run{}
+		if len(st.History) > 0 {
+			last = st.History[0]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", st.Job, pausedText(st), len(st.Running), st.Waiting,
+			orDash(last.ID), orDash(outcome(last)), orDash(last.Replica), stamp(last.FinishedAt), dur(last))
+	}
+	_ = tw.Flush()
+}
+
+func printJobStatus(w io.Writer, st jobState) {
+	fmt.Fprintf(w, "job:            %s\n", st.Job)
+	fmt.Fprintf(w, "paused:         %s\n", pausedText(st))
+	fmt.Fprintf(w, "last scheduled: %s\n", stamp(st.LastScheduled))
+	fmt.Fprintf(w, "waiting:        %d\n", st.Waiting)
+	fmt.Fprintf(w, "pending manual: %d\n", st.PendingManual)
+	fmt.Fprintf(w, "running:        %d\n", len(st.Running))
+	if len(st.Running) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  RUN\tREPLICA\tSINCE\tTOKEN\tATTEMPTS")
+		for _, r := range st.Running {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", r.ID, r.Replica, stamp(r.StartedAt), r.FencingToken, r.Attempts)
+		}
+		_ = tw.Flush()
+	}
+	fmt.Fprintf(w, "last runs:      %d\n", len(st.History))
+	if len(st.History) > 0 {
+		printRuns(w, st.History, "  ")
+	}
+}
+
+func printRuns(w io.Writer, runs []scheduler.Run, indent string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, indent+"RUN\tKIND\tOUTCOME\tREPLICA\tSTARTED\tDURATION\tATTEMPTS\tTOKEN\tERROR")
+	for _, r := range runs {
+		token, attempts := "-", "-"
+		if r.FencingToken != 0 {
+			token = fmt.Sprint(r.FencingToken)
+		}
+		if r.Attempts != 0 {
+			attempts = fmt.Sprint(r.Attempts)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, r.ID, orDash(string(r.Kind)), orDash(outcome(r)),
+			orDash(r.Replica), stamp(r.StartedAt), dur(r), attempts, token, orDash(oneLine(r.Error, 60)))
+	}
+	_ = tw.Flush()
+}
+
+func historyFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	asJSON := fs.Bool("json", false, "print the records as a JSON array")
+	limit := fs.Int("limit", 20, "how many records, newest first")
+	return func(pos []string) int {
+		if *limit < 1 {
+			return c.usageError("history", "--limit must be at least 1")
+		}
+		return c.withControl("history", pos, true, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+			ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+			defer cancel()
+			runs, err := ctl.History(ctx, job, *limit)
+			if err != nil {
+				return c.storeFailed("history", f, err)
+			}
+			if *asJSON {
+				if runs == nil {
+					runs = []scheduler.Run{}
+				}
+				return c.printJSON(runs)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintf(c.stdout, "%s: no run records\n", job)
+				return exitOK
+			}
+			printRuns(c.stdout, runs, "")
+			return exitOK
+		})
+	}
+}
+
+func triggerFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	wait := fs.Duration("wait", 10*time.Second, "wait this long for the run to end and report it; 0 returns at once")
+	return func(pos []string) int {
+		if *wait < 0 {
+			return c.usageError("trigger", "--wait must not be negative")
+		}
+		return c.withControl("trigger", pos, true, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+			tctx, cancel := context.WithTimeout(ctx, storeTimeout)
+			id, err := ctl.Trigger(tctx, job)
+			cancel()
+			if err != nil {
+				return c.storeFailed("trigger", f, err)
+			}
+			fmt.Fprintln(c.stdout, id)
+			if *wait == 0 {
+				return exitOK
+			}
+			return c.awaitRun(ctx, f, ctl, job, id, *wait)
+		})
+	}
+}
+
+// awaitRun polls a triggered run's record until it is decided and, if it
+// started, ended; or until wait passes.
+func (c *cli) awaitRun(ctx context.Context, f *config.File, ctl *scheduler.Control, job, id string, wait time.Duration) int {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last *scheduler.Run
+	var lastErr error
+	for {
+		gctx, gcancel := context.WithTimeout(ctx, 3*time.Second)
+		r, err := ctl.Get(gctx, id)
+		gcancel()
+		if err != nil {
+			lastErr = err // perhaps passing; tried again until wait is over
+		} else {
+			lastErr = nil
+			if r != nil {
+				last = r
+			}
+		}
+		if last != nil && last.Outcome != scheduler.Running && last.Outcome != scheduler.Waiting && last.Outcome != "" {
+			c.reportRun(*last)
+			return exitOK
+		}
+		select {
+		case <-ctx.Done():
+			switch {
+			case lastErr != nil && last == nil:
+				return c.storeFailed("trigger", f, lastErr)
+			case last == nil:
+				fmt.Fprintf(c.stdout, "%s: still queued after %s\n", id, wait)
+				fmt.Fprintf(c.stderr, "note: the request waits in the store until a replica that has %q in its table claims it; is one running, with this store and key prefix?\n", job)
+			case last.Outcome == scheduler.Waiting:
+				fmt.Fprintf(c.stdout, "%s: waiting for a free concurrency slot after %s\n", id, wait)
+			default:
+				fmt.Fprintf(c.stdout, "%s: running on %s since %s (fencing token %d); not finished after %s\n",
+					id, last.Replica, stamp(last.StartedAt), last.FencingToken, wait)
+			}
+			return exitOK
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *cli) reportRun(r scheduler.Run) {
+	if r.Decision != scheduler.Started {
+		fmt.Fprintf(c.stdout, "%s: %s (decided by %s)\n", r.ID, outcome(r), orDash(r.Replica))
+		return
+	}
+	msg := fmt.Sprintf("%s: %s on %s in %s (fencing token %d, %d %s)", r.ID, r.Outcome, r.Replica, dur(r),
+		r.FencingToken, r.Attempts, plural(r.Attempts, "attempt", "attempts"))
+	if r.Error != "" {
+		msg += ": " + oneLine(r.Error, 200)
+	}
+	fmt.Fprintln(c.stdout, msg)
+}
+
+func pauseFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	return func(pos []string) int { return c.setPaused("pause", pos, true) }
+}
+
+func resumeFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	return func(pos []string) int { return c.setPaused("resume", pos, false) }
+}
+
+func (c *cli) setPaused(cmd string, pos []string, paused bool) int {
+	return c.withControl(cmd, pos, true, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		do := ctl.Resume
+		if paused {
+			do = ctl.Pause
+		}
+		if err := do(ctx, job); err != nil {
+			return c.storeFailed(cmd, f, err)
+		}
+		j, _ := findJob(f, job)
+		if paused {
+			fmt.Fprintf(c.stdout, "%s: paused on every replica from its next claim on; runs in flight go on\n", job)
+		} else {
+			fmt.Fprintf(c.stdout, "%s: resumed on every replica\n", job)
+			if j.Paused {
+				fmt.Fprintf(c.stdout, "note: %s still says paused: true for %s; replicas loading it will not start it\n", f.Path, job)
+			}
+		}
+		return exitOK
+	})
+}

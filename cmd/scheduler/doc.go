@@ -1,0 +1,255 @@
+// Command scheduler is the Solocron daemon and its command line: it runs
+// cron jobs for a service that runs as many replicas, so that each
+// scheduled run is started by exactly one replica.
+//
+// Every replica loads the same YAML job table (see config.example.yaml and
+// the config package for every field). At each scheduled instant the
+// replicas race for the run in Redis; one wins, runs the job and keeps its
+// lease alive while it runs; the others record nothing and move on.
+//
+//	scheduler validate --config solocron.yaml
+//	scheduler run      --config solocron.yaml --replica-id web-1 --admin-listen 127.0.0.1:9090
+//	scheduler status   --config solocron.yaml
+//
+// # Commands
+//
+//	scheduler <command> [flags] [args]
+//
+// Flags may come before or after the arguments ("history lottery --limit 5").
+// Every command takes:
+//
+//	--config FILE        the job table; default ./solocron.yaml
+//	--log-format FORMAT  text (default) or json; logs go to stderr
+//	--log-level LEVEL    debug, info (default), warn or error
+//
+// run runs a replica until SIGINT or SIGTERM:
+//
+//	--replica-id ID          names the replica in run records, logs, metrics and spans
+//	--admin-listen ADDR      serves the admin API on host:port, overriding admin.listen;
+//	                         --admin-listen= (empty) turns it off
+//	--shutdown-grace D       on SIGINT/SIGTERM, how long runs in flight may go on
+//	                         before they are cancelled; default 30s, 0 cancels at once
+//
+// The replica id is the first of: --replica-id, the environment variable
+// SOLOCRON_REPLICA_ID, the file's replica_id, and <hostname>-<pid>. The flags
+// let several replicas share one file on one host.
+//
+// On SIGINT or SIGTERM, run stops claiming, lets runs in flight finish for
+// the grace period, cancels the rest (their commands get SIGTERM, then SIGKILL
+// after kill_grace; their records say interrupted), closes every record,
+// flushes telemetry and exits 0. /readyz answers 503 from the signal on.
+//
+// On SIGHUP, run reads the file again. A good file puts its jobs in force at
+// once (runs in flight finish under the old definition); a bad one is
+// logged, every problem as its own record, and changes nothing. The store,
+// admin and replica_id sections are read at start only: a reload that
+// changes them logs a warning naming them, and they take effect at the next
+// restart.
+//
+// run refuses to start (exit 2) when the admin API would listen on an
+// address other than loopback (127.0.0.0/8, ::1 or "localhost"; ":9090" and
+// host names count as exposed) without admin.token. When Redis is reachable
+// at start, run checks its maxmemory-policy and warns unless it is
+// noeviction: every key Solocron keeps has a TTL, so the volatile-*
+// policies can evict them as well as allkeys-*, and an evicted run record
+// lets a run start twice. If CONFIG GET is disabled it says it could not
+// check.
+//
+// Without store.url the store is embedded in the run process (an in-memory
+// Redis): good for trying Solocron out on one machine, wrong for several
+// replicas, which would not see each other. run says so in a WARN line at
+// start. No other process can reach that store, so status, history,
+// trigger, pause and resume fail (exit 1) with a note pointing to the admin
+// API.
+//
+// validate checks the file and prints each problem on stderr as
+//
+//	FILE:LINE:COL: path: message
+//	solocron.yaml:14:5: jobs[2].schedule: "0 0 * *": expected 5 or 6 fields, found 4
+//	solocron.yaml:20:5: jobs[3].comand: unknown field "comand" (did you mean "command"?)
+//
+// and exits 2; or prints "FILE: ok (N jobs)" and exits 0. It also warns
+// (exit 0) when run would refuse the file's admin section.
+//
+// next [--count N] [--from TIME] [JOB] prints the next N (default 5) scheduled
+// instants of each job, or of JOB, in UTC and in the job's time zone, after
+// now or after the RFC 3339 time given:
+//
+//	$ scheduler next --count 2 lottery
+//	JOB      SCHEDULE      UTC                   JOB'S ZONE
+//	lottery  0 0 12 * * *  2026-11-22T04:00:00Z  Sun 2026-11-22 12:00:00 CST (Asia/Shanghai)
+//	lottery  0 0 12 * * *  2026-11-23T04:00:00Z  Mon 2026-11-23 12:00:00 CST (Asia/Shanghai)
+//
+// status [--json] [--limit N] [JOB] shows each job of the table, or JOB, as
+// the cluster sees it: paused (cluster-wide, or in the table), runs in flight
+// on any replica (replica, since, fencing token), runs waiting for a slot,
+// manual runs not yet claimed, and the last N (default 5) finished runs with
+// outcome and duration. --json prints one object for JOB and an array
+// otherwise, each with the fields of scheduler.Status plus paused_in_table.
+//
+//	$ scheduler status
+//	JOB        PAUSED  RUNNING  WAITING  LAST RUN                        OUTCOME    REPLICA  FINISHED              DURATION
+//	heartbeat  no      0        0        heartbeat@2026-11-22T08:50:10Z  succeeded  web-1    2026-11-22T08:50:10Z  19ms
+//	lottery    yes     0        0        -                               -          -        -                     -
+//
+// history [--json] [--limit N] JOB prints JOB's run records, newest first (at
+// most N, default 20; the store keeps the job's history_limit): run id, kind
+// (scheduled, manual, catchup), outcome, replica, start, duration, attempts,
+// fencing token and error. --json prints them as an array of scheduler.Run.
+//
+// trigger [--wait D] JOB asks the cluster to run JOB now, once; JOB must be
+// in the table (exit 2 otherwise). It prints the run id
+// (JOB@manual-<suffix>). Within a heartbeat (1s) one replica that has JOB in
+// its table claims it; manual runs ignore the pause flag but respect the
+// job's concurrency and overlap policy. With --wait D (default 10s; 0 returns
+// at once) it then waits up to D for the run to end and prints who ran it:
+//
+//	$ scheduler trigger lottery
+//	lottery@manual-towb7m8afb000f16dc
+//	lottery@manual-towb7m8afb000f16dc: succeeded on web-2 in 1.204s (fencing token 1795337410001550, 1 attempt)
+//
+// If no replica claimed it in time (none is running, or none has JOB) it
+// says the run is still queued, with a note, and exits 0: the request stays
+// in the store until a replica claims it. A run still going when D ends is
+// reported as running, with its replica.
+//
+// pause JOB and resume JOB set the cluster-wide pause flag, which every
+// replica honours from its next claim: paused runs are recorded
+// skipped_paused; runs in flight go on. A job with paused: true in the
+// table stays paused on the replicas that load that table whatever the flag
+// says.
+//
+// version prints the version (set at build time with -ldflags "-X
+// main.version=v1.2.3"; otherwise the module version Go recorded), the Go
+// version and platform, the module and its checksum when known, and the VCS
+// revision when the build recorded one.
+//
+// help, -h and --help print the usage; "help COMMAND" and "COMMAND -h" print
+// a command's flags.
+//
+// # Exit codes
+//
+//	0  success (for run: a clean shutdown after SIGINT/SIGTERM)
+//	1  runtime failure: the store cannot be reached, the admin port cannot be
+//	   bound, the embedded store cannot be reached from another process
+//	2  usage or configuration error: bad flags, unknown command or job, a
+//	   table with problems, a store the build cannot use, an exposed admin API
+//	   without a token
+//
+// # Admin HTTP API
+//
+// Off unless admin.listen or --admin-listen is set. Reads are open to
+// whoever can reach the port; the POST endpoints need
+// "Authorization: Bearer <admin.token>" when a token is set (401 without one,
+// 403 with a wrong one), and refuse cross-origin browser requests (403) in
+// any case, so that a web page cannot drive a loopback admin port. Keep the
+// port on loopback or a private network: the reads show job names,
+// schedules, replica names and run output. Answers never show the store URL,
+// the token, or a job's command line, environment, URL or headers (any of
+// which may hold a ${VAR} secret); run records do carry the tail of a job's
+// output.
+//
+//	GET  /healthz                          200 {"status":"ok"} while the process serves
+//	GET  /readyz                           200 {"status":"ready"} when the table is loaded and Redis
+//	                                       answered the last heartbeat recently; 503
+//	                                       {"status":"not ready","error":"..."} otherwise, and
+//	                                       during shutdown
+//	GET  /metrics                          Prometheus text format
+//	GET  /api/v1/jobs                      the table in force, with cluster state
+//	GET  /api/v1/jobs/{name}[?limit=N]     one job and its status (N recent runs, default 10)
+//	GET  /api/v1/jobs/{name}/runs[?limit=N] its run records, newest first (default 20, at most 1000)
+//	POST /api/v1/jobs/{name}/trigger       202 {"job":"lottery","run_id":"lottery@manual-..."}
+//	POST /api/v1/jobs/{name}/pause         200 {"job":"lottery","paused":true}
+//	POST /api/v1/jobs/{name}/resume        200 {"job":"lottery","paused":false}
+//
+// Errors are JSON, {"error":"..."}: 400 for a bad limit, 401 and 403 as
+// above, 404 for a job not in this replica's table or an unknown path, 405
+// for a wrong method (with Allow), 503 when the store does not answer.
+//
+//	$ curl -s 127.0.0.1:9090/api/v1/jobs
+//	{"replica":"web-1","jobs":[{"name":"heartbeat","kind":"command","schedule":"@every 5s",
+//	 "timezone":"UTC","next":"2026-11-22T08:50:15Z","concurrency":1,"overlap":"skip","lease":"30s",
+//	 "timeout":"4s","retries":0,"starting_deadline":"10s","history_limit":100,
+//	 "paused_in_table":false,"paused":false,"running":0,
+//	 "last_run":{"id":"heartbeat@2026-11-22T08:50:10Z","job":"heartbeat","kind":"scheduled",
+//	   "scheduled_at":"2026-11-22T08:50:10Z","decision":"started","outcome":"succeeded",
+//	   "replica":"web-1","fencing_token":1795337410001550,"started_at":"2026-11-22T08:50:10.001Z",
+//	   "finished_at":"2026-11-22T08:50:10.02Z","attempts":1,"output":"heartbeat ...\n"}}, ...]}
+//
+//	$ curl -s 127.0.0.1:9090/api/v1/jobs/heartbeat?limit=1
+//	{"job":{"name":"heartbeat","kind":"command",...},
+//	 "status":{"job":"heartbeat","paused":false,"running":[],"waiting":0,
+//	   "last_scheduled":"2026-11-22T08:50:10Z","pending_manual":0,"history":[{...}]}}
+//
+//	$ curl -s -X POST -H "Authorization: Bearer $SOLOCRON_ADMIN_TOKEN" 127.0.0.1:9090/api/v1/jobs/lottery/pause
+//	{"job":"lottery","paused":true}
+//
+// "paused" is the cluster-wide flag, "paused_in_table" the table's paused
+// field; "next" is the next scheduled instant in UTC (before jitter).
+//
+// # Metrics
+//
+// /metrics serves the OpenTelemetry instruments of the scheduler through the
+// OpenTelemetry Prometheus exporter, on a registry of its own, with the Go
+// runtime and process collectors and a target_info series carrying the
+// resource (service_name, service_instance_id = the replica id, ...).
+// Attributes are low-cardinality: job names and small closed sets, never run
+// ids.
+//
+//	solocron_runs_total{job,outcome}              runs decided (started, skipped_overlap,
+//	                                              skipped_paused, missed) or ended (succeeded,
+//	                                              failed, timed_out, lease_lost, interrupted,
+//	                                              replaced) by this replica
+//	solocron_claims_total{job,result}             claim attempts: won, taken (another replica
+//	                                              had it), waiting, decided, refused, early, error
+//	solocron_run_duration_seconds{job,outcome}    histogram of run durations
+//	solocron_claim_duration_seconds               histogram of claim round trips to Redis
+//	solocron_dispatch_delay_seconds{job}          histogram: scheduled instant (plus jitter) to start
+//	solocron_lease_renewals_total{result}         lease renewals: ok, error, lost, replaced
+//	solocron_lease_lost_total{job}                leases lost while a run was in flight
+//	solocron_running{job}                         runs in flight on this replica
+//
+// Every series also carries otel_scope_name="github.com/solocron/solocron/scheduler".
+// Without the admin API, metrics are not collected at all.
+//
+// # Traces
+//
+// Each run is a span "solocron.run" (attributes solocron.job, solocron.run_id,
+// solocron.scheduled_at, solocron.kind, solocron.fencing_token,
+// solocron.replica, solocron.outcome, solocron.attempts) with its claim as a
+// child span "solocron.claim". They are exported with OTLP over HTTP
+// (protobuf) when OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or
+// OTEL_TRACES_EXPORTER=none; otherwise no tracing SDK is set up at all.
+// The standard variables configure the rest (OTEL_EXPORTER_OTLP_HEADERS,
+// OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_TRACES_SAMPLER, OTEL_BSP_*, ...). Spans
+// still buffered are flushed at shutdown, for at most 5 seconds.
+//
+// The resource says service.name=solocron and service.instance.id=<replica
+// id>, service.version=<version>; OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES override them.
+//
+// # Environment
+//
+//	SOLOCRON_REPLICA_ID           the replica id, under --replica-id and over the file's replica_id
+//	${VAR} in the table           any variable, expanded when the file is (re)loaded
+//	OTEL_EXPORTER_OTLP_ENDPOINT,
+//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+//	                              turn span export on (OTLP/HTTP)
+//	OTEL_SDK_DISABLED=true,
+//	OTEL_TRACES_EXPORTER=none     turn it off again
+//	OTEL_SERVICE_NAME,
+//	OTEL_RESOURCE_ATTRIBUTES      override the resource
+//
+// Command jobs run with the scheduler's environment plus their env and
+// SOLOCRON_JOB, SOLOCRON_RUN_ID, SOLOCRON_SCHEDULED_AT,
+// SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT and SOLOCRON_REPLICA_ID, in a
+// process group of their own that dies with the replica (see package jobs).
+//
+// # Secrets
+//
+// Passwords in store URLs and sentinel settings are logged as "xxxxx"; the
+// admin token is never logged (the start record says only whether one is
+// set); reload warnings name changed sections, not values. Put secrets in the
+// environment and reference them as ${VAR}.
+package main

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/solocron/solocron/config"
+	"github.com/solocron/solocron/jobs"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0 // success
+	exitFailure = 1 // runtime failure: the store is unreachable, a port is taken...
+	exitUsage   = 2 // usage or configuration error
+)
+
+func main() {
+	// First: in a process started as a command job's supervisor this runs
+	// the supervisor and never returns.
+	jobs.SupervisorMain()
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one subcommand of the CLI.
+type command struct {
+	name    string
+	args    string // after the name in the usage line
+	summary string
+	// flags registers the command's own flags and returns what runs it
+	// once they are parsed, with the positional arguments.
+	flags func(fs *flag.FlagSet, c *cli) func(pos []string) int
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"run", "", "run a replica until SIGINT/SIGTERM; SIGHUP reloads the table", runFlags},
+		{"validate", "", "check the table; print every problem as FILE:LINE:COL: path: message", validateFlags},
+		{"next", "[JOB]", "print the next scheduled instants of each job, in UTC and the job's zone", nextFlags},
+		{"status", "[JOB]", "show each job's cluster-wide state: paused, running, last runs", statusFlags},
+		{"history", "JOB", "show a job's run records, newest first", historyFlags},
+		{"trigger", "JOB", "ask the cluster to run JOB now, once", triggerFlags},
+		{"pause", "JOB", "stop every replica from starting JOB", pauseFlags},
+		{"resume", "JOB", "undo pause", resumeFlags},
+		{"version", "", "print the version and build information", versionFlags},
+	}
+}
+
+// cli holds what every command shares: the common flags and the output.
+type cli struct {
+	stdout, stderr io.Writer
+	config         string
+	logFormat      string
+	logLevel       string
+	log            *slog.Logger
+	where          string // the store, without secrets, once opened
+}
+
+// Main runs the command line with args (without the program name) and
+// returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && name == "help" {
+			if cmd, ok := lookup(args[1]); ok {
+				fs, _ := newFlagSet(cmd, &cli{stdout: stdout, stderr: stderr})
+				commandUsage(stdout, cmd, fs)
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "scheduler: unknown command %q\n", args[1])
+			usage(stderr)
+			return exitUsage
+		}
+		usage(stdout)
+		return exitOK
+	}
+	cmd, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "scheduler: unknown command %q\n\n", name)
+		usage(stderr)
+		return exitUsage
+	}
+	c := &cli{stdout: stdout, stderr: stderr}
+	fs, run := newFlagSet(cmd, c)
+	pos, err := parseInterspersed(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		commandUsage(stdout, cmd, fs)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "scheduler %s: %v\nRun 'scheduler help %s' for usage.\n", name, err, name)
+		return exitUsage
+	}
+	if err := c.setupLog(); err != nil {
+		fmt.Fprintf(stderr, "scheduler %s: %v\n", name, err)
+		return exitUsage
+	}
+	return run(pos)
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func newFlagSet(cmd command, c *cli) (*flag.FlagSet, func([]string) int) {
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are printed by Main, usage on request
+	fs.Usage = func() {}
+	fs.StringVar(&c.config, "config", "solocron.yaml", "the job table `FILE`")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return fs, cmd.flags(fs, c)
+}
+
+// parseInterspersed parses flags anywhere among the arguments, so that
+// "history JOB --limit 5" works as well as "history --limit 5 JOB". After
+// "--" everything is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func (c *cli) setupLog() error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
+	switch c.logFormat {
+	case "text":
+		h = slog.NewTextHandler(c.stderr, opts)
+	case "json":
+		h = slog.NewJSONHandler(c.stderr, opts)
+	default:
+		return fmt.Errorf("--log-format %q: want text or json", c.logFormat)
+	}
+	c.log = slog.New(h)
+	slog.SetDefault(c.log)
+	return nil
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Solocron runs cron jobs for services with many replicas: exactly one replica
+runs each scheduled run, coordinated through Redis.
+
+Usage:
+  scheduler <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Every command takes --config FILE (default ./solocron.yaml), --log-format
+text|json and --log-level debug|info|warn|error.
+Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+
+Run 'scheduler help <command>' for a command's flags.
+`)
+}
+
+func commandUsage(w io.Writer, cmd command, fs *flag.FlagSet) {
+	line := "scheduler " + cmd.name + " [flags]"
+	if cmd.args != "" {
+		line += " " + cmd.args
+	}
+	fmt.Fprintf(w, "Usage: %s\n\n%s.\n\nFlags:\n", line, strings.ToUpper(cmd.summary[:1])+cmd.summary[1:])
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// usageError prints a usage problem and returns exitUsage.
+func (c *cli) usageError(cmd, format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "scheduler %s: %s\nRun 'scheduler help %s' for usage.\n", cmd, fmt.Sprintf(format, args...), cmd)
+	return exitUsage
+}
+
+// loadTable loads the job table for the commands other than run, printing
+// every problem on stderr. The daemon has no Go functions: a func job is an
+// error, which config reports.
+func (c *cli) loadTable() (*config.File, int) {
+	f, err := config.Load(c.config)
+	if err == nil {
+		return f, exitOK
+	}
+	printConfigError(c.stderr, c.config, err)
+	return nil, exitUsage
+}
+
+func printConfigError(w io.Writer, path string, err error) {
+	var es *config.Errors
+	switch {
+	case errors.As(err, &es):
+		for _, e := range *es {
+			fmt.Fprintln(w, e)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(w, "%s: no such file (name the job table with --config FILE)\n", path)
+	default:
+		fmt.Fprintf(w, "%s: %v\n", path, err)
+	}
+}
+
+// configProblems returns every problem of a failed load as one line each.
+func configProblems(path string, err error) []string {
+	var b strings.Builder
+	printConfigError(&b, path, err)
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
+
+// oneJob checks that pos names exactly one job of the table.
+func (c *cli) oneJob(cmd string, f *config.File, pos []string) (string, int) {
+	if len(pos) != 1 {
+		return "", c.usageError(cmd, "want exactly one JOB, got %d arguments", len(pos))
+	}
+	if _, ok := findJob(f, pos[0]); !ok {
+		return "", c.unknownJob(f, pos[0])
+	}
+	return pos[0], exitOK
+}
+
+func (c *cli) unknownJob(f *config.File, name string) int {
+	names := make([]string, len(f.Jobs))
+	for i, j := range f.Jobs {
+		names[i] = j.Name
+	}
+	fmt.Fprintf(c.stderr, "scheduler: no job %q in %s (jobs: %s)\n", name, f.Path, strings.Join(names, ", "))
+	return exitUsage
+}

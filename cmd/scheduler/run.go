@@ -1,0 +1,388 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/config"
+	"github.com/solocron/solocron/internal/admin"
+	"github.com/solocron/solocron/internal/storeconn"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// Shutdown budgets for what runs after the scheduler has drained.
+const (
+	adminShutdownTimeout     = 5 * time.Second
+	telemetryShutdownTimeout = 5 * time.Second
+	evictionCheckPatience    = 30 * time.Second
+)
+
+func runFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	replicaID := fs.String("replica-id", "", "name of this replica (default: env SOLOCRON_REPLICA_ID, the file's replica_id, or <hostname>-<pid>)")
+	adminListen := fs.String("admin-listen", "", "serve the admin API on `ADDR` (host:port), overriding admin.listen; an empty value turns it off")
+	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long runs in flight may go on before they are cancelled (recorded interrupted); 0 cancels them at once")
+	return func(pos []string) int {
+		if len(pos) > 0 {
+			return c.usageError("run", "unexpected arguments %q (name the file with --config FILE)", pos)
+		}
+		if *grace < 0 {
+			return c.usageError("run", "--shutdown-grace must not be negative")
+		}
+		listenSet := false
+		fs.Visit(func(f *flag.Flag) { listenSet = listenSet || f.Name == "admin-listen" })
+		o := runOptions{replicaID: *replicaID, grace: *grace}
+		if listenSet {
+			o.adminListen = adminListen
+		}
+		return c.run(o)
+	}
+}
+
+type runOptions struct {
+	replicaID   string
+	adminListen *string // nil: the file's admin.listen
+	grace       time.Duration
+}
+
+func (c *cli) run(o runOptions) int {
+	log := c.log
+	// Signals are caught from the start: SIGHUP's default action would
+	// kill a replica still starting up, and a SIGTERM that arrives then
+	// must still drain (it is handled once the scheduler runs).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	f, err := config.Load(c.config)
+	if err != nil {
+		for _, p := range configProblems(c.config, err) {
+			log.Error("invalid job table", "problem", p)
+		}
+		return exitUsage
+	}
+
+	replica := firstNonEmpty(o.replicaID, os.Getenv("SOLOCRON_REPLICA_ID"), f.ReplicaID, defaultReplicaID())
+	listen := f.Admin.Listen
+	if o.adminListen != nil {
+		listen = *o.adminListen
+	}
+	if listen != "" {
+		if _, port, err := net.SplitHostPort(listen); err != nil || port == "" {
+			log.Error("bad admin listen address: want host:port", "addr", listen)
+			return exitUsage
+		}
+		if f.Admin.Token == "" && !isLoopback(listen) {
+			log.Error("refusing to start: the admin API would listen on a non-loopback address without a token; set admin.token (e.g. token: ${SOLOCRON_ADMIN_TOKEN}) or listen on 127.0.0.1",
+				"admin_listen", listen)
+			return exitUsage
+		}
+	}
+
+	// go-redis logs connection trouble on its own; into our log, at debug
+	// level: the scheduler reports an unreachable store once, at error.
+	redis.SetLogger(redisLogger{log})
+	conn, err := storeconn.Open(f.Store)
+	if err != nil {
+		log.Error("cannot use the store", "err", err)
+		return exitUsage
+	}
+	defer conn.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tel, err := setupTelemetry(ctx, replica, listen != "", os.Getenv, log)
+	if err != nil {
+		log.Error("telemetry setup failed", "err", err)
+		return exitUsage
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), telemetryShutdownTimeout)
+		defer scancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			log.Warn("telemetry not fully flushed", "err", err)
+		}
+	}()
+
+	// The store section's own options (key prefix, max clock skew,
+	// min_replicas_ack) come from the connection; redlock mode gets its
+	// engine there too.
+	sched, err := conn.NewScheduler(f.Jobs,
+		scheduler.WithReplicaID(replica),
+		scheduler.WithLogger(log),
+		scheduler.WithTracerProvider(tel.tracers),
+		scheduler.WithMeterProvider(tel.meters),
+		scheduler.WithShutdownGrace(o.grace),
+	)
+	if err != nil {
+		log.Error("cannot start the scheduler", "err", err)
+		return exitUsage
+	}
+
+	log.Info("solocron starting", "version", versionString(), "replica", replica, "config", f.Path,
+		"jobs", len(f.Jobs), "store", f.Store, "where", conn.Where, "admin_listen", listen,
+		"admin_token_set", f.Admin.Token != "", "tracing", tel.tracing, "shutdown_grace", o.grace)
+	if conn.Embedded != nil {
+		hint := "use this replica's admin API (admin.listen or --admin-listen) to see or change state"
+		if listen == "" {
+			hint = "set admin.listen or --admin-listen to see or change state through the admin API"
+		}
+		log.Warn("EMBEDDED STORE: the table names no store.url, so runs are coordinated in this process's memory. " +
+			"Run ONE replica only: other replicas would not see this one and every run would start once per replica. " +
+			"The other commands (status, history, trigger, pause, resume) cannot reach this store; " + hint +
+			". State is lost when the process exits. Set store.url to a Redis shared by all replicas for production.")
+	} else {
+		servers := conn.Masters // redlock: every master matters
+		if conn.Client != nil {
+			servers = []redis.UniversalClient{conn.Client}
+		}
+		go checkEviction(ctx, servers, log)
+	}
+
+	var draining atomic.Bool
+	var srv *http.Server
+	if listen != "" {
+		l, err := net.Listen("tcp", listen)
+		if err != nil {
+			log.Error("cannot serve the admin API", "addr", listen, "err", err)
+			return exitFailure
+		}
+		h := admin.NewHandler(admin.Config{
+			Jobs: sched.Jobs, Control: sched.Control(), ReplicaID: replica, Token: f.Admin.Token,
+			Metrics: tel.metrics, Logger: log,
+			Ready: func() error {
+				if draining.Load() {
+					return errors.New("shutting down")
+				}
+				return sched.Ready()
+			},
+		})
+		srv = admin.NewServer(h, log)
+		go func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("admin API stopped", "err", err)
+			}
+		}()
+		log.Info("admin API listening", "addr", l.Addr().String(), "mutations_need_token", f.Admin.Token != "")
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- sched.Run(ctx) }()
+
+	var runErr error
+wait:
+	for {
+		select {
+		case s := <-sigs:
+			switch {
+			case s == syscall.SIGHUP:
+				reload(c.config, f, sched, log)
+			case !draining.Load():
+				draining.Store(true)
+				log.Info("signal received: shutting down", "signal", s.String(), "grace", o.grace)
+				cancel()
+			default:
+				log.Warn("already shutting down: runs in flight get the rest of the grace period (SIGKILL stops at once, killing their commands too)", "signal", s.String())
+			}
+		case runErr = <-done:
+			break wait
+		}
+	}
+	if srv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("admin API did not stop cleanly", "err", err)
+		}
+		scancel()
+	}
+	if runErr != nil {
+		log.Error("scheduler failed", "err", runErr)
+		return exitFailure
+	}
+	log.Info("solocron stopped")
+	return exitOK
+}
+
+// reload reads the table file again and, if it is good, puts its jobs in
+// force. A bad file changes nothing. Sections other than jobs and defaults
+// are fixed at start; changes there are reported and wait for a restart.
+func reload(path string, started *config.File, sched *scheduler.Scheduler, log *slog.Logger) {
+	f, err := config.Load(path)
+	if err != nil {
+		problems := configProblems(path, err)
+		for _, p := range problems {
+			log.Error("reload: invalid job table", "problem", p)
+		}
+		log.Error("reload failed: the table in force is unchanged", "file", path, "problems", len(problems))
+		return
+	}
+	var restart []string
+	if !reflect.DeepEqual(f.Store, started.Store) {
+		restart = append(restart, "store")
+	}
+	if f.Admin != started.Admin {
+		restart = append(restart, "admin")
+	}
+	if f.ReplicaID != started.ReplicaID {
+		restart = append(restart, "replica_id")
+	}
+	if len(restart) > 0 {
+		// Names only: the values may hold secrets.
+		log.Warn("reload: these sections changed but take effect only after a restart; the running replica keeps the old ones", "sections", restart)
+	}
+	before := names(sched.Jobs())
+	if err := sched.Reload(f.Jobs); err != nil { // config validated it; should not happen
+		log.Error("reload failed: the table in force is unchanged", "file", path, "err", err)
+		return
+	}
+	after := names(f.Jobs)
+	log.Info("table reloaded", "file", path, "jobs", len(f.Jobs),
+		"added", difference(after, before), "removed", difference(before, after))
+}
+
+func names(tab []scheduler.Job) []string {
+	out := make([]string, len(tab))
+	for i, j := range tab {
+		out[i] = j.Name
+	}
+	return out
+}
+
+// difference lists the names of a that are not in b.
+func difference(a, b []string) []string {
+	out := []string{}
+	for _, n := range a {
+		if !slices.Contains(b, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// redisLogger routes go-redis's internal log lines into slog.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Debug("redis client: " + fmt.Sprintf(format, v...))
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func defaultReplicaID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "replica"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
+// checkEviction warns when Redis may evict keys under memory pressure. Every
+// key Solocron keeps has a TTL, so the volatile-* policies can evict them as
+// surely as allkeys-*: a run record evicted early lets a late replica start
+// the run again, a slot evicted lets two runs hold it. Only noeviction is
+// safe. The check waits for the store to answer, for a while.
+func checkEviction(ctx context.Context, servers []redis.UniversalClient, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, evictionCheckPatience)
+	defer cancel()
+	couldNot := func(err error) {
+		log.Warn("could not check Redis maxmemory-policy (CONFIG GET refused, or the store did not answer); make sure it is noeviction, or a run could start twice", "err", err)
+	}
+	for {
+		var policies []string
+		var err error
+		for _, c := range servers {
+			var ps []string
+			if ps, err = evictionPolicies(ctx, c); err != nil {
+				break
+			}
+			policies = append(policies, ps...)
+		}
+		if err == nil {
+			for _, p := range policies {
+				if p != "noeviction" {
+					log.Warn("Redis may EVICT Solocron's keys under memory pressure: a run could then start twice, or be lost. Set maxmemory-policy noeviction on the store (and give it enough memory).",
+						"maxmemory_policy", p)
+					return
+				}
+			}
+			log.Debug("Redis maxmemory-policy is noeviction")
+			return
+		}
+		if isCommandRefused(err) {
+			couldNot(err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				couldNot(err)
+			} // else shutting down
+			return
+		case <-time.After(time.Second): // the store may come up
+		}
+	}
+}
+
+func evictionPolicies(ctx context.Context, client redis.UniversalClient) ([]string, error) {
+	get := func(ctx context.Context, c redis.Cmdable) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		m, err := c.ConfigGet(cctx, "maxmemory-policy").Result()
+		if err != nil {
+			return "", err
+		}
+		p, ok := m["maxmemory-policy"]
+		if !ok {
+			return "", errors.New("CONFIG GET maxmemory-policy answered nothing")
+		}
+		return p, nil
+	}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var out []string
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			p, err := get(ctx, c)
+			if err == nil {
+				mu.Lock() // ForEachMaster calls concurrently
+				out = append(out, p)
+				mu.Unlock()
+			}
+			return err
+		})
+		return out, err
+	}
+	p, err := get(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	return []string{p}, nil
+}
+
+// isCommandRefused tells a Redis error reply (CONFIG renamed or disabled,
+// ACL denied) from a network failure, which is worth retrying.
+func isCommandRefused(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// runsAfter reports whether the ledger at path has a run scheduled after t.
+func runsAfter(t *testing.T, path string, after time.Time) bool {
+	t.Helper()
+	for _, l := range readLedger(t, path) {
+		if at, ok := scheduledAt(l.runID); ok && at.After(after) {
+			return true
+		}
+	}
+	return false
+}
+
+// SIGHUP reloads the table: a good file puts a new job in force; a bad one
+// is reported problem by problem and the old table keeps running.
+func TestReload(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, "--maxmemory-policy", "allkeys-lru")
+	dir := t.TempDir()
+	ledgerA, ledgerB := filepath.Join(dir, "a.ledger"), filepath.Join(dir, "b.ledger")
+	table := filepath.Join(dir, "solocron.yaml")
+	head := fmt.Sprintf("store: {url: \"redis://%s/0\", key_prefix: %%s}\njobs:\n", srv.Addr())
+	jobA := fmt.Sprintf("  - {name: a, schedule: \"@every 1s\", concurrency: 3, command: %s}\n", ledgerCommand(ledgerA, ""))
+	jobB := fmt.Sprintf("  - {name: b, schedule: \"@every 1s\", concurrency: 3, command: %s}\n", ledgerCommand(ledgerB, ""))
+	writeFile(t, table, fmt.Sprintf(head, "one")+jobA)
+
+	p := start(t, nil, "replica", env(), "run", "--config", table, "--replica-id", "solo", "--log-format", "json")
+	waitFor(t, 60*time.Second, "a run of a", func() bool { return len(readLedger(t, ledgerA)) > 0 })
+
+	// maxmemory-policy allkeys-lru can evict the run records.
+	w := p.waitLog(30*time.Second, "EVICT", 1)
+	if w[0]["level"] != "WARN" || w[0]["maxmemory_policy"] != "allkeys-lru" {
+		t.Errorf("eviction warning: %v", w[0])
+	}
+
+	// A good file with a new job, and a changed key prefix, which needs a
+	// restart.
+	writeFile(t, table, fmt.Sprintf(head, "two")+jobA+jobB)
+	p.signal(syscall.SIGHUP)
+	rec := p.waitLog(30*time.Second, "table reloaded", 1)[0]
+	if fmt.Sprint(rec["added"]) != "[b]" || fmt.Sprint(rec["removed"]) != "[]" || rec["jobs"] != 2.0 {
+		t.Errorf("reload record: %v", rec)
+	}
+	if w := p.findLogs("take effect only after a restart"); len(w) != 1 || fmt.Sprint(w[0]["sections"]) != "[store]" {
+		t.Errorf("no warning naming the store section: %v", w)
+	}
+	waitFor(t, 30*time.Second, "a run of the new job b", func() bool { return len(readLedger(t, ledgerB)) > 0 })
+	// The old prefix stays in force until a restart.
+	if ids, _ := srv.Client(t, nil).Keys(t.Context(), "two:*").Result(); len(ids) > 0 {
+		t.Errorf("keys under the new prefix before a restart: %v", ids)
+	}
+
+	// A bad file: two problems. Both are logged, nothing changes.
+	writeFile(t, table, fmt.Sprintf(head, "two")+jobA+jobB+"  - {name: c, schedule: \"61 * * * *\", command: [\"true\"]}\n  - {name: a, schedule: \"@hourly\", command: [\"true\"]}\n")
+	p.signal(syscall.SIGHUP)
+	failed := p.waitLog(30*time.Second, "reload failed", 1)[0]
+	badAt := time.Now()
+	if failed["problems"] != 2.0 {
+		t.Errorf("reload failure record: %v", failed)
+	}
+	var problems []string
+	for _, r := range p.findLogs("reload: invalid job table") {
+		problems = append(problems, fmt.Sprint(r["problem"]))
+	}
+	if len(problems) != 2 || !strings.HasPrefix(problems[0], table+":5:") || !strings.Contains(problems[0], "jobs[2].schedule") ||
+		!strings.HasPrefix(problems[1], table+":6:") || !strings.Contains(problems[1], "jobs[3].name") {
+		t.Errorf("logged problems:\n%s", strings.Join(problems, "\n"))
+	}
+	waitFor(t, 30*time.Second, "runs of a and b after the bad reload", func() bool {
+		return runsAfter(t, ledgerA, badAt) && runsAfter(t, ledgerB, badAt)
+	})
+	if n := len(p.findLogs("table reloaded")); n != 1 {
+		t.Errorf("the bad file was reloaded (%d reload records)", n)
+	}
+
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(60 * time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+}
+
+// otlpSink is a fake OTLP/HTTP collector that keeps the trace requests.
+type otlpSink struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func newOTLPSink(t *testing.T) *otlpSink {
+	s := &otlpSink{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" && r.Method == "POST" {
+			s.mu.Lock()
+			s.bodies = append(s.bodies, b)
+			s.mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *otlpSink) all() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Join(s.bodies, nil)
+}
+
+// SIGTERM drains: a run in flight finishes within the grace period and the
+// process exits 0; past a short grace, a run is cancelled and recorded
+// interrupted. Spans are flushed to the OTLP collector on the way out.
+func TestShutdown(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name    string
+		sleep   string
+		grace   string
+		outcome scheduler.Outcome
+		tracing bool
+	}{
+		{"finishes_within_grace", "2", "30s", scheduler.Succeeded, true},
+		{"interrupted_after_grace", "60", "1s", scheduler.Interrupted, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			started := filepath.Join(dir, "started")
+			table := filepath.Join(dir, "solocron.yaml")
+			writeFile(t, table, fmt.Sprintf(`
+store: {url: "redis://%s/0", key_prefix: %s}
+jobs:
+  - name: slow
+    schedule: "@yearly"
+    command: ["sh", "-c", "touch %s; sleep %s; echo finished"]
+`, srv.Addr(), tc.name, started, tc.sleep))
+			sink := newOTLPSink(t)
+			e := env("OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.URL)
+			if !tc.tracing {
+				e = append(e, "OTEL_TRACES_EXPORTER=none")
+			}
+			p := start(t, nil, "replica", e, "run", "--config", table, "--replica-id", "drainer", "--shutdown-grace", tc.grace, "--log-format", "json")
+			p.waitLog(60*time.Second, "replica starting", 1)
+			runCLI(t, nil, env(), "trigger", "slow", "--wait", "0", "--config", table).want(t, 0, "trigger")
+			waitFor(t, 60*time.Second, "the job to start", func() bool { _, err := os.Stat(started); return err == nil })
+
+			p.signal(syscall.SIGTERM)
+			sent := time.Now()
+			if code := p.wait(60 * time.Second); code != 0 {
+				t.Errorf("exit %d after SIGTERM, want 0", code)
+			}
+			took := time.Since(sent)
+			r := runCLI(t, nil, env(), "history", "slow", "--json", "--config", table)
+			r.want(t, 0, "history")
+			var runs []scheduler.Run
+			if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil || len(runs) != 1 {
+				t.Fatalf("history (%v):\n%s", err, r.stdout)
+			}
+			if runs[0].Outcome != tc.outcome || runs[0].Replica != "drainer" {
+				t.Errorf("run record %+v, want outcome %s", runs[0], tc.outcome)
+			}
+			switch tc.outcome {
+			case scheduler.Succeeded:
+				if !strings.Contains(runs[0].Output, "finished") {
+					t.Errorf("the drained run did not finish: output %q", runs[0].Output)
+				}
+			case scheduler.Interrupted:
+				if took > 30*time.Second {
+					t.Errorf("shutdown took %s with a 1s grace", took)
+				}
+				if len(p.findLogs("shutdown grace period over")) != 1 {
+					t.Error("no log of the grace period ending")
+				}
+			}
+
+			spans := sink.all()
+			if !tc.tracing {
+				if len(spans) > 0 {
+					t.Errorf("OTEL_TRACES_EXPORTER=none, yet %d bytes of spans were sent", len(spans))
+				}
+				return
+			}
+			// OTLP protobuf carries strings as they are.
+			for _, want := range []string{"solocron.run", "solocron.claim", "service.name", "solocron", "service.instance.id", "drainer", runs[0].ID} {
+				if !bytes.Contains(spans, []byte(want)) {
+					t.Errorf("the exported spans lack %q", want)
+				}
+			}
+		})
+	}
+}
+
+// run refuses an admin API open to the network without a token, before it
+// touches anything.
+func TestRunRefusesPublicAdminWithoutToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open.yaml")
+	writeFile(t, open, "admin: {listen: \"0.0.0.0:9\"}\njobs: []\n")
+	local := filepath.Join(dir, "local.yaml")
+	writeFile(t, local, "admin: {listen: \"127.0.0.1:9\"}\njobs: []\n")
+	for _, args := range [][]string{
+		{"--config", open},
+		{"--config", local, "--admin-listen", ":9"},
+		{"--config", local, "--admin-listen", "[::]:9"},
+		{"--config", local, "--admin-listen", "example.com:9"},
+	} {
+		r := runCLI(t, nil, env(), append([]string{"run"}, args...)...)
+		r.want(t, 2, args...)
+		if !strings.Contains(r.stderr, "refusing to start") {
+			t.Errorf("run %v: %q", args, r.stderr)
+		}
+	}
+	r := runCLI(t, nil, env(), "validate", "--config", open)
+	r.want(t, 0, "validate")
+	if !strings.Contains(r.stderr, "will refuse to start") {
+		t.Errorf("validate does not warn about the open admin address: %q", r.stderr)
+	}
+}
+
+// run with a bad table logs every problem and exits 2.
+func TestRunBadTable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	table := filepath.Join(dir, "bad.yaml")
+	writeFile(t, table, "jobs:\n  - {name: a, schedule: \"@every 0s\", command: [\"true\"]}\n  - {name: b, schedule: \"@daily\", func: nope}\n")
+	r := runCLI(t, nil, env(), "run", "--config", table)
+	r.want(t, 2, "run")
+	if n := strings.Count(r.stderr, "invalid job table"); n != 2 || !strings.Contains(r.stderr, "jobs[0].schedule") || !strings.Contains(r.stderr, "jobs[1].func") {
+		t.Errorf("want both problems logged:\n%s", r.stderr)
+	}
+	r = runCLI(t, nil, env(), "run", "--config", filepath.Join(dir, "missing.yaml"))
+	r.want(t, 2, "run")
+	if !strings.Contains(r.stderr, "no such file") {
+		t.Errorf("missing file: %q", r.stderr)
+	}
+}
+
+// The example table runs out of the box on the embedded store: a loud
+// warning, the heartbeat job every 5 seconds, a clean exit on SIGTERM.
+func TestExampleRunsEmbedded(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	p := start(t, nil, "example", env(), "run", "--config", "../../config.example.yaml", "--admin-listen", addr, "--log-format", "json")
+	w := p.waitLog(60*time.Second, "EMBEDDED STORE", 1)[0]
+	if w["level"] != "WARN" || !strings.Contains(w["msg"].(string), "ONE replica") {
+		t.Errorf("embedded-store warning: %v", w)
+	}
+	var runs struct{ Runs []scheduler.Run }
+	waitFor(t, 30*time.Second, "a heartbeat run that succeeded", func() bool {
+		c := http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get("http://" + addr + "/api/v1/jobs/heartbeat/runs")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(resp.Body).Decode(&runs) == nil && len(runs.Runs) > 0 && runs.Runs[0].Outcome == scheduler.Succeeded
+	})
+	if !strings.Contains(runs.Runs[0].Output, "heartbeat "+runs.Runs[0].ID) {
+		t.Errorf("heartbeat output %q", runs.Runs[0].Output)
+	}
+	// The other commands cannot reach an embedded store, and say so.
+	r := runCLI(t, nil, env(), "status", "--config", "../../config.example.yaml")
+	r.want(t, 1, "status")
+	if !strings.Contains(r.stderr, "embedded") || !strings.Contains(r.stderr, "admin API") || !strings.Contains(r.stderr, "store.url") {
+		t.Errorf("status on the embedded store: %q", r.stderr)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(60 * time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+}
+
+// Redlock mode: the daemon and the CLI work over three independent masters.
+func TestRedlockStore(t *testing.T) {
+	t.Parallel()
+	var urls []string
+	for range 3 {
+		urls = append(urls, fmt.Sprintf("%q", "redis://"+redistest.Start(t).Addr()+"/0"))
+	}
+	dir := t.TempDir()
+	ledger, manual := filepath.Join(dir, "tick.ledger"), filepath.Join(dir, "manual.ledger")
+	table := filepath.Join(dir, "solocron.yaml")
+	writeFile(t, table, fmt.Sprintf(`
+store:
+  mode: redlock
+  redlock: {urls: [%s]}
+jobs:
+  - {name: tick, schedule: "@every 1s", command: %s}
+  - {name: manual, schedule: "@yearly", command: %s}
+`, strings.Join(urls, ", "), ledgerCommand(ledger, ""), ledgerCommand(manual, "")))
+	addr := freeAddr(t)
+	p := start(t, nil, "replica", env(), "run", "--config", table, "--admin-listen", addr, "--replica-id", "rl", "--log-format", "json")
+	waitFor(t, 60*time.Second, "/readyz 200", func() bool { return status("http://"+addr+"/readyz") == 200 })
+	waitFor(t, 30*time.Second, "a tick run", func() bool { return len(readLedger(t, ledger)) > 0 })
+
+	r := runCLI(t, nil, env(), "trigger", "manual", "--wait", "30s", "--config", table)
+	r.want(t, 0, "trigger")
+	if !strings.Contains(r.stdout, ": succeeded on rl in ") {
+		t.Errorf("trigger:\n%s", r.stdout)
+	}
+	if got := readLedger(t, manual); len(got) != 1 || got[0].replica != "rl" {
+		t.Errorf("manual ledger %v", got)
+	}
+	r = runCLI(t, nil, env(), "status", "tick", "--json", "--config", table)
+	r.want(t, 0, "status")
+	var st scheduler.Status
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Job != "tick" || len(st.History) == 0 {
+		t.Errorf("status (%v):\n%s", err, r.stdout)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(60 * time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+}
