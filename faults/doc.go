@@ -1,0 +1,34 @@
+// Package faults is Solocron's fault-injection suite: it proves the
+// guarantee — at most one start per run, every run decided once, fencing
+// tokens that make a stale holder harmless — on a bad day, with figures.
+//
+// The tests sit behind the build tag faults, so that the ordinary
+// go test ./... stays fast:
+//
+//	go test -tags faults -count=1 ./faults/...
+//	go test -tags faults -count=1 -v -run 'Scenario03' ./faults/...   # one scenario, with its log
+//
+// They need redis-server on the PATH (Debian: apt-get install redis-server),
+// use loopback and free ports only, and never touch port 6379. TestMain
+// builds the scheduler daemon (cmd/scheduler) and the job it runs
+// (faults/internal/faultjob) once; each scenario then starts its own
+// redis-server and real scheduler processes (or, for clock faults,
+// in-process replicas with injected clocks), with a TCP fault proxy between
+// replicas and Redis when the scenario needs one (pass, black hole that keeps
+// sockets open, reset, latency, hold the reply to the next claim, renewal or
+// release).
+//
+// Every run reports to an in-test ledger over a connection it keeps open, so
+// the ledger knows when each job process really starts and ends, whichever
+// way it ends; each run also writes to an in-test sink that refuses a write
+// whose fencing token is below the highest it accepted (for a concurrency
+// limit N: outside the N highest live tokens). A watcher reads the job's
+// concurrency slots straight from Redis every 10ms: the ground truth of who
+// held a lease when, against which stale writes are judged.
+//
+// At the end the suite prints one row per scenario: runs, duplicate starts,
+// missed runs, stale writes the sink accepted, recovery time, and what each
+// scenario measured. With FAULTS_TABLE=path it also writes the table there as
+// Markdown. docs/reliability.md explains each scenario and holds the figures
+// of a reference run.
+package faults

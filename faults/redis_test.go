@@ -1,0 +1,254 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/solocron/solocron/scheduler"
+)
+
+// 6a. Redis is killed (SIGKILL) mid-run and restarted empty, as after a
+// crash without persistence. No replica exits; the holder finds its run
+// gone and cancels it; no run scheduled before the loss runs again; fencing
+// tokens keep rising; runs resume within seconds.
+func TestScenario06aRedisRestartEmpty(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "6a", "Redis kill -9 + restart without persistence, mid-run")
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 4 * time.Second}})
+	lease := c.cfg.Job.Lease
+
+	first := c.waitRun(20*time.Second, "a first run", func(runRec) bool { return true })
+	sleepUntil(first.Start.Add(1500 * time.Millisecond))
+	killed := time.Now()
+	c.redis.Restart()
+	restarted := time.Now()
+	job := c.waitEnded(first.RunID, lease+3*time.Second)
+	next := c.waitRun(15*time.Second, "a run after the restart", func(r runRec) bool { return r.Start.After(restarted) })
+	last := c.waitRun(20*time.Second, "two runs after the restart", func(r runRec) bool {
+		return r.Start.After(next.Start) && !r.End.IsZero()
+	})
+	sleepUntil(last.End.Add(time.Second))
+
+	row.Recovery = dur(next.Start.Sub(killed))
+	row.figure("Redis back %s after the kill; holder's job stopped %s after (its record was gone); first run after the loss: instant restart+%s, started kill+%s",
+		ms(restarted.Sub(killed)), ms(job.End.Sub(restarted)), dur(next.Scheduled().Sub(restarted)), dur(next.Start.Sub(killed)))
+	row.figure("tokens %d before, %d after", first.Token, next.Token)
+
+	for _, r := range c.Replicas() {
+		if !r.alive() {
+			t.Errorf("%s exited when Redis lost its data", r.id)
+		}
+	}
+	if job.EndReason != "term" {
+		t.Errorf("the holder's job ended %q, want term: its run's record is gone, so its lease is", job.EndReason)
+	}
+	if job.End.Sub(restarted) > lease {
+		t.Errorf("the holder stopped its job %s after Redis came back empty", job.End.Sub(restarted))
+	}
+	all := c.led.Runs()
+	for _, r := range all {
+		if r.Start.After(restarted) && !r.Scheduled().After(killed) {
+			t.Errorf("%s, scheduled before the loss, started after it on %s", r.RunID, r.Replica)
+		}
+	}
+	if bad := tokensRise(all); bad != "" {
+		t.Errorf("fencing tokens do not rise across the loss: %s", bad)
+	}
+	if next.Start.Sub(killed) > 5*time.Second {
+		t.Errorf("runs resumed %s after the kill", next.Start.Sub(killed))
+	}
+	noticed := 0
+	refused := 0
+	for _, r := range c.Replicas() {
+		noticed += len(r.logs("Redis lost this job's state"))
+		refused += len(r.logs("run not claimed"))
+	}
+	if noticed == 0 {
+		t.Errorf("no replica noticed the loss")
+	}
+	row.figure("%d replicas logged the loss; %d claims refused for instants before the loss + max_clock_skew", noticed, refused)
+
+	dups := duplicates(all)
+	st := judge(all, c.watch, 1)
+	got := c.decisions(next.Scheduled(), last.Scheduled())
+	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
+	if len(dups) > 0 {
+		t.Errorf("duplicate starts: %v", dups)
+	}
+	if st.HarmfulAccepted > 0 || st.LegitRejected > 0 {
+		t.Errorf("writes: %+v", st)
+	}
+}
+
+// 6b. SCRIPT FLUSH while a run renews its lease: the scripts are loaded
+// again, the run goes on, runs keep starting.
+func TestScenario06bScriptFlush(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "6b", "SCRIPT FLUSH mid-run")
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 2500 * time.Millisecond}})
+
+	first := c.waitRun(20*time.Second, "a first run", func(runRec) bool { return true })
+	sleepUntil(first.Start.Add(800 * time.Millisecond))
+	flushed := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.direct.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	job := c.waitEnded(first.RunID, 10*time.Second)
+	next := c.waitRun(10*time.Second, "a run after the flush", func(r runRec) bool { return r.Start.After(job.End) })
+	last := c.waitRun(15*time.Second, "two runs after the flush", func(r runRec) bool {
+		return r.Start.After(next.Start) && !r.End.IsZero()
+	})
+	sleepUntil(last.End.Add(time.Second))
+
+	o, _ := c.watch.Obs(first.RunID)
+	row.Recovery = dur(firstGrantAfter(o, flushed).Sub(flushed))
+	row.figure("first renewal after the flush %s later; next run %s after the flushed run ended",
+		ms(firstGrantAfter(o, flushed).Sub(flushed)), dur(next.Start.Sub(job.End)))
+
+	if job.EndReason != "ok" {
+		t.Errorf("the run in flight ended %q, want ok", job.EndReason)
+	}
+	checkRecord(t, c, first.RunID, scheduler.Succeeded)
+	all := c.led.Runs()
+	dups := duplicates(all)
+	st := judge(all, c.watch, 1)
+	got := c.decisions(first.Scheduled(), last.Scheduled())
+	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
+	if len(dups) > 0 {
+		t.Errorf("duplicate starts: %v", dups)
+	}
+	if got["missed"] > 0 || got["lease_lost"] > 0 || got["failed"] > 0 {
+		t.Errorf("records after the flush: %v", got)
+	}
+	if st.Stale > 0 || st.LegitRejected > 0 {
+		t.Errorf("writes: %+v", st)
+	}
+}
+
+// 7a. Redis is frozen (SIGSTOP) for 2 s, less than the lease, right after a
+// renewal: the holder's renewals wait, then succeed; nothing is lost.
+func TestScenario07aRedisPausedShort(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "7a", "Redis SIGSTOP 2 s (< lease)")
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 8 * time.Second}})
+	lease := c.cfg.Job.Lease
+
+	first := c.waitRun(20*time.Second, "a first run", func(runRec) bool { return true })
+	w := c.replica(first.Replica)
+	renewed := c.watch.freshRenewal(t, first.RunID, 3*lease)
+	paused := time.Now()
+	c.redis.Pause()
+	time.Sleep(2 * time.Second)
+	resumed := time.Now()
+	c.redis.Resume()
+	job := c.waitEnded(first.RunID, 15*time.Second)
+
+	o, _ := c.watch.Obs(first.RunID)
+	back := firstGrantAfter(o, resumed)
+	row.Recovery = dur(back.Sub(resumed))
+	row.figure("paused %s after a renewal; first renewal %s after SIGCONT; longest gap between renewals at Redis %s",
+		ms(paused.Sub(renewed)), ms(back.Sub(resumed)), ms(maxRenewalGap(o)))
+
+	if job.EndReason != "ok" {
+		t.Errorf("the job ended %q, want ok", job.EndReason)
+	}
+	if lost := w.logs("lease lost"); len(lost) > 0 {
+		t.Errorf("lease lost after Redis paused less than the lease: %v", lost[0].Fields)
+	}
+	if others := othersStarted(c.led.Runs(), first.Start, job.End, w.id); len(others) > 0 {
+		t.Errorf("runs started elsewhere while the holder held the slot: %v", others)
+	}
+	if gap := maxRenewalGap(o); gap >= lease {
+		t.Errorf("Redis saw a gap of %s between renewals", gap)
+	}
+	checkRecord(t, c, first.RunID, scheduler.Succeeded)
+	all := c.led.Runs()
+	dups := duplicates(all)
+	st := judge(all, c.watch, 1)
+	got := c.decisions(first.Scheduled(), first.Scheduled().Add(6*time.Second))
+	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
+	if len(dups) > 0 {
+		t.Errorf("duplicate starts: %v", dups)
+	}
+	if st.Stale > 0 || st.LegitRejected > 0 {
+		t.Errorf("writes: %+v", st)
+	}
+	for _, r := range c.Replicas() {
+		if !r.alive() {
+			t.Errorf("%s exited", r.id)
+		}
+	}
+}
+
+// 7b. Redis is frozen for 6 s, twice the lease. The holder's watchdog
+// cancels the job on its own clock while Redis cannot answer; when Redis
+// comes back the lease has expired and the runs due meanwhile are decided,
+// once each.
+func TestScenario07bRedisPausedLong(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "7b", "Redis SIGSTOP 6 s (2 × lease)")
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 15 * time.Second}})
+	lease := c.cfg.Job.Lease
+
+	first := c.waitRun(20*time.Second, "a first run", func(runRec) bool { return true })
+	w := c.replica(first.Replica)
+	c.watch.freshRenewal(t, first.RunID, 3*lease)
+	paused := time.Now()
+	c.redis.Pause()
+	job := c.waitEnded(first.RunID, lease+2*time.Second)
+	sleepUntil(paused.Add(2 * lease))
+	resumed := time.Now()
+	c.redis.Resume()
+	next := c.waitRun(15*time.Second, "a run after Redis resumed", func(r runRec) bool { return r.Start.After(resumed) })
+	sleepUntil(next.Start.Add(2 * time.Second))
+
+	o, _ := c.watch.Obs(first.RunID)
+	lost := w.logs("lease lost: cancelling the job")
+	if len(lost) == 0 {
+		t.Fatalf("the holder never logged its lease lost")
+	}
+	row.Recovery = dur(next.Start.Sub(resumed))
+	row.figure("holder cancelled at pause+%s, %s before Redis' lease expiry and %s before Redis answered again; first run after: %s on %s, resume+%s",
+		dur(lost[0].Time.Sub(paused)), ms(o.Expiry.Sub(lost[0].Time)), dur(resumed.Sub(lost[0].Time)), next.RunID, next.Replica, dur(next.Start.Sub(resumed)))
+
+	if !lost[0].Time.Before(o.Expiry) {
+		t.Errorf("the holder cancelled at %s, not before Redis' lease expiry %s", lost[0].Time, o.Expiry)
+	}
+	if job.EndReason != "term" || !job.End.Before(resumed) {
+		t.Errorf("the holder's job ended %q at %s; want term, before Redis resumed at %s", job.EndReason, job.End, resumed)
+	}
+	if next.Token <= first.Token {
+		t.Errorf("token %d after the pause is not above %d", next.Token, first.Token)
+	}
+	checkRecord(t, c, first.RunID, scheduler.LeaseLost)
+	all := c.led.Runs()
+	dups := duplicates(all)
+	st := judge(all, c.watch, 1)
+	got := c.decisions(first.Scheduled(), resumed.Add(time.Second))
+	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
+	row.figure("instants from the holder's to resume: %s", decisionSummary(got))
+	if len(dups) > 0 {
+		t.Errorf("duplicate starts: %v", dups)
+	}
+	if st.Stale > 0 || st.LegitRejected > 0 {
+		t.Errorf("writes: %+v", st)
+	}
+	if bad := tokensRise(all); bad != "" {
+		t.Errorf("fencing tokens do not rise: %s", bad)
+	}
+	for _, r := range c.Replicas() {
+		if !r.alive() {
+			t.Errorf("%s exited", r.id)
+		}
+		r.waitReady()
+	}
+}
