@@ -40,7 +40,9 @@ type backend interface {
 	trigger(ctx context.Context, job, id string) error
 	// manualHints returns the jobs with manual requests made since since
 	// (a hint: the heartbeat then syncs those jobs to find the requests).
-	manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, error)
+	// It also returns Redis' clock as it answered: the replica checks its
+	// own clock against it (one round trip for both).
+	manualHints(ctx context.Context, since time.Time, ttl time.Duration) (hints []string, server time.Time, err error)
 	history(ctx context.Context, job string, limit int) ([]Run, error)
 	status(ctx context.Context, job string, limit int) (*Status, error)
 	// get returns a run's record, or nil if the store has none.

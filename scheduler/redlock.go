@@ -669,23 +669,34 @@ func (rl *redlock) trigger(ctx context.Context, job, id string) error {
 }
 
 // manualHints is the union of the masters' hints (any one may have a
-// request the others missed).
-func (rl *redlock) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, error) {
-	lists, err := read(ctx, rl, "hints", func(ctx context.Context, m *store) ([]string, error) { return m.manualHints(ctx, since, ttl) })
+// request the others missed). Redis' clock is the median of the masters'
+// that answered: one master with a wrong clock does not move it.
+func (rl *redlock) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, time.Time, error) {
+	type answer struct {
+		hints []string
+		at    time.Time
+	}
+	per, err := read(ctx, rl, "hints", func(ctx context.Context, m *store) (answer, error) {
+		h, at, err := m.manualHints(ctx, since, ttl)
+		return answer{h, at}, err
+	})
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	var out []string
 	seen := map[string]bool{}
-	for _, l := range lists {
-		for _, j := range l {
+	clocks := make([]time.Time, 0, len(per))
+	for _, a := range per {
+		clocks = append(clocks, a.at)
+		for _, j := range a.hints {
 			if !seen[j] {
 				seen[j] = true
 				out = append(out, j)
 			}
 		}
 	}
-	return out, nil
+	slices.SortFunc(clocks, time.Time.Compare)
+	return out, clocks[len(clocks)/2], nil
 }
 
 // read asks every master and needs a quorum of answers.

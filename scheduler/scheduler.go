@@ -73,6 +73,8 @@ type Scheduler struct {
 	missed   []claimReq
 
 	lastSync   atomic.Int64 // unix nanoseconds of the last answered heartbeat
+	redisClock redisClock   // Redis' clock, as of the last heartbeat
+	clockBad   atomic.Bool  // this replica's clock is off from Redis' beyond the skew
 	syncs      int          // heartbeats so far (touched by the heartbeat goroutine only)
 	downSince  atomic.Int64 // unix nanoseconds since Redis stopped answering; 0 when up
 	lastDownAt atomic.Int64 // when the last "store unreachable" was logged
@@ -293,18 +295,33 @@ func (h *entryHeap) Pop() any {
 func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 	var h entryHeap
 	gen := -1
+	held := false
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		if tab, g := s.table(); g != gen {
+		tab, g := s.table()
+		if g != gen {
 			h, gen = s.plan(tab, h), g
 		}
 		now := s.now()
 		var due []claimReq
+		switch {
+		case !s.clockTrusted(now):
+			// The clock is off (a step of an hour, a VM resumed): claim
+			// nothing, and do not walk the heap through the instants the
+			// wrong clock calls past.
+			held = true
+		case held:
+			// The clock agrees with Redis again: plan from it afresh, as a
+			// replica starting now would. Instants the hold covered were
+			// decided by other replicas or are left to catch-up.
+			held = false
+			h = s.plan(tab, nil)
+		}
 		// Claims go out claimAhead before the instant: the winner then
 		// starts the job at the instant itself, however long it took Redis
 		// to decide every run that shares it.
-		for len(h) > 0 && !h[0].fire.After(now.Add(s.cfg.claimAhead)) {
+		for !held && len(h) > 0 && !h[0].fire.After(now.Add(s.cfg.claimAhead)) {
 			e := heap.Pop(&h).(entry)
 			due = append(due, s.newClaim(e.j, e.sched, 's'))
 			// Skip instants whose window already closed (a long pause, a
@@ -321,9 +338,12 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 		if len(due) > 0 {
 			s.loops.Go(func() { s.claim(ctx, due) })
 		}
-		wait := time.Hour
-		if len(h) > 0 {
-			wait = h[0].fire.Sub(now) - s.cfg.claimAhead
+		// The sleep is measured on the monotonic clock, the instants on the
+		// wall clock: waking at least every maxDispatchSleep notices a step
+		// of the wall clock (either way) within that time.
+		wait := maxDispatchSleep
+		if len(h) > 0 && !held {
+			wait = min(wait, h[0].fire.Sub(now)-s.cfg.claimAhead)
 		}
 		timer.Reset(wait)
 		select {
@@ -334,6 +354,9 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 		}
 	}
 }
+
+// maxDispatchSleep bounds the dispatcher's sleep between looks at the clock.
+const maxDispatchSleep = time.Second
 
 // plan builds the heap for a (new) table. A job whose schedule did not
 // change keeps its next instant; any other starts at the latest instant
@@ -527,12 +550,15 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		// Too early on Redis' clock: this replica's clock runs ahead of it.
 		// Ask again when Redis' clock reaches the run's claim time.
 		delay := r.fire.Add(-s.cfg.claimAhead).Sub(res.server) + time.Millisecond
-		if ahead := r.fire.Sub(res.server) - s.cfg.claimAhead; ahead > s.cfg.skew {
-			log.Warn("this replica's clock runs ahead of Redis by more than max_clock_skew; claim postponed",
-				"ahead_by", ahead.Round(time.Millisecond), "retry_in", delay.Round(time.Millisecond))
-		} else {
-			log.Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
+		if ahead := r.fire.Sub(res.server) - s.cfg.claimAhead; ahead > s.cfg.skew+clockMargin {
+			// Not a skew but a wrong clock (the dispatcher holds off until
+			// it agrees with Redis again): replicas whose clocks are right
+			// claim the run at its instant.
+			log.Warn("run not claimed: this replica's clock runs ahead of Redis' by more than max_clock_skew",
+				"ahead_by", ahead.Round(time.Millisecond))
+			return
 		}
+		log.Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
 		r.sent = time.Time{} // this attempt granted nothing
 		s.loops.Go(func() {
 			if sleep(ctx, delay) {
@@ -631,7 +657,8 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	cctx, cancel := context.WithTimeout(ctx, max(s.cfg.syncInterval, time.Second))
 	defer cancel()
 	// One read says which jobs have fresh manual requests.
-	hinted, err := s.store.manualHints(cctx, time.Now().Add(-hintLookback), s.cfg.manualTTL)
+	sent := time.Now()
+	hinted, server, err := s.store.manualHints(cctx, sent.Add(-hintLookback), s.cfg.manualTTL)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.storeFailed(err)
@@ -640,6 +667,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	}
 	s.storeAnswered()
 	s.lastSync.Store(time.Now().UnixNano())
+	s.redisClock.observe(server, sent, time.Now())
 	// A job is synced when it has a manual request, when no claim answer
 	// touched it lately (a won claim already checked its epoch and reaped
 	// its slots), and in every full sweep. That keeps the heartbeat's cost
@@ -672,6 +700,9 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		return nil
 	}
 	now := s.now()
+	// Catch-up waits for a clock that agrees with Redis': one an hour
+	// ahead would take an hour of future instants for missed ones.
+	trusted := s.clockTrusted(now)
 	var claims []claimReq
 	for i, r := range res {
 		j := jobs[i]
@@ -681,8 +712,8 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		}
 		j.memo.mu.Lock()
 		j.memo.paused, j.memo.last, j.memo.touched = r.paused, r.last, time.Now()
-		catchup := j.CatchupWindow > 0 && !j.memo.caughtUp
-		j.memo.caughtUp = true
+		catchup := trusted && j.CatchupWindow > 0 && !j.memo.caughtUp
+		j.memo.caughtUp = j.memo.caughtUp || trusted
 		j.memo.mu.Unlock()
 		for k := 0; k+1 < len(r.manual); k += 2 {
 			id := r.manual[k]

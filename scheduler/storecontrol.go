@@ -36,15 +36,18 @@ func (s *store) trigger(ctx context.Context, job, id string) error {
 }
 
 // manualHints returns the jobs with manual requests since since, and drops
-// hints older than the manual request lifetime.
-func (s *store) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, error) {
+// hints older than the manual request lifetime. The same round trip reads
+// Redis' clock.
+func (s *store) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, time.Time, error) {
 	var jobs *redis.StringSliceCmd
+	var now *redis.TimeCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		now = p.Time(ctx)
 		jobs = p.ZRangeByScore(ctx, s.hintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(since.UnixMilli(), 10), Max: "+inf"})
 		p.ZRemRangeByScore(ctx, s.hintKey(), "-inf", strconv.FormatInt(time.Now().Add(-ttl).UnixMilli(), 10))
 		return nil
 	})
-	return jobs.Val(), err
+	return jobs.Val(), now.Val(), err
 }
 
 func (s *store) history(ctx context.Context, job string, limit int) ([]Run, error) {

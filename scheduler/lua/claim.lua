@@ -118,6 +118,11 @@ local function claim(meta, a)
       end
       return decide('missed', 'not claimed before its starting deadline')
     elseif kind == 'c' then
+      -- Catch-up is for instants past on Redis' clock, whatever the
+      -- replica's clock says.
+      if fire > now then
+        return {'refused', epoch, 'not due yet on Redis\' clock'}
+      end
       if sched < now - cwindow - skew then
         return {'refused', epoch, 'outside the catch-up window'}
       end
