@@ -127,7 +127,10 @@ func WithSyncInterval(d time.Duration) Option { return func(c *config) { c.syncI
 // so that a failover to one of those replicas keeps them. A claim too few
 // replicas acknowledged is taken back and its run not started (fail
 // closed); it is retried until the run's starting deadline. A renewal too
-// few acknowledged counts as failed. timeout 0 means 1s; it is also capped
+// few acknowledged counts as failed. A run's end (its record closed, its
+// slot freed) is sent again until enough replicas have it, for up to the
+// close timeout, so that a failover does not leave the slot held until
+// the lease runs out. timeout 0 means 1s; it is also capped
 // at half of what is left of each call's deadline. Default: off (n = 0).
 // For New only; Redlock's masters have no replicas to wait for.
 func WithMinReplicasAck(n int, timeout time.Duration) Option {

@@ -215,6 +215,7 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 	defer cancel()
 	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: errText, output: output}
 	backoff := 50 * time.Millisecond
+	unacked := false
 	for {
 		done := make(chan closed, 1)
 		var c closed
@@ -235,10 +236,19 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 		case c.err == nil && c.res == "lost":
 			log.Warn("run record no longer ours (Redis lost it, or it expired)")
 			return
+		case c.err == nil && c.res == closeUnacked:
+			// Applied, but not on enough replicas yet: sent again (a close
+			// is idempotent) until they have it, or a failover's new
+			// primary does.
+			unacked = true
 		case c.err == nil:
 			return
 		}
 		if !sleep(ctx, backoff) {
+			if unacked && c.err == nil {
+				log.Warn("the run's end was recorded, but fewer replicas than min_replicas_ack acknowledged it; if a failover loses it, the run's lease expires and the cluster closes it as lease_lost")
+				return
+			}
 			log.Warn("could not record the run's end; its lease will expire and the cluster will close it as lease_lost", "err", c.err)
 			return
 		}

@@ -619,6 +619,10 @@ func recordKind(kind byte) string {
 
 // complete closes runs, grouped into as few script calls as the store
 // allows; the answer per run is "ok", "closed" or "lost".
+// closeUnacked is complete's answer for a close Redis applied but too few
+// replicas acknowledged (min_replicas_ack): the holder sends it again.
+const closeUnacked = "unacked"
+
 func (s *store) complete(ctx context.Context, reqs []completeReq) ([]string, error) {
 	groups := group(s, reqs, func(c completeReq) string { return c.r.j.Name })
 	calls := make([]call, len(groups))
@@ -631,7 +635,10 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]string, err
 				c.entry(), c.r.j.retention(c.r.sched).Milliseconds(), c.r.j.HistoryLimit)
 		}
 	}
-	replies, err := s.exec(ctx, completeScript, calls)
+	// With min_replicas_ack, a close counts once replicas have it: one the
+	// primary alone took can be lost in a failover, and the run's slot then
+	// stays held until its lease runs out.
+	replies, acks, err := s.run(ctx, completeScript, calls)
 	if err != nil {
 		return nil, err
 	}
@@ -643,6 +650,9 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]string, err
 		}
 		for k, i := range g {
 			out[i] = f[k]
+			if acks != nil && !s.acked(acks[gi]) && (f[k] == "ok" || f[k] == "closed") {
+				out[i] = closeUnacked
+			}
 		}
 	}
 	return out, nil

@@ -44,6 +44,11 @@ func TestSentinelFailover(t *testing.T) {
 	if err := c.Set(ctx, "k", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// Replication is asynchronous: only a write the replicas have is sure
+	// to survive the failover.
+	if n, err := c.Do(ctx, "WAIT", 2, 10000).Int(); err != nil || n < 2 {
+		t.Fatalf("WAIT: %d replicas, %v", n, err)
+	}
 	old := s.Primary(t)
 	start = time.Now()
 	p := s.Failover(t)

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -266,9 +267,27 @@ func MiniPipe(t testing.TB) (*miniredis.Miniredis, *redis.Client) {
 	t.Helper()
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
-	t.Cleanup(m.Close)
+	g := &pipeGuard{}
+	pipeGuards.Store(m, g)
+	t.Cleanup(func() {
+		// A client's pool may still be dialling in the background (go-redis
+		// opens connections on its own goroutines) when the test ends.
+		g.mu.Lock()
+		g.closed = true
+		g.mu.Unlock()
+		m.Close()
+	})
 	return m, PipeClient(t, m)
 }
+
+// pipeGuard keeps a MiniPipe server from being dialled while, or after, it
+// closes: miniredis does not synchronise Dial with Close.
+type pipeGuard struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+var pipeGuards sync.Map // *miniredis.Miniredis -> *pipeGuard
 
 // PipeClient returns another client of a MiniPipe server, with its own
 // connection pool (as a separate replica would have), closed in t.Cleanup.
@@ -294,6 +313,14 @@ func PipeClient(t testing.TB, m *miniredis.Miniredis) *redis.Client {
 // server waits for the client to read its first reply. TCP's socket buffers
 // avoid that; this gives the pipe the same slack.
 func bufferedDial(m *miniredis.Miniredis) (net.Conn, error) {
+	if v, ok := pipeGuards.Load(m); ok {
+		g := v.(*pipeGuard)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.closed {
+			return nil, errors.New("redistest: server closed")
+		}
+	}
 	server, err := m.Dial()
 	if err != nil {
 		return nil, err
