@@ -302,6 +302,10 @@ func PipeClient(t testing.TB, m *miniredis.Miniredis) *redis.Client {
 		// Its endpoint auto-detection would resolve "miniredis" in DNS:
 		// real I/O, which a synctest bubble forbids.
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		// A pipe dial fails only once the server has closed, at the end of
+		// a test; retrying it would sleep on a goroutine that outlives the
+		// test's synctest bubble.
+		DialerRetries: 1,
 	})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
