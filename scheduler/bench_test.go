@@ -178,3 +178,53 @@ func BenchmarkComplete(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRenew renews 64 held runs, one per call and all in one call (as
+// the renewer sends runs that renew together).
+func BenchmarkRenew(b *testing.B) {
+	srv := redistest.Start(b)
+	c := srv.Client(b, nil)
+	s, err := newStore(c, config{prefix: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.preload(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	const runs = 64
+	js := benchJobs(b, s, runs)
+	ctx := context.Background()
+	at := nextInstant()
+	reqs := make([]claimReq, runs)
+	for i, j := range js {
+		reqs[i] = claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
+			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+		reqs[i].suffix = reqs[i].id[len(j.Name)+1:]
+	}
+	if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, reqs); err != nil {
+		b.Fatal(err)
+	}
+	renewals := make([]renewReq, runs)
+	for i, r := range reqs {
+		renewals[i] = renewReq{j: r.j, id: r.id, owner: r.owner}
+	}
+	for _, per := range []int{1, runs} {
+		b.Run(fmt.Sprintf("runs-per-call=%d", per), func(b *testing.B) {
+			b.ReportAllocs()
+			var renewed int
+			before := scriptUsec(b, c)
+			for b.Loop() {
+				for k := 0; k < runs; k += per {
+					res, err := s.renew(ctx, renewals[k:k+per])
+					if err != nil || res[0] != "ok" {
+						b.Fatalf("renew = %v, %v", res, err)
+					}
+				}
+				renewed += runs
+			}
+			usec := scriptUsec(b, c) - before
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(renewed)/1e3, "us/run")
+			b.ReportMetric(usec/float64(renewed), "redis-us/run")
+		})
+	}
+}

@@ -30,12 +30,12 @@ type runLease struct {
 }
 
 func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) error {
-	res, err := l.s.store.renew(ctx, []renewReq{{j: l.j, id: l.id, owner: l.owner}})
+	res, err := l.s.renew(ctx, renewReq{j: l.j, id: l.id, owner: l.owner})
 	if err != nil {
 		l.s.tel.renewed(ctx, renewFailed)
 		return err
 	}
-	switch res[0] {
+	switch res {
 	case "ok":
 		l.s.tel.renewed(ctx, renewOK)
 		return nil

@@ -66,6 +66,7 @@ type Scheduler struct {
 	runCtx     context.Context
 	cancelRuns context.CancelCauseFunc
 	closing    chan<- closeReq // to the closer, while Run runs
+	renewals   chan renewCall  // to the renewer, while Run runs
 	active     sync.Map        // run id -> *activeRun
 	manual     sync.Map        // manual run ids being claimed by this replica
 
@@ -123,6 +124,7 @@ func newScheduler(st backend, cfg config, jobs []Job) (*Scheduler, error) {
 		log:      cfg.logger.With("replica", cfg.replicaID),
 		memos:    map[string]*memo{},
 		reloaded: make(chan struct{}, 1),
+		renewals: make(chan renewCall, 4*maxBatch),
 	}
 	s.ctl = &Control{store: s.store}
 	if err := s.Reload(jobs); err != nil {
@@ -245,6 +247,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	closerDone := make(chan struct{})
 	s.closing = closing
 	go func() { s.closer(closing); close(closerDone) }()
+	renewerDone := make(chan struct{})
+	go func() { s.renewer(s.renewals); close(renewerDone) }()
 	s.loops.Go(func() { s.heartbeat(ctx) })
 	s.loops.Go(func() { s.dispatch(ctx, first) })
 	s.loops.Go(func() { s.recordMisses(ctx) })
@@ -266,6 +270,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// Every run and waiter has closed its record by now.
 	close(closing)
 	<-closerDone
+	close(s.renewals) // no run is left to renew
+	<-renewerDone
 	s.log.Info("replica stopped")
 	return nil
 }

@@ -278,7 +278,8 @@ func TestStolenLeaseCancelsWinner(t *testing.T) {
 		if !errors.Is(cause, lockprovider.ErrLeaseLost) {
 			t.Fatalf("cause %v, want ErrLeaseLost", cause)
 		}
-		if d := time.Since(stolenAt); d > time.Second {
+		// A renewal waits up to a millisecond for others to share its call.
+		if d := time.Since(stolenAt); d > time.Second+time.Millisecond {
 			t.Errorf("noticed %s after the theft, want within a renewal interval (1s)", d)
 		}
 		c.stop()
