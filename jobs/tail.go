@@ -1,6 +1,9 @@
 package jobs
 
-import "sync"
+import (
+	"cmp"
+	"sync"
+)
 
 // defaultTailLimit is the size of a Tail made with a limit <= 0.
 const defaultTailLimit = 4096
@@ -13,7 +16,8 @@ const defaultTailLimit = 4096
 // front may fall inside a multi-byte UTF-8 sequence.
 type Tail struct {
 	mu      sync.Mutex
-	buf     []byte // len(buf) == limit once allocated
+	limit   int    // 0: defaultTailLimit
+	buf     []byte // len(buf) == limit once allocated, at the first Write
 	start   int    // index of the oldest kept byte
 	n       int    // bytes kept
 	dropped int64
@@ -24,7 +28,8 @@ func NewTail(limit int) *Tail {
 	if limit <= 0 {
 		limit = defaultTailLimit
 	}
-	return &Tail{buf: make([]byte, limit)}
+	// Allocated at the first Write: most jobs print nothing.
+	return &Tail{limit: limit}
 }
 
 // Write keeps the end of p, dropping the oldest bytes beyond the limit. It
@@ -32,8 +37,8 @@ func NewTail(limit int) *Tail {
 func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.buf == nil { // the zero Tail
-		t.buf = make([]byte, defaultTailLimit)
+	if t.buf == nil {
+		t.buf = make([]byte, cmp.Or(t.limit, defaultTailLimit))
 	}
 	written := len(p)
 	limit := len(t.buf)

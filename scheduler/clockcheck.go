@@ -47,6 +47,16 @@ func (c *redisClock) offset(local time.Time) (d time.Duration, ok bool) {
 	return local.Round(0).Sub(r.server.Add(time.Since(r.at))), true
 }
 
+// localAt is the time on this process' monotonic clock at which Redis'
+// clock reads t; ok is false until Redis has answered once.
+func (c *redisClock) localAt(t time.Time) (at time.Time, ok bool) {
+	r := c.p.Load()
+	if r == nil {
+		return time.Time{}, false
+	}
+	return r.at.Add(t.Sub(r.server)), true
+}
+
 // clockTrusted reports whether the replica's clock agrees with Redis'
 // within the max clock skew (and the margin for reading it), logging when
 // that changes. A replica whose clock is off by more claims no scheduled

@@ -156,3 +156,71 @@ func TestSlowClockReadingsDoNotHoldClaims(t *testing.T) {
 		}
 	})
 }
+
+// slowClaimAnswers delays the answer to every claim call by 30 ms after
+// Redis ran it, as a batch of thousands of runs does: Redis reads its clock
+// when the script starts and answers when it has decided them all.
+type slowClaimAnswers struct{}
+
+func (slowClaimAnswers) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (slowClaimAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if isClaim(cmd) {
+			time.Sleep(30 * time.Millisecond)
+		}
+		return err
+	}
+}
+func (slowClaimAnswers) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if isClaim(c) {
+				time.Sleep(30 * time.Millisecond)
+				break
+			}
+		}
+		return err
+	}
+}
+
+func isClaim(cmd redis.Cmder) bool {
+	if n := cmd.Name(); n != "evalsha" && n != "eval" {
+		return false
+	}
+	args := cmd.Args()
+	keys, _ := args[2].(int)
+	return keys > 0 && len(args)-3-keys == 5+19*keys
+}
+
+// A claim's answer that comes back late (a big batch) still starts the job
+// at its instant on Redis' clock, placed by the heartbeat's reading of it,
+// not at "answer time + instant − the clock Redis read when it began".
+func TestSlowClaimAnswerStillStartsAtTheInstant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		rdb := c.client()
+		rdb.AddHook(slowClaimAnswers{})
+		table := []scheduler.Job{{Name: "tick", Schedule: "@every 1s", Handler: c.ledger.Job(nil)}}
+		s, err := scheduler.New(rdb, table, scheduler.WithReplicaID("alone"), scheduler.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		time.Sleep(10 * time.Second)
+		cancel()
+		<-done
+		entries := c.ledger.Entries()
+		if len(entries) < 8 {
+			t.Fatalf("only %d runs", len(entries))
+		}
+		for _, e := range entries[2:] { // from once the heartbeat has read Redis' clock
+			if d := e.Start.Sub(e.Scheduled); d != 0 {
+				t.Errorf("%s started %s after its instant", e.RunID, d)
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -126,6 +127,23 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	s.active.Store(r.id, struct{}{})
 	defer s.active.Delete(r.id)
 
+	// Everything the first attempt needs is made before the instant: when
+	// a thousand runs start at once, each does as little as it can then.
+	if j.Timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		jobCtx, cancelTimeout = context.WithDeadlineCause(jobCtx, later(startAt, time.Now()).Add(j.Timeout), ErrTimeout)
+		defer cancelTimeout()
+	}
+	tail := jobs.NewTail(outputLimit)
+	attempt := 1
+	attemptCtx := func() context.Context {
+		info := jobs.Info{Job: j.Name, RunID: r.id, ScheduledAt: r.sched.UTC(), FencingToken: fence, Attempt: attempt, ReplicaID: s.cfg.replicaID}
+		actx := jobs.NewContext(jobCtx, info)
+		actx = jobs.WithOutput(actx, tail)
+		return jobs.WithLogger(actx, log.With("attempt", attempt))
+	}
+	actx := attemptCtx()
+
 	// Claimed ahead of its instant (WithClaimAhead): the job starts at the
 	// instant. The lease is already being kept alive meanwhile.
 	var err error
@@ -142,21 +160,10 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	}
 	startedAt := time.Now()
 	s.tel.dispatchDelay.Record(s.runCtx, max(0, s.now().Sub(r.fire)).Seconds(), jobAttr)
-	if j.Timeout > 0 {
-		var cancelTimeout context.CancelFunc
-		jobCtx, cancelTimeout = context.WithTimeoutCause(jobCtx, j.Timeout, ErrTimeout)
-		defer cancelTimeout()
-	}
 
-	tail := jobs.NewTail(outputLimit)
-	attempt := 1
 	// Not started at all when the wait for the instant was cut short.
 	if err == nil {
 		for {
-			info := jobs.Info{Job: j.Name, RunID: r.id, ScheduledAt: r.sched.UTC(), FencingToken: fence, Attempt: attempt, ReplicaID: s.cfg.replicaID}
-			actx := jobs.NewContext(jobCtx, info)
-			actx = jobs.WithOutput(actx, tail)
-			actx = jobs.WithLogger(actx, log.With("attempt", attempt))
 			err = runHandler(actx, j.Handler)
 			if err == nil || jobCtx.Err() != nil || attempt > j.Retries || jobs.IsPermanent(err) {
 				break
@@ -180,8 +187,12 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 			}
 			fence = next
 			j.memo.observe("", fence)
+			actx = attemptCtx()
 		}
 	}
+	// Runs due at the same instant as this one may still be waiting to be
+	// scheduled: let them start before this one does its bookkeeping.
+	runtime.Gosched()
 	stopKeepAlive()
 	<-watched
 
@@ -303,6 +314,14 @@ func (s *Scheduler) closer(in <-chan closeReq) {
 			}
 		}
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // runHandler runs a job, turning a panic into a failure.

@@ -541,7 +541,21 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		// the run holds its slot).
 		startAt := end
 		if !res.server.IsZero() {
-			startAt = end.Add(r.fire.Sub(res.server))
+			// Redis read its clock (res.server) somewhere between this
+			// attempt's send and its answer: a batch of a thousand runs
+			// answers only once the script has decided them all. The
+			// heartbeat's reading of Redis' clock places the instant
+			// within that window; without one, the latest is safe.
+			earliest, latest := start.Add(r.fire.Sub(res.server)), end.Add(r.fire.Sub(res.server))
+			startAt = latest
+			if at, ok := s.redisClock.localAt(r.fire); ok {
+				switch {
+				case at.Before(earliest):
+					startAt = earliest
+				case at.Before(latest):
+					startAt = at
+				}
+			}
 		}
 		s.startAt(r, res.fence, start, end, startAt)
 	case "decided":

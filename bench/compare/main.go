@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -75,7 +76,20 @@ func main() {
 	quick := flag.Bool("quick", false, "a short run (about a minute)")
 	asJSON := flag.Bool("json", false, "print JSON instead of Markdown")
 	only := flag.String("only", "", "run only scenarios whose name contains this")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	srv, err := harness.Start()
 	if err != nil {
