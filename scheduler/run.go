@@ -11,7 +11,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/solocron/solocron/jobs"
@@ -71,7 +70,7 @@ func (s *Scheduler) startAt(r claimReq, fence int64, claimStart, claimEnd, start
 
 func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, startAt time.Time) {
 	j := r.j
-	jobAttr := metric.WithAttributes(attribute.String("job", j.Name))
+	jobAttr := s.tel.attrs(j.Name, "", "")
 	s.tel.running.Add(s.runCtx, 1, jobAttr)
 	defer s.tel.running.Add(s.runCtx, -1, jobAttr)
 
