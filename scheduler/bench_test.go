@@ -58,12 +58,9 @@ func benchJobs(b *testing.B, s *store, n int) []*jobState {
 	return out
 }
 
-// The claim path against a real redis-server: one script call decides a
-// batch of runs. "won" runs are started (a slot, a token, a record);
-// "lost" runs were decided by another replica already. Reported per run:
-// the client-side time and Redis' own script time (redis-us/run), which is
-// what bounds how many runs a second one Redis can dispatch.
-func BenchmarkClaim(b *testing.B) {
+// benchStore returns a store on a fresh redis-server, its scripts loaded.
+func benchStore(b *testing.B) (*store, *redis.Client) {
+	b.Helper()
 	srv := redistest.Start(b)
 	c := srv.Client(b, nil)
 	s, err := newStore(c, config{prefix: "bench"})
@@ -73,6 +70,28 @@ func BenchmarkClaim(b *testing.B) {
 	if err := s.preload(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+	return s, c
+}
+
+// benchClaims returns the scheduled claims of js's runs at at, each with a
+// new owner.
+func benchClaims(js []*jobState, at time.Time) []claimReq {
+	reqs := make([]claimReq, len(js))
+	for i, j := range js {
+		reqs[i] = claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
+			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+		reqs[i].suffix = reqs[i].id[len(j.Name)+1:]
+	}
+	return reqs
+}
+
+// The claim path against a real redis-server: one script call decides a
+// batch of runs. "won" runs are started (a slot, a token, a record);
+// "lost" runs were decided by another replica already. Reported per run:
+// the client-side time and Redis' own script time (redis-us/run), which is
+// what bounds how many runs a second one Redis can dispatch.
+func BenchmarkClaim(b *testing.B) {
+	s, c := benchStore(b)
 	const batch = 64
 	js := benchJobs(b, s, batch)
 	for _, path := range []string{"won", "lost"} {
@@ -82,12 +101,7 @@ func BenchmarkClaim(b *testing.B) {
 			var usec float64
 			for b.Loop() {
 				at := nextInstant() // new runs, so every claim is a real decision
-				reqs := make([]claimReq, batch)
-				for i, j := range js {
-					reqs[i] = claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
-						owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
-					reqs[i].suffix = reqs[i].id[len(j.Name)+1:]
-				}
+				reqs := benchClaims(js, at)
 				if path == "lost" {
 					if _, err := s.claim(ctx, "other", 2*time.Second, 3*time.Second, reqs); err != nil {
 						b.Fatal(err)
@@ -133,15 +147,7 @@ func closeAll(reqs []claimReq) []completeReq {
 // one run per script call, or a batch (what the closer sends when many runs
 // end together).
 func BenchmarkComplete(b *testing.B) {
-	srv := redistest.Start(b)
-	c := srv.Client(b, nil)
-	s, err := newStore(c, config{prefix: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.preload(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	s, c := benchStore(b)
 	const runs = 64
 	js := benchJobs(b, s, runs)
 	for _, per := range []int{1, runs} {
@@ -153,12 +159,7 @@ func BenchmarkComplete(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				at := nextInstant()
-				reqs := make([]claimReq, runs)
-				for i, j := range js {
-					reqs[i] = claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
-						owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
-					reqs[i].suffix = reqs[i].id[len(j.Name)+1:]
-				}
+				reqs := benchClaims(js, at)
 				if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, reqs); err != nil {
 					b.Fatal(err)
 				}
@@ -182,25 +183,12 @@ func BenchmarkComplete(b *testing.B) {
 // BenchmarkRenew renews 64 held runs, one per call and all in one call (as
 // the renewer sends runs that renew together).
 func BenchmarkRenew(b *testing.B) {
-	srv := redistest.Start(b)
-	c := srv.Client(b, nil)
-	s, err := newStore(c, config{prefix: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.preload(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	s, c := benchStore(b)
 	const runs = 64
 	js := benchJobs(b, s, runs)
 	ctx := context.Background()
 	at := nextInstant()
-	reqs := make([]claimReq, runs)
-	for i, j := range js {
-		reqs[i] = claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
-			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
-		reqs[i].suffix = reqs[i].id[len(j.Name)+1:]
-	}
+	reqs := benchClaims(js, at)
 	if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, reqs); err != nil {
 		b.Fatal(err)
 	}

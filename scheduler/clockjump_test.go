@@ -185,14 +185,7 @@ func (slowClaimAnswers) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	}
 }
 
-func isClaim(cmd redis.Cmder) bool {
-	if n := cmd.Name(); n != "evalsha" && n != "eval" {
-		return false
-	}
-	args := cmd.Args()
-	keys, _ := args[2].(int)
-	return keys > 0 && len(args)-3-keys == 5+19*keys
-}
+func isClaim(cmd redis.Cmder) bool { return claimCalls().count(cmd) }
 
 // A claim's answer that comes back late (a big batch) still starts the job
 // at its instant on Redis' clock, placed by the heartbeat's reading of it,

@@ -35,20 +35,8 @@ func (s *Scheduler) renewer(in <-chan renewCall) {
 	linger := time.NewTimer(time.Hour)
 	defer linger.Stop()
 	for first := range in {
-		batch := []renewCall{first}
 		linger.Reset(renewLinger)
-	fill:
-		for len(batch) < 4*maxBatch {
-			select {
-			case c, ok := <-in:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, c)
-			case <-linger.C:
-				break fill
-			}
-		}
+		batch := gather(first, in, 4*maxBatch, linger.C)
 		calls.Go(func() { s.renewBatch(batch) })
 	}
 }

@@ -4,60 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/solocron/solocron/scheduler"
 )
-
-// renewCounter counts the round trips that carried renew script calls Redis
-// executed (the renew script's shape: no global arguments, 3 per run), and
-// the renewals in them.
-type renewCounter struct {
-	trips, runs atomic.Int64
-}
-
-func (c *renewCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *renewCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if c.count(cmd) > 0 {
-			c.trips.Add(1)
-		}
-		return err
-	}
-}
-func (c *renewCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		n := 0
-		for _, cmd := range cmds {
-			n += c.count(cmd)
-		}
-		if n > 0 {
-			c.trips.Add(1)
-		}
-		return err
-	}
-}
-
-// count returns the renewals in cmd (0 if it is not a renew call).
-func (c *renewCounter) count(cmd redis.Cmder) int {
-	if n := cmd.Name(); (n != "evalsha" && n != "eval") || cmd.Err() != nil {
-		return 0
-	}
-	args := cmd.Args()
-	keys, _ := args[2].(int)
-	if keys > 0 && len(args)-3-keys == 3*keys {
-		c.runs.Add(int64(keys))
-		return keys
-	}
-	return 0
-}
 
 // The runs a replica holds renew together: 100 long runs started at the
 // same instant renew in one round trip per renewal tick between them (one
@@ -71,9 +23,9 @@ func TestRenewalsOfRunsStartedTogetherAreOneRoundTrip(t *testing.T) {
 			table = append(table, scheduler.Job{Name: fmt.Sprintf("long%03d", i), Schedule: "@every 1h",
 				Lease: 3 * time.Second, Handler: c.ledger.Job(sleepJob(10 * time.Second))})
 		}
-		var counter renewCounter
+		counter := renewCalls()
 		rdb := c.client()
-		rdb.AddHook(&counter)
+		rdb.AddHook(counter)
 		s, err := scheduler.New(rdb, table, scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)

@@ -285,19 +285,7 @@ type closed struct {
 // once; nothing waits to fill a batch.
 func (s *Scheduler) closer(in <-chan closeReq) {
 	for first := range in {
-		batch := []closeReq{first}
-	fill:
-		for len(batch) < 4*maxBatch {
-			select {
-			case c, ok := <-in:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, c)
-			default:
-				break fill
-			}
-		}
+		batch := gather(first, in, 4*maxBatch, nil)
 		reqs := make([]completeReq, len(batch))
 		for i, c := range batch {
 			reqs[i] = c.completeReq
@@ -321,6 +309,36 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// gather returns first and what else arrives on in, up to limit items: what
+// is queued already, and with a non-nil until, what arrives before it fires.
+func gather[T any](first T, in <-chan T, limit int, until <-chan time.Time) []T {
+	batch := []T{first}
+	for len(batch) < limit {
+		select {
+		case c, ok := <-in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, c)
+			continue
+		default:
+		}
+		if until == nil {
+			return batch
+		}
+		select {
+		case c, ok := <-in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, c)
+		case <-until:
+			return batch
+		}
+	}
+	return batch
 }
 
 // runHandler runs a job, turning a panic into a failure.

@@ -597,41 +597,61 @@ func TestReloadIsAtomic(t *testing.T) {
 	})
 }
 
-// claimCounter counts claim script calls (EVALSHA/EVAL with the claim
-// script's shape: 5 global arguments and 19 per run).
-type claimCounter struct {
-	calls, runs atomic.Int64
+// scriptCounter counts the calls of one of the package's scripts that Redis
+// executed (not those refused with NOSCRIPT), told apart by their shape:
+// how many arguments they carry for how many keys. It counts the calls, the
+// runs in them (one key per run) and the round trips that carried them.
+type scriptCounter struct {
+	shape              func(keys, args int) bool
+	calls, runs, trips atomic.Int64
 }
 
-func (c *claimCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *claimCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+// claimCalls counts claim calls: 5 global arguments and 19 per run.
+func claimCalls() *scriptCounter {
+	return &scriptCounter{shape: func(keys, args int) bool { return args == 5+19*keys }}
+}
+
+// renewCalls counts renew calls: 3 arguments per run.
+func renewCalls() *scriptCounter {
+	return &scriptCounter{shape: func(keys, args int) bool { return args == 3*keys }}
+}
+
+func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		c.count(cmd)
+		if c.count(cmd) {
+			c.trips.Add(1)
+		}
 		return err
 	}
 }
-func (c *claimCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
+		any := false
 		for _, cmd := range cmds {
-			c.count(cmd)
+			any = c.count(cmd) || any
+		}
+		if any {
+			c.trips.Add(1)
 		}
 		return err
 	}
 }
 
-// count counts a claim call Redis executed (not one refused with NOSCRIPT).
-func (c *claimCounter) count(cmd redis.Cmder) {
+func (c *scriptCounter) count(cmd redis.Cmder) bool {
 	if n := cmd.Name(); (n != "evalsha" && n != "eval") || cmd.Err() != nil {
-		return
+		return false
 	}
 	args := cmd.Args()
 	keys, _ := args[2].(int)
-	if keys > 0 && len(args)-3-keys == 5+19*keys {
+	if keys > 0 && c.shape(keys, len(args)-3-keys) {
 		c.calls.Add(1)
 		c.runs.Add(int64(keys))
+		return true
 	}
+	return false
 }
 
 // Runs due at the same instant are claimed in one round trip: one script
@@ -643,9 +663,9 @@ func TestClaimsOfOneInstantAreOneRoundTrip(t *testing.T) {
 		for i := range 20 {
 			table = append(table, scheduler.Job{Name: "j" + string(rune('a'+i)), Schedule: "@every 10s", Handler: c.ledger.Job(nil)})
 		}
-		var counter claimCounter
+		counter := claimCalls()
 		rdb := c.client()
-		rdb.AddHook(&counter)
+		rdb.AddHook(counter)
 		s, err := scheduler.New(rdb, table, scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
