@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "print JSON instead of Markdown")
 	only := flag.String("only", "", "run only scenarios whose name contains this")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	sizes := flag.String("sweep", "", "job counts for the sweep, comma-separated (default 100,1000,10000; -quick: 100,1000)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -101,6 +103,17 @@ func main() {
 	lockOps, secs, sweep := 100_000, 20, []int{100, 1000, 10000}
 	if *quick {
 		lockOps, secs, sweep = 20_000, 5, []int{100, 1000}
+	}
+	if *sizes != "" {
+		sweep = nil
+		for _, f := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "-sweep: bad job count %q\n", f)
+				os.Exit(2)
+			}
+			sweep = append(sweep, n)
+		}
 	}
 	var results []Result
 	add := func(name string, f func() []Result) {
