@@ -19,6 +19,14 @@
 // token. A finished run's record is kept long enough that a replica whose
 // clock lags cannot claim it again.
 //
+// Each heartbeat also reads Redis' clock (in the same round trip) and the
+// replica carries it forward on its monotonic clock. A replica whose wall
+// clock is off from Redis' by more than the max clock skew plus a second (a
+// step after a VM resumed, an operator's mistake) claims no scheduled or
+// catch-up runs until the two agree again, logging an ERROR when it stops
+// and a WARN when it resumes; the winner of a run claimed ahead starts it at
+// its instant on Redis' clock.
+//
 // A lease can be lost at any moment without its holder knowing: the holder
 // may be frozen (GC, VM stall), or Redis may fail over. The watchdog cancels
 // the job as soon as no renewal succeeded within the lease, measured from
