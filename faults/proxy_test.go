@@ -2,12 +2,11 @@
 
 package faults_test
 
-// The fault proxy sits between one replica and Redis. It is a copy of
-// internal/faultproxy's modes (pass, black hole keeping sockets open, reset,
-// latency, hold the next reply) that also reads the Redis protocol, so that
-// it can hold the reply to one kind of command — the next claim, renewal or
-// release — and log when each coordination command reached Redis and when
-// its answer came back.
+// The fault proxy sits between one replica and Redis: pass, black hole
+// keeping sockets open, reset, latency, hold the next reply. It also reads
+// the Redis protocol, so that it can hold the reply to one kind of command —
+// the next claim, renewal or release — and log when each coordination
+// command reached Redis and when its answer came back.
 
 import (
 	"bufio"
