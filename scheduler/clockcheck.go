@@ -57,6 +57,10 @@ func (c *redisClock) localAt(t time.Time) (at time.Time, ok bool) {
 	return r.at.Add(t.Sub(r.server)), true
 }
 
+// clockTolerance is how far the replica's clock may be from Redis' before
+// it is taken for wrong rather than skewed.
+func (s *Scheduler) clockTolerance() time.Duration { return s.cfg.skew + clockMargin }
+
 // clockTrusted reports whether the replica's clock agrees with Redis'
 // within the max clock skew (and the margin for reading it), logging when
 // that changes. A replica whose clock is off by more claims no scheduled
@@ -65,7 +69,7 @@ func (c *redisClock) localAt(t time.Time) (at time.Time, ok bool) {
 // answered once there is nothing to compare with, and the clock is trusted.
 func (s *Scheduler) clockTrusted(now time.Time) bool {
 	off, ok := s.redisClock.offset(now)
-	bad := ok && (off > s.cfg.skew+clockMargin || off < -(s.cfg.skew+clockMargin))
+	bad := ok && (off > s.clockTolerance() || off < -s.clockTolerance())
 	if s.clockBad.Swap(bad) != bad {
 		if bad {
 			s.log.Error("this replica's clock is off from Redis' by more than max_clock_skew: it claims no scheduled runs until they agree",

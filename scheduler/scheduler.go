@@ -569,8 +569,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		s.tel.claimed(ctx, j.Name, claimEarly)
 		// Too early on Redis' clock: this replica's clock runs ahead of it.
 		// Ask again when Redis' clock reaches the run's claim time.
-		delay := r.fire.Add(-s.cfg.claimAhead).Sub(res.server) + time.Millisecond
-		if ahead := r.fire.Sub(res.server) - s.cfg.claimAhead; ahead > s.cfg.skew+clockMargin {
+		if ahead := r.fire.Sub(res.server) - s.cfg.claimAhead; ahead > s.clockTolerance() {
 			// Not a skew but a wrong clock (the dispatcher holds off until
 			// it agrees with Redis again): replicas whose clocks are right
 			// claim the run at its instant.
@@ -578,24 +577,14 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 				"ahead_by", ahead.Round(time.Millisecond))
 			return
 		}
+		delay := r.fire.Add(-s.cfg.claimAhead).Sub(res.server) + time.Millisecond
 		log.Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
-		r.sent = time.Time{} // this attempt granted nothing
-		s.loops.Go(func() {
-			if sleep(ctx, delay) {
-				s.claim(ctx, []claimReq{r})
-			}
-		})
+		s.claimAgain(ctx, r, delay)
 	case "later":
 		s.tel.claimed(ctx, j.Name, claimLater)
 		// Claimed ahead, but not startable before its instant (paused, or
 		// every slot busy): decide at the instant, on Redis' clock.
-		delay := r.fire.Sub(res.server) + time.Millisecond
-		r.sent = time.Time{} // this attempt granted nothing
-		s.loops.Go(func() {
-			if sleep(ctx, delay) {
-				s.claim(ctx, []claimReq{r})
-			}
-		})
+		s.claimAgain(ctx, r, r.fire.Sub(res.server)+time.Millisecond)
 	case "refused":
 		s.tel.claimed(ctx, j.Name, claimRefused)
 		log.Warn("run not claimed", "reason", res.reason)
@@ -613,6 +602,17 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 	default:
 		log.Error("unexpected claim answer", "status", res.status)
 	}
+}
+
+// claimAgain sends r's claim again after delay: the attempt that answered
+// granted nothing, so its lease is not counted from it.
+func (s *Scheduler) claimAgain(ctx context.Context, r claimReq, delay time.Duration) {
+	r.sent = time.Time{}
+	s.loops.Go(func() {
+		if sleep(ctx, delay) {
+			s.claim(ctx, []claimReq{r})
+		}
+	})
 }
 
 // wait polls a run queued for a slot (overlap: wait) until it is admitted,

@@ -306,17 +306,45 @@ func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoRe
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(reqs))
+	return scatter("undo", replies, groups, len(reqs), nil)
+}
+
+// scatter puts the answers of batched script calls (one string per run)
+// back in request order. adjust, when set, may rewrite call gi's answer v.
+func scatter(op string, replies []any, groups [][]int, n int, adjust func(gi int, v string) string) ([]string, error) {
+	out := make([]string, n)
 	for gi, g := range groups {
 		f := strs(replies[gi])
 		if len(f) != len(g) {
-			return nil, fmt.Errorf("scheduler: unexpected undo reply %v", replies[gi])
+			return nil, fmt.Errorf("scheduler: unexpected %s reply %v", op, replies[gi])
 		}
 		for k, i := range g {
 			out[i] = f[k]
+			if adjust != nil {
+				out[i] = adjust(gi, f[k])
+			}
 		}
 	}
 	return out, nil
+}
+
+// scatterRows calls fn with each run's answer (an array of at least least
+// strings), its request index and its call.
+func scatterRows(op string, replies []any, groups [][]int, least int, fn func(gi, i int, f []string)) error {
+	for gi, g := range groups {
+		rows, ok := replies[gi].([]any)
+		if !ok || len(rows) != len(g) {
+			return fmt.Errorf("scheduler: unexpected %s reply %v", op, replies[gi])
+		}
+		for k, i := range g {
+			f := strs(rows[k])
+			if len(f) < least {
+				return fmt.Errorf("scheduler: unexpected %s reply %v", op, rows[k])
+			}
+			fn(gi, i, f)
+		}
+	}
+	return nil
 }
 
 // group splits items into script calls: all together (in chunks) on a
@@ -454,38 +482,31 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 		return nil, err
 	}
 	out := make([]claimRes, len(reqs))
-	for gi, g := range groups {
-		rows, ok := replies[gi].([]any)
-		if !ok || len(rows) != len(g) {
-			return nil, fmt.Errorf("scheduler: unexpected claim reply %v", replies[gi])
-		}
-		for k, i := range g {
-			f := strs(rows[k])
-			if len(f) < 2 {
-				return nil, fmt.Errorf("scheduler: unexpected claim reply %v", rows[k])
-			}
-			res := claimRes{status: f[0], epoch: f[1]}
-			switch res.status {
-			case "started":
-				res.fence, _ = strconv.ParseInt(at(f, 2), 10, 64)
-				if ms, _ := strconv.ParseInt(at(f, 3), 10, 64); ms > 0 {
-					res.server = time.UnixMilli(ms)
-				}
-				if acks != nil && !s.acked(acks[gi]) {
-					res.unacked = s.why(acks[gi])
-				}
-			case "decided":
-				res.outcome, res.replica = at(f, 2), at(f, 3)
-			case "waiting":
-				res.place, _ = strconv.ParseInt(at(f, 2), 10, 64)
-			case "early", "later":
-				ms, _ := strconv.ParseInt(at(f, 2), 10, 64)
+	err = scatterRows("claim", replies, groups, 2, func(gi, i int, f []string) {
+		res := claimRes{status: f[0], epoch: f[1]}
+		switch res.status {
+		case "started":
+			res.fence, _ = strconv.ParseInt(at(f, 2), 10, 64)
+			if ms, _ := strconv.ParseInt(at(f, 3), 10, 64); ms > 0 {
 				res.server = time.UnixMilli(ms)
-			case "refused":
-				res.reason = at(f, 2)
 			}
-			out[i] = res
+			if acks != nil && !s.acked(acks[gi]) {
+				res.unacked = s.why(acks[gi])
+			}
+		case "decided":
+			res.outcome, res.replica = at(f, 2), at(f, 3)
+		case "waiting":
+			res.place, _ = strconv.ParseInt(at(f, 2), 10, 64)
+		case "early", "later":
+			ms, _ := strconv.ParseInt(at(f, 2), 10, 64)
+			res.server = time.UnixMilli(ms)
+		case "refused":
+			res.reason = at(f, 2)
 		}
+		out[i] = res
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -540,23 +561,15 @@ func (s *store) renew(ctx context.Context, reqs []renewReq) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(reqs))
-	for gi, g := range groups {
-		f := strs(replies[gi])
-		if len(f) != len(g) {
-			return nil, fmt.Errorf("scheduler: unexpected renew reply %v", replies[gi])
+	// A renewal a failover could lose does not extend the lease: the
+	// holder's deadline must not outrun the one a promoted replica would
+	// enforce.
+	return scatter("renew", replies, groups, len(reqs), func(gi int, v string) string {
+		if v == "ok" && acks != nil && !s.acked(acks[gi]) {
+			return "unacked"
 		}
-		for k, i := range g {
-			out[i] = f[k]
-			// A renewal a failover could lose does not extend the lease:
-			// the holder's deadline must not outrun the one a promoted
-			// replica would enforce.
-			if out[i] == "ok" && acks != nil && !s.acked(acks[gi]) {
-				out[i] = "unacked"
-			}
-		}
-	}
-	return out, nil
+		return v
+	})
 }
 
 // attempt issues the fencing token of a run's next attempt; 0 means the run
@@ -642,20 +655,12 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(reqs))
-	for gi, g := range groups {
-		f := strs(replies[gi])
-		if len(f) != len(g) {
-			return nil, fmt.Errorf("scheduler: unexpected complete reply %v", replies[gi])
+	return scatter("complete", replies, groups, len(reqs), func(gi int, v string) string {
+		if acks != nil && !s.acked(acks[gi]) && (v == "ok" || v == "closed") {
+			return closeUnacked
 		}
-		for k, i := range g {
-			out[i] = f[k]
-			if acks != nil && !s.acked(acks[gi]) && (f[k] == "ok" || f[k] == "closed") {
-				out[i] = closeUnacked
-			}
-		}
-	}
-	return out, nil
+		return v
+	})
 }
 
 // syncReq is one job's heartbeat.
@@ -691,26 +696,19 @@ func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.D
 		return nil, err
 	}
 	out := make([]syncRes, len(reqs))
-	for gi, g := range groups {
-		rows, ok := replies[gi].([]any)
-		if !ok || len(rows) != len(g) {
-			return nil, fmt.Errorf("scheduler: unexpected sync reply %v", replies[gi])
+	err = scatterRows("sync", replies, groups, 5, func(_, i int, f []string) {
+		r := syncRes{epoch: f[0], paused: f[1] == "1", manual: f[5:]}
+		if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
+			r.last = time.UnixMilli(ms)
 		}
-		for k, i := range g {
-			f := strs(rows[k])
-			if len(f) < 5 {
-				return nil, fmt.Errorf("scheduler: unexpected sync reply %v", rows[k])
-			}
-			r := syncRes{epoch: f[0], paused: f[1] == "1", manual: f[5:]}
-			if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
-				r.last = time.UnixMilli(ms)
-			}
-			if ms, _ := strconv.ParseInt(f[3], 10, 64); ms > 0 {
-				r.floor = time.UnixMilli(ms)
-			}
-			r.fence, _ = strconv.ParseInt(f[4], 10, 64)
-			out[i] = r
+		if ms, _ := strconv.ParseInt(f[3], 10, 64); ms > 0 {
+			r.floor = time.UnixMilli(ms)
 		}
+		r.fence, _ = strconv.ParseInt(f[4], 10, 64)
+		out[i] = r
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
