@@ -4,7 +4,6 @@ package faults_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -290,7 +290,7 @@ type replica struct {
 	admin string
 	px    *proxy
 	cmd   *exec.Cmd
-	out   syncBuffer
+	out   testkit.SyncBuffer
 	done  chan struct{}
 	code  int
 }
@@ -408,24 +408,6 @@ func (r *replica) logs(msg string) []logRec {
 		out = append(out, logRec{Time: at, Level: lvl, Msg: text, Fields: m})
 	}
 	return out
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func tail(s string, n int) string {

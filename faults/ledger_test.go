@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 )
 
@@ -306,18 +307,5 @@ func starts(runs []runRec) map[string]int {
 
 // duplicates lists the run ids started more than once, with their replicas.
 func duplicates(runs []runRec) []string {
-	by := map[string][]string{}
-	for _, r := range runs {
-		if r.Attempt <= 1 {
-			by[r.RunID] = append(by[r.RunID], r.Replica)
-		}
-	}
-	var out []string
-	for id, rs := range by {
-		if len(rs) > 1 {
-			out = append(out, fmt.Sprintf("%s by %v", id, rs))
-		}
-	}
-	sort.Strings(out)
-	return out
+	return testkit.DuplicateStarts(runs, func(r runRec) (string, string, int) { return r.RunID, r.Replica, r.Attempt })
 }

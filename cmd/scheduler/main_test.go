@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
 )
 
 // testVersion is set with -ldflags when the binary is built.
@@ -56,24 +57,6 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // transcript gathers everything a test saw (process output, HTTP answers)
@@ -127,8 +110,8 @@ type proc struct {
 	t      *testing.T
 	name   string
 	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout testkit.SyncBuffer
+	stderr testkit.SyncBuffer
 	done   chan struct{}
 	code   int
 }

@@ -1,9 +1,11 @@
 // Package testkit holds what the tests of several packages share: a ledger
-// of run starts and ends, and a sink that refuses writes carrying a stale
-// fencing token, as a downstream store should.
+// of run starts and ends, a sink that refuses writes carrying a stale
+// fencing token, as a downstream store should, and a buffer a test can read
+// while a process writes it.
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -113,10 +115,17 @@ func (l *Ledger) Starts() map[string]int {
 // Duplicates lists run ids started more than once, with the replicas that
 // started them.
 func (l *Ledger) Duplicates() []string {
+	return DuplicateStarts(l.Entries(), func(e Entry) (string, string, int) { return e.RunID, e.Replica, e.Attempt })
+}
+
+// DuplicateStarts lists the run ids whose first attempt started more than
+// once among runs, with the replicas that started them, sorted. start
+// tells a record's run id, replica and attempt number.
+func DuplicateStarts[T any](runs []T, start func(T) (runID, replica string, attempt int)) []string {
 	by := map[string][]string{}
-	for _, e := range l.Entries() {
-		if e.Attempt <= 1 {
-			by[e.RunID] = append(by[e.RunID], e.Replica)
+	for _, r := range runs {
+		if id, replica, attempt := start(r); attempt <= 1 {
+			by[id] = append(by[id], replica)
 		}
 	}
 	var out []string
@@ -127,6 +136,24 @@ func (l *Ledger) Duplicates() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SyncBuffer collects a process's output while a test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // MaxInFlight is the most attempts of job that ever ran at once.
