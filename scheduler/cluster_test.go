@@ -17,15 +17,71 @@ import (
 	"github.com/solocron/solocron/scheduler"
 )
 
-// cluster is a set of replicas sharing one in-process store, for tests that
-// run inside a testing/synctest bubble (fake time).
-type cluster struct {
+// fleet runs scheduler replicas until the test ends, with a ledger of what
+// their jobs did and, when set, a Control to read the store's history.
+type fleet struct {
 	t      *testing.T
-	m      *miniredis.Miniredis
 	ledger *testkit.Ledger
 	ctl    *scheduler.Control
 	mu     sync.Mutex
 	stops  []func()
+}
+
+func newFleet(t *testing.T) *fleet {
+	f := &fleet{t: t, ledger: testkit.NewLedger()}
+	t.Cleanup(f.stop)
+	return f
+}
+
+// run starts s; the returned function stops it and waits for its shutdown.
+func (f *fleet) run(s *scheduler.Scheduler) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	f.mu.Lock()
+	f.stops = append(f.stops, stop)
+	f.mu.Unlock()
+	return stop
+}
+
+// stop stops every replica still running and waits for them.
+func (f *fleet) stop() {
+	f.mu.Lock()
+	stops := f.stops
+	f.stops = nil
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range stops {
+		wg.Go(s)
+	}
+	wg.Wait()
+}
+
+func (f *fleet) history(job string) []scheduler.Run {
+	f.t.Helper()
+	h, err := f.ctl.History(context.Background(), job, 1000)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return h
+}
+
+// outcomes counts a job's history by outcome.
+func (f *fleet) outcomes(job string) map[scheduler.Outcome]int {
+	n := map[scheduler.Outcome]int{}
+	for _, r := range f.history(job) {
+		n[r.Outcome]++
+	}
+	return n
+}
+
+// cluster is a set of replicas sharing one in-process store, for tests that
+// run inside a testing/synctest bubble (fake time).
+type cluster struct {
+	*fleet
+	m *miniredis.Miniredis
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -35,9 +91,9 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &cluster{t: t, m: m, ledger: testkit.NewLedger(), ctl: ctl}
-	t.Cleanup(cl.stop)
-	return cl
+	f := newFleet(t)
+	f.ctl = ctl
+	return &cluster{fleet: f, m: m}
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -53,15 +109,7 @@ func (c *cluster) replica(name string, table []scheduler.Job, opts ...scheduler.
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.Run(ctx); close(done) }()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	c.mu.Lock()
-	c.stops = append(c.stops, stop)
-	c.mu.Unlock()
-	return s, stop
+	return s, c.run(s)
 }
 
 // replicas starts n replicas with the same table.
@@ -70,34 +118,6 @@ func (c *cluster) replicas(n int, table []scheduler.Job, opts ...scheduler.Optio
 	for i := range n {
 		c.replica(fmt.Sprintf("r%d", i), table, opts...)
 	}
-}
-
-func (c *cluster) stop() {
-	c.mu.Lock()
-	stops := c.stops
-	c.stops = nil
-	c.mu.Unlock()
-	for _, s := range stops {
-		s()
-	}
-}
-
-func (c *cluster) history(job string) []scheduler.Run {
-	c.t.Helper()
-	h, err := c.ctl.History(context.Background(), job, 1000)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return h
-}
-
-// outcomes counts a job's history by outcome.
-func (c *cluster) outcomes(job string) map[scheduler.Outcome]int {
-	n := map[scheduler.Outcome]int{}
-	for _, r := range c.history(job) {
-		n[r.Outcome]++
-	}
-	return n
 }
 
 // sleepJob sleeps d (fake time) or until cancelled.

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,45 +22,6 @@ import (
 	"github.com/solocron/solocron/lockprovider"
 	"github.com/solocron/solocron/scheduler"
 )
-
-// fleet runs scheduler replicas in real time.
-type fleet struct {
-	t      *testing.T
-	ledger *testkit.Ledger
-	mu     sync.Mutex
-	stops  []func()
-}
-
-func newFleet(t *testing.T) *fleet {
-	f := &fleet{t: t, ledger: testkit.NewLedger()}
-	t.Cleanup(f.stop)
-	return f
-}
-
-// run starts s; the returned function stops it and waits for its shutdown.
-func (f *fleet) run(s *scheduler.Scheduler) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.Run(ctx); close(done) }()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	f.mu.Lock()
-	f.stops = append(f.stops, stop)
-	f.mu.Unlock()
-	return stop
-}
-
-func (f *fleet) stop() {
-	f.mu.Lock()
-	stops := f.stops
-	f.stops = nil
-	f.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range stops {
-		wg.Go(s)
-	}
-	wg.Wait()
-}
 
 // opts are every replica's options: a name, quiet logs, a short shutdown.
 func replicaOpts(i int, more ...scheduler.Option) []scheduler.Option {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,17 +19,13 @@ import (
 // rlCluster is replicas coordinating through three in-process Redlock
 // masters, inside a testing/synctest bubble (fake time).
 type rlCluster struct {
-	t       *testing.T
+	*fleet
 	masters []*miniredis.Miniredis
-	ledger  *testkit.Ledger
-	ctl     *scheduler.Control
-	mu      sync.Mutex
-	stops   []func()
 }
 
 func newRLCluster(t *testing.T) *rlCluster {
 	t.Helper()
-	c := &rlCluster{t: t, ledger: testkit.NewLedger()}
+	c := &rlCluster{fleet: newFleet(t)}
 	for range 3 {
 		m, _ := redistest.MiniPipe(t)
 		c.masters = append(c.masters, m)
@@ -40,7 +35,6 @@ func newRLCluster(t *testing.T) *rlCluster {
 		t.Fatal(err)
 	}
 	c.ctl = ctl
-	t.Cleanup(c.stop)
 	return c
 }
 
@@ -66,32 +60,8 @@ func (c *rlCluster) replicas(n int, table []scheduler.Job, opts ...scheduler.Opt
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = s.Run(ctx); close(done) }()
-		c.mu.Lock()
-		c.stops = append(c.stops, func() { cancel(); <-done })
-		c.mu.Unlock()
+		c.run(s)
 	}
-}
-
-func (c *rlCluster) stop() {
-	c.mu.Lock()
-	stops := c.stops
-	c.stops = nil
-	c.mu.Unlock()
-	for _, s := range stops {
-		s()
-	}
-}
-
-func (c *rlCluster) history(job string) []scheduler.Run {
-	c.t.Helper()
-	h, err := c.ctl.History(context.Background(), job, 1000)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return h
 }
 
 // Five replicas firing at the very same instants over three masters: the
