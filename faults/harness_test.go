@@ -477,6 +477,24 @@ type staleness struct {
 
 // judge computes the staleness of runs' writes against the slots seen in
 // Redis, for a concurrency limit n.
+// tally fills a scenario's common columns — runs, duplicates, missed
+// instants in [from, to], stale writes accepted — from the jobs' ledger,
+// Redis' view of the leases and the run records, and fails the test on any
+// duplicate start. It returns the judgement of the writes and the decisions
+// in [from, to] for the scenario's own checks.
+func (c *cluster) tally(t *testing.T, row *row, from, to time.Time) (staleness, map[string]int) {
+	t.Helper()
+	all := c.led.Runs()
+	dups := duplicates(all)
+	st := judge(all, c.watch, 1)
+	got := c.decisions(from, to)
+	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
+	if len(dups) > 0 {
+		t.Errorf("duplicate starts: %v", dups)
+	}
+	return st, got
+}
+
 func judge(runs []runRec, w *slotWatch, n int) staleness {
 	var s staleness
 	obs := map[string]slotObs{}

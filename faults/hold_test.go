@@ -304,14 +304,7 @@ func TestScenario05bHeldRenewReply(t *testing.T) {
 		t.Errorf("runs started elsewhere while the winner held the slot: %v", others)
 	}
 	checkRecord(t, c, first.RunID, scheduler.Succeeded)
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	got := c.decisions(first.Scheduled(), first.Scheduled().Add(5*time.Second))
-	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
+	st, _ := c.tally(t, row, first.Scheduled(), first.Scheduled().Add(5*time.Second))
 	if st.Stale > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}
@@ -355,14 +348,7 @@ func TestScenario05cHeldReleaseReply(t *testing.T) {
 		t.Errorf("the holder gave up recording the end: %v", warn[0].Fields)
 	}
 	checkRecord(t, c, first.RunID, scheduler.Succeeded)
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	got := c.decisions(first.Scheduled(), next.Scheduled().Add(-time.Second))
-	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
+	st, _ := c.tally(t, row, first.Scheduled(), next.Scheduled().Add(-time.Second))
 	if st.Stale > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}

@@ -48,6 +48,27 @@ func checkRecord(t *testing.T, c *cluster, runID string, want scheduler.Outcome)
 	}
 }
 
+// keptLease checks that the winner of first kept its lease through a fault
+// shorter than the lease (what): its job ran to the end, it never declared
+// the lease lost, no other replica started a run meanwhile, Redis saw
+// renewals less than a lease apart, and the run is recorded succeeded.
+func keptLease(t *testing.T, c *cluster, w *replica, first runRec, job runRec, o slotObs, what string) {
+	t.Helper()
+	if job.EndReason != "ok" {
+		t.Errorf("the winner's job ended %q after %s, want ok", job.EndReason, what)
+	}
+	if lost := w.logs("lease lost"); len(lost) > 0 {
+		t.Errorf("the winner declared its lease lost after %s shorter than the lease: %v", what, lost[0].Fields)
+	}
+	if others := othersStarted(c.led.Runs(), first.Start, job.End, w.id); len(others) > 0 {
+		t.Errorf("runs started elsewhere while the winner held the slot: %v", others)
+	}
+	if gap := maxRenewalGap(o); gap >= c.cfg.Job.Lease {
+		t.Errorf("Redis saw a gap of %s between renewals, not less than the lease", gap)
+	}
+	checkRecord(t, c, first.RunID, scheduler.Succeeded)
+}
+
 // 2. The winner is killed with SIGKILL mid-run: its job dies with it, the
 // slot frees within the lease, and the next run starts on another replica.
 func TestScenario02WinnerKilled(t *testing.T) {
@@ -107,15 +128,8 @@ func TestScenario02WinnerKilled(t *testing.T) {
 	}
 	checkRecord(t, c, first.RunID, scheduler.LeaseLost)
 
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	got := c.decisions(first.Scheduled(), next.Scheduled().Add(-time.Second))
-	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
+	st, got := c.tally(t, row, first.Scheduled(), next.Scheduled().Add(-time.Second))
 	row.figure("instants while the dead lease ran out: %d skipped_overlap", got[string(scheduler.SkippedOverlap)])
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
 	if st.Harmful > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}
@@ -149,29 +163,9 @@ func TestScenario03aPauseShorterThanLease(t *testing.T) {
 	row.figure("paused %s after a renewal reached Redis; first renewal %s after SIGCONT; longest gap between renewals at Redis %s",
 		ms(stopped.Sub(renewed)), ms(max(0, after.Sub(resumed))), ms(maxRenewalGap(o)))
 
-	if job.EndReason != "ok" {
-		t.Errorf("the paused winner's job ended %q, want ok", job.EndReason)
-	}
-	if lost := w.logs("lease lost"); len(lost) > 0 {
-		t.Errorf("the winner declared its lease lost after a pause shorter than the lease: %v", lost[0].Fields)
-	}
-	if others := othersStarted(c.led.Runs(), first.Start, job.End, w.id); len(others) > 0 {
-		t.Errorf("runs started elsewhere while the winner held the slot: %v", others)
-	}
-	if gap := maxRenewalGap(o); gap >= lease {
-		t.Errorf("Redis saw a gap of %s between renewals, not less than the lease", gap)
-	}
-	checkRecord(t, c, first.RunID, scheduler.Succeeded)
+	keptLease(t, c, w, first, job, o, "a pause")
 
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	row.Runs, row.Duplicates, row.StaleAccepted = len(starts(all)), len(dups), st.HarmfulAccepted
-	got := c.decisions(first.Scheduled(), first.Scheduled().Add(5*time.Second))
-	row.Missed = got["missed"]
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
+	st, _ := c.tally(t, row, first.Scheduled(), first.Scheduled().Add(5*time.Second))
 	if st.Stale > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}
@@ -225,17 +219,9 @@ func TestScenario03bPauseLongerThanLease(t *testing.T) {
 	}
 	checkRecord(t, c, first.RunID, scheduler.LeaseLost)
 
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	row.Runs, row.Duplicates, row.StaleAccepted = len(starts(all)), len(dups), st.HarmfulAccepted
+	st, _ := c.tally(t, row, first.Scheduled(), next.Scheduled().Add(-time.Second))
 	row.figure("stale writes by the frozen holder: %d after its lease, %d after the new holder wrote, all %d refused",
 		st.Stale, st.Harmful, st.Harmful-st.HarmfulAccepted)
-	got := c.decisions(first.Scheduled(), next.Scheduled().Add(-time.Second))
-	row.Missed = got["missed"]
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
 	if st.Harmful == 0 {
 		t.Errorf("the frozen holder's job made no write after the new holder's: the scenario did not test fencing (%+v)", st)
 	}

@@ -69,19 +69,12 @@ func TestScenario10CoordinationUnderLoad(t *testing.T) {
 	for _, r := range flooded {
 		checkRecord(t, c, r.RunID, scheduler.Succeeded)
 	}
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	got := c.decisions(first.Scheduled(), second.Scheduled())
-	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
+	st, _ := c.tally(t, row, first.Scheduled(), second.Scheduled())
 	if busy > 0 {
 		row.figure("flood %.0f k SET/s", float64(ops)/busy.Seconds()/1000)
 	}
 	row.figure("PING under the flood p50 %s, p99 %s; longest gap between renewals at Redis %s (lease %s, renewal every %s)",
 		ms(percentile(pings, 50)), ms(percentile(pings, 99)), ms(worstGap), lease, lease/3)
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
 	if st.Stale > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}

@@ -51,29 +51,9 @@ func shortNetworkFault(t *testing.T, row *row, mode proxyMode, d time.Duration) 
 	row.figure("cut %s after a renewal reached Redis; a renewal succeeded %s after the network came back; longest gap between renewals at Redis %s",
 		ms(cut.Sub(renewed)), ms(back.Sub(healed)), ms(maxRenewalGap(o)))
 
-	if job.EndReason != "ok" {
-		t.Errorf("the winner's job ended %q, want ok", job.EndReason)
-	}
-	if lost := w.logs("lease lost"); len(lost) > 0 {
-		t.Errorf("the winner declared its lease lost after a cut shorter than the lease: %v", lost[0].Fields)
-	}
-	if others := othersStarted(c.led.Runs(), first.Start, job.End, w.id); len(others) > 0 {
-		t.Errorf("runs started elsewhere while the winner held the slot: %v", others)
-	}
-	if gap := maxRenewalGap(o); gap >= lease {
-		t.Errorf("Redis saw a gap of %s between renewals, not less than the lease", gap)
-	}
-	checkRecord(t, c, first.RunID, scheduler.Succeeded)
+	keptLease(t, c, w, first, job, o, "a cut")
 
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	row.Runs, row.Duplicates, row.StaleAccepted = len(starts(all)), len(dups), st.HarmfulAccepted
-	got := c.decisions(first.Scheduled(), first.Scheduled().Add(6*time.Second))
-	row.Missed = got["missed"]
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
+	st, _ := c.tally(t, row, first.Scheduled(), first.Scheduled().Add(6*time.Second))
 	if st.Stale > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}
@@ -153,15 +133,7 @@ func TestScenario04bBlackHoleLong(t *testing.T) {
 	}
 	checkRecord(t, c, first.RunID, scheduler.LeaseLost)
 
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	row.Runs, row.Duplicates, row.StaleAccepted = len(starts(all)), len(dups), st.HarmfulAccepted
-	got := c.decisions(first.Scheduled(), next.Scheduled().Add(-time.Second))
-	row.Missed = got["missed"]
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
+	st, _ := c.tally(t, row, first.Scheduled(), next.Scheduled().Add(-time.Second))
 	if st.Stale > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes after the lease ended or refused while valid: %+v", st)
 	}

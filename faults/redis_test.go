@@ -72,13 +72,7 @@ func TestScenario06aRedisRestartEmpty(t *testing.T) {
 	}
 	row.figure("%d replicas logged the loss; %d claims refused for instants before the loss + max_clock_skew", noticed, refused)
 
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	got := c.decisions(next.Scheduled(), last.Scheduled())
-	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
+	st, _ := c.tally(t, row, next.Scheduled(), last.Scheduled())
 	if st.HarmfulAccepted > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}
@@ -116,14 +110,7 @@ func TestScenario06bScriptFlush(t *testing.T) {
 		t.Errorf("the run in flight ended %q, want ok", job.EndReason)
 	}
 	checkRecord(t, c, first.RunID, scheduler.Succeeded)
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	got := c.decisions(first.Scheduled(), last.Scheduled())
-	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
+	st, got := c.tally(t, row, first.Scheduled(), last.Scheduled())
 	if got["missed"] > 0 || got["lease_lost"] > 0 || got["failed"] > 0 {
 		t.Errorf("records after the flush: %v", got)
 	}
@@ -170,14 +157,7 @@ func TestScenario07aRedisPausedShort(t *testing.T) {
 		t.Errorf("Redis saw a gap of %s between renewals", gap)
 	}
 	checkRecord(t, c, first.RunID, scheduler.Succeeded)
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	got := c.decisions(first.Scheduled(), first.Scheduled().Add(6*time.Second))
-	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
+	st, _ := c.tally(t, row, first.Scheduled(), first.Scheduled().Add(6*time.Second))
 	if st.Stale > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}
@@ -230,19 +210,12 @@ func TestScenario07bRedisPausedLong(t *testing.T) {
 		t.Errorf("token %d after the pause is not above %d", next.Token, first.Token)
 	}
 	checkRecord(t, c, first.RunID, scheduler.LeaseLost)
-	all := c.led.Runs()
-	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
-	got := c.decisions(first.Scheduled(), resumed.Add(time.Second))
-	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
+	st, got := c.tally(t, row, first.Scheduled(), resumed.Add(time.Second))
 	row.figure("instants from the holder's to resume: %s", decisionSummary(got))
-	if len(dups) > 0 {
-		t.Errorf("duplicate starts: %v", dups)
-	}
 	if st.Stale > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}
-	if bad := tokensRise(all); bad != "" {
+	if bad := tokensRise(c.led.Runs()); bad != "" {
 		t.Errorf("fencing tokens do not rise: %s", bad)
 	}
 	for _, r := range c.Replicas() {
