@@ -35,6 +35,10 @@ func TestScenario01SteadyState(t *testing.T) {
 	to := from.Add(59 * time.Second) // 60 instants
 	sleepUntil(to)
 	c.waitEnded(runID(to), 10*time.Second)
+	// The job reports its end before its replica closes the run's record.
+	waitFor(t, 10*time.Second, "the window's records to be closed", func() bool {
+		return c.decisions(from, to)["running"] == 0
+	})
 
 	all := c.led.Runs()
 	var window []runRec
