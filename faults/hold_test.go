@@ -38,7 +38,7 @@ func heldClaim(t *testing.T, c *cluster, retryDelay time.Duration) (string, time
 	for _, r := range c.Replicas() {
 		r.px.HoldReplyTo("claim", held)
 		if retryDelay > 0 {
-			r.px.DelayRetry("claim", id, retryDelay)
+			r.px.DelayRetry("claim", claimKey(id), retryDelay)
 		}
 	}
 	waitFor(t, 10*time.Second, "the claims of "+id, func() bool {
@@ -52,10 +52,17 @@ func heldClaim(t *testing.T, c *cluster, retryDelay time.Duration) (string, time
 	return id, at
 }
 
+// claimKey is the argument that names a run in its claim: the run key's
+// suffix, its id after "<job>@" (the cluster runs one job).
+func claimKey(runID string) string {
+	_, suffix, _ := strings.Cut(runID, "@")
+	return suffix
+}
+
 // claimSent is when replica r sent its first claim of runID.
 func claimSent(r *replica, runID string) (time.Time, bool) {
 	for _, e := range r.px.Events("claim") {
-		if contains(e.Args, runID) {
+		if contains(e.Args, claimKey(runID)) {
 			return e.Read, true
 		}
 	}

@@ -599,21 +599,36 @@ func TestReloadIsAtomic(t *testing.T) {
 
 // scriptCounter counts the calls of one of the package's scripts that Redis
 // executed (not those refused with NOSCRIPT), told apart by their shape:
-// how many arguments they carry for how many keys. It counts the calls, the
-// runs in them (one key per run) and the round trips that carried them.
+// how many arguments they carry for how many keys, and what kind. It counts
+// the calls, the runs in them (one key per run) and the round trips that
+// carried them.
 type scriptCounter struct {
-	shape              func(keys, args int) bool
+	shape              func(keys int, argv []any) bool
 	calls, runs, trips atomic.Int64
 }
 
-// claimCalls counts claim calls: 5 global arguments and 19 per run.
+// claimCalls counts claim calls: 5 global arguments and 3 per run, the
+// last of them the run's terms separated by '|'.
 func claimCalls() *scriptCounter {
-	return &scriptCounter{shape: func(keys, args int) bool { return args == 5+19*keys }}
+	return &scriptCounter{shape: func(keys int, argv []any) bool {
+		if len(argv) != 5+3*keys {
+			return false
+		}
+		terms, _ := argv[len(argv)-1].(string)
+		return strings.Count(terms, "|") == 15
+	}}
 }
 
-// renewCalls counts renew calls: 3 arguments per run.
+// renewCalls counts renew calls: 3 arguments per run, the last a number
+// (the lease).
 func renewCalls() *scriptCounter {
-	return &scriptCounter{shape: func(keys, args int) bool { return args == 3*keys }}
+	return &scriptCounter{shape: func(keys int, argv []any) bool {
+		if len(argv) != 3*keys {
+			return false
+		}
+		_, lease := argv[2].(int64)
+		return lease
+	}}
 }
 
 func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -646,7 +661,7 @@ func (c *scriptCounter) count(cmd redis.Cmder) bool {
 	}
 	args := cmd.Args()
 	keys, _ := args[2].(int)
-	if keys > 0 && c.shape(keys, len(args)-3-keys) {
+	if keys > 0 && len(args) >= 3+keys && c.shape(keys, args[3+keys:]) {
 		c.calls.Add(1)
 		c.runs.Add(int64(keys))
 		return true
@@ -718,7 +733,7 @@ func scriptPerRun(n int) func(redis.Cmder) bool {
 		}
 		args := cmd.Args()
 		keys, _ := args[2].(int)
-		return keys > 0 && len(args) == 3+keys+n*keys
+		return keys > 0 && len(args) == 3+keys+n*keys && !isClaim(cmd)
 	}
 }
 
@@ -739,8 +754,10 @@ func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
 		body  func(context.Context) error
 		match func(redis.Cmder) bool
 	}{
-		// claim.lua with one run: EVALSHA sha 1 key + 5 + 19 args
-		{"claim", scheduler.Job{Name: "c", Schedule: "@every 10s"}, nil, scriptWithArgs(3 + 1 + 5 + 19)},
+		// claim.lua with one run: EVALSHA sha 1 key + 5 + 3 args
+		{"claim", scheduler.Job{Name: "c", Schedule: "@every 10s"}, nil, func(cmd redis.Cmder) bool {
+			return isClaim(cmd) && len(cmd.Args()) == 3+1+5+3
+		}},
 		// complete.lua: EVALSHA sha k keys + 8 args per run.
 		// A failing job: a retried close must not report its error twice.
 		{"complete", scheduler.Job{Name: "c", Schedule: "@every 10s"},

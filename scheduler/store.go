@@ -69,8 +69,12 @@ func (s *store) preload(ctx context.Context) error {
 	return err
 }
 
-// claimFields is the number of ARGV fields per run in claim.lua.
-const claimFields = 19
+// claimFields is the number of ARGV fields per run in claim.lua: the run
+// key's suffix and the owner token, which is all a lost race looks at, and
+// the rest of the claim's terms in one string (claimReq.appendTerms). Few
+// arguments matter: Redis makes a Lua string of every one before the script
+// runs, and a replica boxes every one into an interface before it sends it.
+const claimFields = 3
 
 // maxBatch bounds the runs one script call decides, so no single call holds
 // Redis for long.
@@ -407,6 +411,49 @@ type claimReq struct {
 	ticket string
 }
 
+// appendTerms appends the claim's terms as claim.lua reads them, separated
+// by '|' (no term contains one): kind, scheduled instant, fire instant,
+// lease, concurrency, overlap, max wait, starting deadline, retention,
+// history limit, paused, known epoch, fence floor, catch-up window,
+// catch-up base, ticket.
+func (r *claimReq) appendTerms(b []byte) []byte {
+	j := r.j
+	b = append(b, r.kind, '|')
+	b = strconv.AppendInt(b, r.sched.UnixMilli(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, r.fire.UnixMilli(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, j.Lease.Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(j.Concurrency), 10)
+	b = append(b, '|')
+	b = append(b, r.overlap...)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, r.maxWait.Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, j.StartingDeadline.Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, j.retention(r.sched).Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(j.HistoryLimit), 10)
+	b = append(b, '|')
+	if j.Paused {
+		b = append(b, '1')
+	} else {
+		b = append(b, '0')
+	}
+	b = append(b, '|')
+	b = append(b, r.known...)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, r.fenceFloor, 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, j.CatchupWindow.Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, r.base.UnixMilli(), 10)
+	b = append(b, '|')
+	return append(b, r.ticket...)
+}
+
 // claimRes is the decision for one run.
 type claimRes struct {
 	status  string // started, decided, waiting, early, refused, or the outcome we recorded
@@ -459,21 +506,15 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 	groups := group(s, reqs, func(r claimReq) string { return r.j.Name })
 	calls := make([]call, len(groups))
 	fresh := newEpoch()
+	var buf []byte
 	for gi, g := range groups {
-		c := call{args: make([]any, 0, 5+claimFields*len(g))}
+		c := call{keys: make([]string, 0, len(g)), args: make([]any, 0, 5+claimFields*len(g))}
 		c.args = append(c.args, replica, skew.Milliseconds(), waiterTTL.Milliseconds(), fresh, s.claimAhead.Milliseconds())
 		for _, i := range g {
-			r := reqs[i]
-			j := r.j
-			c.keys = append(c.keys, j.metaKey)
-			paused := "0"
-			if j.Paused {
-				paused = "1"
-			}
-			c.args = append(c.args, r.id, r.suffix, string(r.kind), r.sched.UnixMilli(), r.fire.UnixMilli(), r.owner,
-				j.Lease.Milliseconds(), j.Concurrency, string(r.overlap), r.maxWait.Milliseconds(),
-				j.StartingDeadline.Milliseconds(), j.retention(r.sched).Milliseconds(), j.HistoryLimit,
-				paused, r.known, strconv.FormatInt(r.fenceFloor, 10), j.CatchupWindow.Milliseconds(), r.base.UnixMilli(), r.ticket)
+			r := &reqs[i]
+			c.keys = append(c.keys, r.j.metaKey)
+			buf = r.appendTerms(buf[:0])
+			c.args = append(c.args, r.suffix, r.owner, string(buf))
 		}
 		calls[gi] = c
 	}

@@ -78,6 +78,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "print JSON instead of Markdown")
 	only := flag.String("only", "", "run only scenarios whose name contains this")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	sizes := flag.String("sweep", "", "job counts for the sweep, comma-separated (default 100,1000,10000; -quick: 100,1000)")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -91,6 +92,18 @@ func main() {
 			os.Exit(1)
 		}
 		defer pprof.StopCPUProfile()
+	}
+
+	if *memprofile != "" {
+		defer func() {
+			f, err := os.Create(*memprofile)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return
+			}
+			defer f.Close()
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+		}()
 	}
 
 	srv, err := harness.Start()

@@ -10,17 +10,21 @@
 -- ARGV[3]  waiter ttl, ms
 -- ARGV[4]  a fresh random epoch, used if a job's meta must be created
 -- ARGV[5]  claim ahead, ms: how long before its instant a run may be claimed
--- then 19 fields per run, starting at ARGV[5 + 19*(i-1) + 1]:
---   1 run id   2 run key suffix   3 kind: s scheduled, c catch-up, m manual, x record missed
---   4 scheduled instant, ms   5 fire instant (scheduled + jitter), ms   6 owner token
---   7 lease ms   8 concurrency   9 overlap: skip|wait|replace   10 max wait ms
---   11 starting deadline ms   12 record retention ms   13 history limit
---   14 paused by the replica's table: 1|0   15 epoch the replica knows, or ""
---   16 highest fencing token the replica has seen   17 catch-up window ms
---   18 catch-up: the last decided instant the replica saw when it found the gap, ms
---   19 queue ticket if the run must wait, or "" for the next in arrival order
---      (Redlock passes one derived from the run, so that every master
---      orders its queue alike)
+-- then 3 fields per run, starting at ARGV[5 + 3*(i-1) + 1]:
+--   1 run key suffix (the run id is "<job>@<suffix>")   2 owner token
+--   3 the claim's other terms, separated by '|':
+--      kind: s scheduled, c catch-up, m manual, x record missed | scheduled
+--      instant, ms | fire instant (scheduled + jitter), ms | lease ms |
+--      concurrency | overlap: skip|wait|replace | max wait ms | starting
+--      deadline ms | record retention ms | history limit | paused by the
+--      replica's table: 1|0 | epoch the replica knows, or "" | highest
+--      fencing token the replica has seen | catch-up window ms | catch-up:
+--      the last decided instant the replica saw when it found the gap, ms |
+--      queue ticket if the run must wait, or "" for the next in arrival
+--      order (Redlock passes one derived from the run, so that every
+--      master orders its queue alike)
+--   A lost race reads only the first two: Redis makes a Lua string of every
+--   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
 --   {"started", epoch, fencing token, server time ms}
 --   {"decided", epoch, outcome, replica}      someone decided it already
@@ -30,7 +34,8 @@
 --   {"later", epoch, server time ms}          claimed ahead of the instant, but
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
-local F = 19
+local F = 3
+local TERMS = '^' .. string.rep('([^|]*)|', 15) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
 local now, now_us = clock()
@@ -40,9 +45,9 @@ local function claim(meta, a)
   -- Most claims are lost races: the run is decided already. That answer
   -- costs one read, and only the arguments it needs are looked at first.
   local base = string.sub(meta, 1, -5)
-  local rk = base .. 'run:' .. ARGV[a + 2]
+  local suffix, owner = ARGV[a + 1], ARGV[a + 2]
+  local rk = base .. 'run:' .. suffix
   local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision')
-  local id, owner = ARGV[a + 1], ARGV[a + 6]
   if d[1] then
     if d[3] == owner then
       -- Our own decision, asked again: go-redis retried a call whose reply
@@ -53,6 +58,7 @@ local function claim(meta, a)
       if d[1] == 'running' then
         return {'started', '', d[4], now_s}
       elseif d[1] == 'waiting' then
+        local id = string.match(base, '{(.*)}') .. '@' .. suffix
         return {'waiting', '', int((redis.call('ZRANK', base .. 'queue', id) or 0) + 1)}
       elseif d[5] == 'started' or d[5] == '' then
         return {'decided', '', d[1], d[2] or ''}
@@ -62,20 +68,22 @@ local function claim(meta, a)
     return {'decided', '', d[1], d[2] or ''}
   end
 
-  local kind = ARGV[a + 3]
-  local sched, fire = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
-  local lease, limit, overlap = tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]), ARGV[a + 9]
-  local max_wait, deadline, retention = tonumber(ARGV[a + 10]), tonumber(ARGV[a + 11]), tonumber(ARGV[a + 12])
-  local hlimit, lpaused, known = ARGV[a + 13], ARGV[a + 14], ARGV[a + 15]
-  local ffloor, cwindow, cbase = ARGV[a + 16], tonumber(ARGV[a + 17]), tonumber(ARGV[a + 18])
-  local ticket = ARGV[a + 19]
+  local job = string.match(base, '{(.*)}')
+  local id = job .. '@' .. suffix
+  local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,
+    ffloor, cwindow_s, cbase_s, ticket = string.match(ARGV[a + 3], TERMS)
+  if not kind then
+    return {'refused', '', 'malformed claim terms'}
+  end
+  local sched, fire = tonumber(sched_s), tonumber(fire_s)
+  local lease, limit = tonumber(lease_s), tonumber(limit_s)
+  local max_wait, deadline, retention = tonumber(max_wait_s), tonumber(deadline_s), tonumber(ret_s)
+  local cwindow, cbase = tonumber(cwindow_s), tonumber(cbase_s)
 
   local epoch, floor, paused, last, fence_last = check_epoch(meta, known, now, skew, fresh)
 
   -- The run's record. id and job are not stored: they are in its key.
-  local job = string.match(base, '{(.*)}')
   local rkind = kind == 'x' and 's' or kind
-  local sched_s, ret_s = ARGV[a + 4], ARGV[a + 12]
   -- decide records a decision that starts nothing (skip, miss) and files it.
   local function decide(outcome, err)
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
@@ -151,10 +159,11 @@ local function claim(meta, a)
   end
 
   -- Free slots, after reaping expired holders and waiters (only when there
-  -- are any: an idle job costs two ZCARDs here).
+  -- are any: an idle job costs one EXISTS here, as Redis deletes an empty
+  -- sorted set).
   local slots, queue = base .. 'slots', base .. 'queue'
-  local held, queued = redis.call('ZCARD', slots), redis.call('ZCARD', queue)
-  if held + queued > 0 then
+  local held, queued = 0, 0
+  if redis.call('EXISTS', slots, queue) > 0 then
     reap(base, now)
     held, queued = redis.call('ZCARD', slots), redis.call('ZCARD', queue)
   end
