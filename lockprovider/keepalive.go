@@ -48,15 +48,19 @@ func OnRefresh(f func(err error)) KeepAliveOption {
 //
 // Failed renewals are retried quickly until the deadline. stop stops
 // renewing (it does not release the lease), cancels the derived context and
-// waits for the background goroutine to exit. It may be called more than once.
+// waits for a renewal in progress to end. It may be called more than once.
+//
+// No goroutine waits between renewals: each one runs on a timer of its own
+// (time.AfterFunc), so a lease held for less than one interval — most of a
+// scheduler's runs — costs two timers and nothing more.
 //
 // Options and defaults: WithInterval(TTL/3), WithRefreshTimeout(interval),
 // OnRefresh(nil).
 func KeepAlive(ctx context.Context, l *Lease, opts ...KeepAliveOption) (context.Context, func()) {
-	k := keepAlive{interval: l.TTL() / 3}
+	k := &keeper{keepAlive: keepAlive{interval: l.TTL() / 3}, l: l}
 	for _, o := range opts {
 		if o != nil {
-			o(&k)
+			o(&k.keepAlive)
 		}
 	}
 	if k.interval <= 0 {
@@ -65,71 +69,90 @@ func KeepAlive(ctx context.Context, l *Lease, opts ...KeepAliveOption) (context.
 	if k.callTimeout <= 0 {
 		k.callTimeout = k.interval
 	}
-	kctx, cancel := context.WithCancelCause(ctx)
+	k.retryDelay = min(max(k.interval/5, 10*time.Millisecond), time.Second)
+	k.ctx, k.cancel = context.WithCancelCause(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.lossTimer = time.AfterFunc(time.Until(l.Until()), k.lose)
+	granted := l.Until().Add(-(l.TTL() - Drift(l.TTL())))
+	k.timer = time.AfterFunc(time.Until(granted.Add(k.interval)), k.renew)
+	return k.ctx, k.stop
+}
 
-	var mu sync.Mutex
-	var lastErr error
-	lose := func() {
-		mu.Lock()
-		err := lastErr
-		mu.Unlock()
-		if err != nil {
-			cancel(lostf("%q: no renewal succeeded before the lease ran out (last error: %v)", l.Name(), err))
-		} else {
-			cancel(lostf("%q: no renewal succeeded before the lease ran out", l.Name()))
-		}
+// keeper is one KeepAlive: a renewal timer and a loss timer.
+type keeper struct {
+	keepAlive
+	l          *Lease
+	retryDelay time.Duration
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+
+	mu        sync.Mutex
+	stopped   bool
+	lastErr   error
+	timer     *time.Timer // the next renewal
+	lossTimer *time.Timer // the lease's deadline
+	inflight  sync.WaitGroup
+}
+
+// lose ends the lease at its deadline: no renewal succeeded in time.
+func (k *keeper) lose() {
+	k.mu.Lock()
+	err := k.lastErr
+	k.mu.Unlock()
+	if err != nil {
+		k.cancel(lostf("%q: no renewal succeeded before the lease ran out (last error: %v)", k.l.Name(), err))
+	} else {
+		k.cancel(lostf("%q: no renewal succeeded before the lease ran out", k.l.Name()))
 	}
-	lossTimer := time.AfterFunc(time.Until(l.Until()), lose)
+}
 
-	stopCh := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer lossTimer.Stop()
-		granted := l.Until().Add(-(l.TTL() - Drift(l.TTL())))
-		timer := time.NewTimer(time.Until(granted.Add(k.interval)))
-		defer timer.Stop()
-		retryDelay := min(max(k.interval/5, 10*time.Millisecond), time.Second)
-		for {
-			select {
-			case <-kctx.Done():
-				return
-			case <-stopCh:
-				return
-			case <-timer.C:
-			}
-			sent := time.Now()
-			callCtx, callCancel := context.WithTimeout(kctx, k.callTimeout)
-			err := l.Refresh(callCtx)
-			callCancel()
-			if k.onRefresh != nil {
-				k.onRefresh(err)
-			}
-			switch {
-			case kctx.Err() != nil:
-				return
-			case err == nil:
-				lossTimer.Reset(time.Until(l.Until()))
-				timer.Reset(time.Until(sent.Add(k.interval)))
-			case isLost(err):
-				cancel(err)
-				return
-			default:
-				mu.Lock()
-				lastErr = err
-				mu.Unlock()
-				timer.Reset(retryDelay)
-			}
-		}
-	}()
-
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			close(stopCh)
-			cancel(context.Canceled)
-		})
-		<-done
+// renew makes one renewal and sets the timer for the next.
+func (k *keeper) renew() {
+	k.mu.Lock()
+	if k.stopped || k.ctx.Err() != nil {
+		k.lossTimer.Stop()
+		k.mu.Unlock()
+		return
 	}
-	return kctx, stop
+	k.inflight.Add(1)
+	k.mu.Unlock()
+	defer k.inflight.Done()
+
+	sent := time.Now()
+	callCtx, callCancel := context.WithTimeout(k.ctx, k.callTimeout)
+	err := k.l.Refresh(callCtx)
+	callCancel()
+	if k.onRefresh != nil {
+		k.onRefresh(err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case k.stopped || k.ctx.Err() != nil:
+		k.lossTimer.Stop()
+	case err == nil:
+		k.lossTimer.Reset(time.Until(k.l.Until()))
+		k.timer.Reset(time.Until(sent.Add(k.interval)))
+	case isLost(err):
+		k.lossTimer.Stop()
+		k.cancel(err)
+	default:
+		k.lastErr = err
+		k.timer.Reset(k.retryDelay)
+	}
+}
+
+// stop ends the keepalive: no renewal starts after it, and one in progress
+// is waited for.
+func (k *keeper) stop() {
+	k.mu.Lock()
+	if !k.stopped {
+		k.stopped = true
+		k.timer.Stop()
+		k.lossTimer.Stop()
+	}
+	k.mu.Unlock()
+	k.cancel(context.Canceled)
+	k.inflight.Wait()
 }
