@@ -79,6 +79,7 @@ func main() {
 	only := flag.String("only", "", "run only scenarios whose name contains this")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
+	flag.BoolVar(&redisStats, "redisstats", false, "print Redis' command statistics for each end-to-end scenario")
 	sizes := flag.String("sweep", "", "job counts for the sweep, comma-separated (default 100,1000,10000; -quick: 100,1000)")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -162,6 +163,9 @@ func main() {
 	}
 	printMarkdown(results)
 }
+
+// redisStats asks for Redis' INFO commandstats over each end-to-end window.
+var redisStats bool
 
 // --- lock primitives ---------------------------------------------------
 
@@ -431,6 +435,9 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 	l.runs, l.delays = map[string]map[int64]int{}, nil
 	l.mu.Unlock()
 	time.Sleep(time.Until(from))
+	if redisStats {
+		_ = admin.ConfigResetStat(ctx).Err()
+	}
 	before, _ := srv.Snapshot(ctx, admin)
 	sent := counter.Load()
 	cpu0 := harness.ProcessCPU()
@@ -440,6 +447,10 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 	cpu1 := harness.ProcessCPU()
 	after, _ := srv.Snapshot(ctx, admin)
 	sentN := counter.Load() - sent
+	if redisStats {
+		info, _ := admin.Info(ctx, "commandstats").Result()
+		fmt.Fprintf(os.Stderr, "%s %d×%d, Redis commands over the window:\n%s\n", sys.name(), replicas, nj, info)
+	}
 	stop()
 
 	res := Result{Scenario: "end to end, jobs every second", System: sys.name(), Replicas: replicas, Jobs: nj, Seconds: secs}
@@ -449,6 +460,7 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	missedAt := map[int64]int{}
 	for i := range nj {
 		m := l.runs[fmt.Sprintf("job-%05d", i)]
 		for sec := from.Unix(); sec < to.Unix(); sec++ {
@@ -456,11 +468,15 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 			switch n := m[sec]; {
 			case n == 0:
 				res.Missed++
+				missedAt[sec-from.Unix()]++
 			default:
 				res.Runs++
 				res.Duplicates += n - 1
 			}
 		}
+	}
+	if len(missedAt) > 0 {
+		fmt.Fprintf(os.Stderr, "%s %d×%d: missed runs by second of the window: %v\n", sys.name(), replicas, nj, missedAt)
 	}
 	sort.Slice(l.delays, func(a, b int) bool { return l.delays[a] < l.delays[b] })
 	pct := func(p float64) float64 {
