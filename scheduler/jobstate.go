@@ -37,6 +37,7 @@ type memo struct {
 	last     time.Time // latest decided scheduled instant, as of the last heartbeat
 	touched  time.Time // last heartbeat or claim answer for the job
 	caughtUp bool      // catch-up done for the current epoch
+	sets     attrSets  // the job's metric attribute sets (own lock)
 }
 
 func (m *memo) snapshot() (epoch string, fence int64) {
@@ -81,6 +82,9 @@ func (m *memo) observe(epoch string, fence int64) (lost string) {
 // fire is when a run scheduled at sched is claimed: the scheduled instant
 // plus the job's jitter for that run.
 func (j *jobState) fire(sched time.Time) time.Time {
+	if j.Jitter <= 0 {
+		return sched
+	}
 	return sched.Add(j.jitter(runID(j.Name, sched)))
 }
 
@@ -121,5 +125,7 @@ func (j *jobState) manualRetention() time.Duration {
 
 // runID is "<job>@<scheduled instant, UTC, RFC 3339, seconds>".
 func runID(job string, sched time.Time) string {
-	return job + "@" + sched.UTC().Format(time.RFC3339)
+	var buf [96]byte
+	b := append(append(buf[:0], job...), '@')
+	return string(sched.UTC().AppendFormat(b, time.RFC3339))
 }

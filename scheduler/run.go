@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
@@ -70,24 +71,31 @@ func (s *Scheduler) startAt(r claimReq, fence int64, claimStart, claimEnd, start
 
 func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, startAt time.Time) {
 	j := r.j
-	jobAttr := s.tel.attrs(j.Name, "", "")
+	jobAttr := jobAttrs(j, "", "")
 	s.tel.running.Add(s.runCtx, 1, jobAttr)
 	defer s.tel.running.Add(s.runCtx, -1, jobAttr)
 
-	ctx, span := s.tel.tracer.Start(s.runCtx, "solocron.run", trace.WithTimestamp(claimStart),
-		trace.WithAttributes(
+	// The span's attributes are made only when it records: with no tracer
+	// configured they would be built for nothing, for every run.
+	ctx, span := s.tel.tracer.Start(s.runCtx, "solocron.run", trace.WithTimestamp(claimStart))
+	if span.IsRecording() {
+		span.SetAttributes(
 			attribute.String("solocron.job", j.Name),
 			attribute.String("solocron.run_id", r.id),
 			attribute.String("solocron.scheduled_at", r.sched.UTC().Format(time.RFC3339)),
 			attribute.String("solocron.kind", string(kindOf(string(r.kind)))),
 			attribute.Int64("solocron.fencing_token", fence),
 			attribute.String("solocron.replica", s.cfg.replicaID),
-		))
-	_, claimSpan := s.tel.tracer.Start(ctx, "solocron.claim", trace.WithTimestamp(claimStart))
-	claimSpan.End(trace.WithTimestamp(claimEnd))
+		)
+		_, claimSpan := s.tel.tracer.Start(ctx, "solocron.claim", trace.WithTimestamp(claimStart))
+		claimSpan.End(trace.WithTimestamp(claimEnd))
+	}
 
 	log := s.log.With("job", j.Name, "run_id", r.id)
-	log.Info("run started", "fencing_token", fence, "kind", kindOf(string(r.kind)))
+	info := log.Enabled(ctx, slog.LevelInfo)
+	if info {
+		log.Info("run started", "fencing_token", fence, "kind", kindOf(string(r.kind)))
+	}
 
 	// The lease was granted by the claim: at the earliest when it was first
 	// sent (a retried claim may have been granted by its first execution).
@@ -102,16 +110,15 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 
 	// A lost lease cancels the job (on_lease_lost: cancel), or is logged and
 	// counted and the job goes on (continue). Being replaced always cancels.
-	var lostCause error
+	// The watch runs only once the keepalive's context ends: no goroutine
+	// waits for it while the job runs.
 	watched := make(chan struct{})
-	go func() {
+	unwatch := context.AfterFunc(kctx, func() {
 		defer close(watched)
-		<-kctx.Done()
 		cause := context.Cause(kctx)
 		if !errors.Is(cause, lockprovider.ErrLeaseLost) {
 			return
 		}
-		lostCause = cause
 		if !errors.Is(cause, ErrReplaced) {
 			s.tel.leaseLost.Add(context.WithoutCancel(ctx), 1, jobAttr)
 		}
@@ -121,7 +128,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		}
 		log.Warn("lease lost: cancelling the job", "cause", cause)
 		cancelJob(cause)
-	}()
+	})
 
 	s.active.Store(r.id, struct{}{})
 	defer s.active.Delete(r.id)
@@ -146,7 +153,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	// Claimed ahead of its instant (WithClaimAhead): the job starts at the
 	// instant. The lease is already being kept alive meanwhile.
 	var err error
-	if wait := time.Until(startAt); wait > 0 && !sleep(jobCtx, wait) {
+	if !s.gates.wait(jobCtx, startAt) {
 		err = context.Cause(jobCtx)
 	}
 	// A claim whose answer came back late (held, retried) may hold a lease
@@ -192,19 +199,30 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	// Runs due at the same instant as this one may still be waiting to be
 	// scheduled: let them start before this one does its bookkeeping.
 	runtime.Gosched()
+	if !unwatch() {
+		<-watched // the lease ended while the job ran: the watch did its part
+	}
 	stopKeepAlive()
-	<-watched
+	// The lease's end as the keepalive saw it: lost (or replaced) while the
+	// job ran, or ended by stopKeepAlive just now.
+	var lostCause error
+	if cause := context.Cause(kctx); errors.Is(cause, lockprovider.ErrLeaseLost) {
+		lostCause = cause
+	}
 
 	outcome, errText := classify(err, jobCtx, lostCause)
 	s.closeRun(r, outcome, attempt, errText, tail.String(), log)
 
 	d := time.Since(startedAt)
-	s.tel.ended(context.WithoutCancel(ctx), j.Name, outcome, d)
+	s.tel.ended(context.WithoutCancel(ctx), j, outcome, d)
 	span.SetAttributes(attribute.String("solocron.outcome", string(outcome)), attribute.Int("solocron.attempts", attempt))
 	if outcome != Succeeded {
 		span.SetStatus(codes.Error, errText)
 	}
 	span.End()
+	if outcome == Succeeded && !info {
+		return
+	}
 	lvl := log.Info
 	if outcome != Succeeded {
 		lvl = log.Warn
@@ -282,7 +300,8 @@ type closed struct {
 // queued when it looks: when many runs end together (a burst of fast jobs
 // at the top of a second), their records are closed in one round trip, and
 // Redis runs one script for them instead of one each. A lone end is sent at
-// once; nothing waits to fill a batch.
+// once; nothing waits to fill a batch (the record's finish time is Redis'
+// clock when the close arrives).
 func (s *Scheduler) closer(in <-chan closeReq) {
 	for first := range in {
 		batch := gather(first, in, 4*maxBatch, nil)

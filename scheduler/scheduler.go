@@ -36,7 +36,8 @@ const maxCatchup = 1000
 
 // Heartbeat pacing, in sync intervals: a job no claim answer touched for
 // idleSyncEvery intervals is synced; every job is synced every
-// fullSweepEvery intervals whatever happened (and at start).
+// fullSweepEvery intervals whatever happened, a slice of the table at each
+// beat (and all of it at start).
 const (
 	idleSyncEvery  = 5
 	fullSweepEvery = 30
@@ -69,6 +70,8 @@ type Scheduler struct {
 	renewals   chan renewCall  // to the renewer, while Run runs
 	active     sync.Map        // run id -> *activeRun
 	manual     sync.Map        // manual run ids being claimed by this replica
+	owners     owners          // owner tokens for this replica's claims
+	gates      startGates      // runs claimed ahead wait here for their instant
 
 	missedMu sync.Mutex
 	missed   []claimReq
@@ -328,7 +331,7 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 		// starts the job at the instant itself, however long it took Redis
 		// to decide every run that shares it.
 		for !held && len(h) > 0 && !h[0].fire.After(now.Add(s.cfg.claimAhead)) {
-			e := heap.Pop(&h).(entry)
+			e := h[0]
 			due = append(due, s.newClaim(e.j, e.sched, 's'))
 			// Skip instants whose window already closed (a long pause, a
 			// clock jump): they were decided elsewhere or are left to catch-up.
@@ -336,8 +339,13 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 			for !next.IsZero() && e.j.fire(next).Add(e.j.StartingDeadline).Before(now) {
 				next = e.j.sched.Next(next)
 			}
-			if !next.IsZero() {
-				heap.Push(&h, entry{j: e.j, sched: next, fire: e.j.fire(next)})
+			if next.IsZero() {
+				heap.Pop(&h)
+			} else {
+				// The job's next instant takes its place at the top: no
+				// Pop and Push (each boxes an entry) for every run.
+				h[0] = entry{j: e.j, sched: next, fire: e.j.fire(next)}
+				heap.Fix(&h, 0)
 			}
 		}
 		due, pending = append(due, pending...), nil
@@ -421,7 +429,7 @@ func (s *Scheduler) newClaim(j *jobState, sched time.Time, kind byte) claimReq {
 // lifetime, the catch-up window) instead of being skipped.
 func (s *Scheduler) claimFor(j *jobState, id string, sched, fire time.Time, kind byte) claimReq {
 	r := claimReq{j: j, id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: fire,
-		owner: newEpoch() + newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+		owner: s.owners.next(), overlap: j.Overlap, maxWait: j.MaxWait}
 	switch kind {
 	case 'm':
 		r.overlap, r.maxWait = OverlapWait, s.cfg.manualTTL
@@ -429,6 +437,23 @@ func (s *Scheduler) claimFor(j *jobState, id string, sched, fire time.Time, kind
 		r.overlap, r.maxWait = OverlapWait, j.CatchupWindow
 	}
 	return r
+}
+
+// owners hands out owner tokens: a random prefix drawn once per process
+// (128 bits) and a counter. A token only has to be unique — it tells this
+// claim's record from every other claim's — and drawing 128 random bits
+// for each of ten thousand runs a second cost more than the claim itself.
+type owners struct {
+	once   sync.Once
+	prefix string
+	n      atomic.Uint64
+}
+
+func (o *owners) next() string {
+	o.once.Do(func() { o.prefix = newEpoch() + newEpoch() })
+	var buf [64]byte
+	b := append(append(buf[:0], o.prefix...), '-')
+	return string(strconv.AppendUint(b, o.n.Add(1), 36))
 }
 
 // claimTimeout bounds one claim round trip.
@@ -460,19 +485,21 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 			}
 			s.storeFailed(err)
 			for _, r := range reqs {
-				s.tel.claimed(ctx, r.j.Name, claimError)
+				s.tel.claimed(ctx, r.j, claimError)
 			}
 			again = reqs
 		} else {
 			s.storeAnswered()
+			later := claimsAgain{}
 			for i, r := range res {
 				if r.status == "retry" {
 					s.retryLater(ctx, reqs[i], r)
 					again = append(again, reqs[i])
 					continue
 				}
-				s.handle(ctx, reqs[i], r, start, end)
+				s.handle(ctx, reqs[i], r, start, end, later)
 			}
+			later.send(s, ctx)
 		}
 		reqs = s.keepTrying(again)
 		if len(reqs) == 0 {
@@ -490,7 +517,7 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 // retryLater notes a claim that was taken back: nothing started.
 func (s *Scheduler) retryLater(ctx context.Context, r claimReq, res claimRes) {
 	r.j.memo.observe(res.epoch, res.fence)
-	s.tel.claimed(ctx, r.j.Name, claimUndone)
+	s.tel.claimed(ctx, r.j, claimUndone)
 	s.log.Warn("run claimed, then taken back: not started; retrying until its starting deadline",
 		"job", r.j.Name, "run_id", r.id, "reason", res.reason)
 }
@@ -516,7 +543,7 @@ func (s *Scheduler) keepTrying(reqs []claimReq) []claimReq {
 	return keep
 }
 
-func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start, end time.Time) {
+func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start, end time.Time, later claimsAgain) {
 	j := r.j
 	j.memo.touch(end)
 	if lost := j.memo.observe(res.epoch, res.fence); lost != "" {
@@ -526,16 +553,24 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 	if r.kind == 'm' && res.status != "waiting" {
 		s.manual.Delete(r.id)
 	}
-	log := s.log.With("job", j.Name, "run_id", r.id)
+	// Two of three claims are lost races, answered "decided": the logger
+	// with the run's attributes is made only for the answers that log.
+	var runLog *slog.Logger
+	log := func() *slog.Logger {
+		if runLog == nil {
+			runLog = s.log.With("job", j.Name, "run_id", r.id)
+		}
+		return runLog
+	}
 	switch res.status {
 	case "started":
 		if res.fence <= 0 {
 			// Never start without a fencing token: it would be no token at all.
-			log.Error("claim answered started without a fencing token; not starting the run")
+			log().Error("claim answered started without a fencing token; not starting the run")
 			return
 		}
-		s.tel.claimed(ctx, j.Name, claimWon)
-		s.tel.decided(ctx, j.Name, Started)
+		s.tel.claimed(ctx, j, claimWon)
+		s.tel.decided(ctx, j, Started)
 		// Claimed ahead, the job starts at its instant as Redis' clock has
 		// it (not this replica's, which may lag by up to the max skew while
 		// the run holds its slot).
@@ -559,35 +594,37 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		}
 		s.startAt(r, res.fence, start, end, startAt)
 	case "decided":
-		s.tel.claimed(ctx, j.Name, claimTaken)
-		log.Debug("run already decided", "outcome", res.outcome, "by", res.replica)
+		s.tel.claimed(ctx, j, claimTaken)
+		if s.log.Enabled(ctx, slog.LevelDebug) {
+			log().Debug("run already decided", "outcome", res.outcome, "by", res.replica)
+		}
 	case "waiting":
-		s.tel.claimed(ctx, j.Name, claimWaiting)
-		log.Info("all concurrency slots busy: waiting for one", "place", res.place)
+		s.tel.claimed(ctx, j, claimWaiting)
+		log().Info("all concurrency slots busy: waiting for one", "place", res.place)
 		s.loops.Go(func() { s.wait(ctx, r, start) })
 	case "early":
-		s.tel.claimed(ctx, j.Name, claimEarly)
+		s.tel.claimed(ctx, j, claimEarly)
 		// Too early on Redis' clock: this replica's clock runs ahead of it.
 		// Ask again when Redis' clock reaches the run's claim time.
 		if ahead := r.fire.Sub(res.server) - s.cfg.claimAhead; ahead > s.clockTolerance() {
 			// Not a skew but a wrong clock (the dispatcher holds off until
 			// it agrees with Redis again): replicas whose clocks are right
 			// claim the run at its instant.
-			log.Warn("run not claimed: this replica's clock runs ahead of Redis' by more than max_clock_skew",
+			log().Warn("run not claimed: this replica's clock runs ahead of Redis' by more than max_clock_skew",
 				"ahead_by", ahead.Round(time.Millisecond))
 			return
 		}
 		delay := r.fire.Add(-s.cfg.claimAhead).Sub(res.server) + time.Millisecond
-		log.Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
-		s.claimAgain(ctx, r, delay)
+		log().Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
+		later.add(r, delay)
 	case "later":
-		s.tel.claimed(ctx, j.Name, claimLater)
+		s.tel.claimed(ctx, j, claimLater)
 		// Claimed ahead, but not startable before its instant (paused, or
 		// every slot busy): decide at the instant, on Redis' clock.
-		s.claimAgain(ctx, r, r.fire.Sub(res.server)+time.Millisecond)
+		later.add(r, r.fire.Sub(res.server)+time.Millisecond)
 	case "refused":
-		s.tel.claimed(ctx, j.Name, claimRefused)
-		log.Warn("run not claimed", "reason", res.reason)
+		s.tel.claimed(ctx, j, claimRefused)
+		log().Warn("run not claimed", "reason", res.reason)
 	case "retry":
 		s.retryLater(ctx, r, res)
 		if r.kind == 'x' {
@@ -596,23 +633,40 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 			s.loops.Go(func() { s.claim(ctx, []claimReq{r}) })
 		}
 	case string(SkippedOverlap), string(SkippedPaused), string(Missed):
-		s.tel.claimed(ctx, j.Name, claimDecided)
-		s.tel.decided(ctx, j.Name, Outcome(res.status))
-		log.Info("run decided", "outcome", res.status)
+		s.tel.claimed(ctx, j, claimDecided)
+		s.tel.decided(ctx, j, Outcome(res.status))
+		log().Info("run decided", "outcome", res.status)
 	default:
-		log.Error("unexpected claim answer", "status", res.status)
+		log().Error("unexpected claim answer", "status", res.status)
 	}
 }
 
-// claimAgain sends r's claim again after delay: the attempt that answered
-// granted nothing, so its lease is not counted from it.
-func (s *Scheduler) claimAgain(ctx context.Context, r claimReq, delay time.Duration) {
+// claimsAgain holds the claims one answer postponed (too early on Redis'
+// clock, or claimed ahead and not startable yet), by how long: the runs of
+// one batch are postponed together, and go out again in one claim, not one
+// round trip each.
+type claimsAgain map[time.Duration][]claimReq
+
+// add postpones r by delay, rounded up to the millisecond. The attempt that
+// answered granted nothing, so r's lease is not counted from it.
+func (a claimsAgain) add(r claimReq, delay time.Duration) {
 	r.sent = time.Time{}
-	s.loops.Go(func() {
-		if sleep(ctx, delay) {
-			s.claim(ctx, []claimReq{r})
-		}
-	})
+	d := delay.Truncate(time.Millisecond)
+	if d < delay {
+		d += time.Millisecond
+	}
+	a[d] = append(a[d], r)
+}
+
+// send claims each group again after its delay.
+func (a claimsAgain) send(s *Scheduler, ctx context.Context) {
+	for d, reqs := range a {
+		s.loops.Go(func() {
+			if sleep(ctx, d) {
+				s.claim(ctx, reqs)
+			}
+		})
+	}
 }
 
 // wait polls a run queued for a slot (overlap: wait) until it is admitted,
@@ -624,7 +678,7 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 		select {
 		case <-ctx.Done():
 			s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", s.log)
-			s.tel.decided(context.WithoutCancel(ctx), r.j.Name, Missed)
+			s.tel.decided(context.WithoutCancel(ctx), r.j, Missed)
 			s.manual.Delete(r.id)
 			return
 		case <-t.C:
@@ -638,12 +692,12 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 		switch status {
 		case "started":
 			s.manual.Delete(r.id)
-			s.tel.decided(ctx, r.j.Name, Started)
+			s.tel.decided(ctx, r.j, Started)
 			s.start(r, n, start, time.Now())
 			return
 		case "skipped_overlap":
 			s.manual.Delete(r.id)
-			s.tel.decided(ctx, r.j.Name, SkippedOverlap)
+			s.tel.decided(ctx, r.j, SkippedOverlap)
 			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedOverlap, "waited", time.Since(claimed).Round(time.Millisecond))
 			return
 		case "lost":
@@ -690,9 +744,13 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	s.redisClock.observe(server, sent, time.Now())
 	// A job is synced when it has a manual request, when no claim answer
 	// touched it lately (a won claim already checked its epoch and reaped
-	// its slots), and in every full sweep. That keeps the heartbeat's cost
-	// flat as the table grows with jobs that fire every second.
-	full := s.syncs%fullSweepEvery == 0
+	// its slots), and in its turn of the sweep: each beat syncs every
+	// fullSweepEvery-th job of the table, so every job is synced at least
+	// that often, and no beat syncs them all at once (ten thousand jobs in
+	// one beat would hold up the runs of the instant it falls on). The
+	// first beat syncs every job. That keeps the heartbeat's cost flat as
+	// the table grows with jobs that fire every second.
+	first, turn := s.syncs == 0, s.syncs%fullSweepEvery
 	s.syncs++
 	hint := make(map[string]bool, len(hinted))
 	for _, h := range hinted {
@@ -701,8 +759,8 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	idle := time.Now().Add(-idleSyncEvery * s.cfg.syncInterval)
 	var jobs []*jobState
 	var reqs []syncReq
-	for _, j := range tab {
-		if !full && !hint[j.Name] && j.memo.touchedAfter(idle) {
+	for i, j := range tab {
+		if !first && i%fullSweepEvery != turn && !hint[j.Name] && j.memo.touchedAfter(idle) {
 			continue
 		}
 		known, _ := j.memo.snapshot()
@@ -824,9 +882,11 @@ func (s *Scheduler) recordMisses(ctx context.Context) {
 			s.missedMu.Unlock()
 			continue
 		}
+		later := claimsAgain{}
 		for i, r := range res {
-			s.handle(ctx, reqs[i], r, time.Now(), time.Now())
+			s.handle(ctx, reqs[i], r, time.Now(), time.Now(), later)
 		}
+		later.send(s, ctx)
 	}
 }
 

@@ -852,6 +852,45 @@ func TestClaimAheadStartsJobsAtTheirInstant(t *testing.T) {
 	})
 }
 
+// Runs claimed ahead that cannot start yet (paused here) are claimed again
+// at their instant together, in one call, as they were claimed ahead: not
+// one round trip each.
+func TestPostponedClaimsGoAgainTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		var table []scheduler.Job
+		for i := range 20 {
+			table = append(table, scheduler.Job{Name: fmt.Sprintf("p%02d", i), Schedule: "@every 10s", Paused: true, Handler: c.ledger.Job(nil)})
+		}
+		counter := claimCalls()
+		rdb := c.client()
+		rdb.AddHook(counter)
+		s, err := scheduler.New(rdb, table, scheduler.WithLogger(quiet), scheduler.WithClaimAhead(250*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = s.Run(ctx) })
+		time.Sleep(35 * time.Second) // instants at 10s, 20s, 30s (and maybe 0s)
+		cancel()
+		wg.Wait()
+		calls, runs := counter.calls.Load(), counter.runs.Load()
+		// Each instant: 20 runs claimed ahead ("later"), then 20 at the
+		// instant (skipped_paused). The instant at 0s is past at start.
+		if runs < 120 || calls*20 != runs {
+			t.Errorf("%d claim calls for %d runs; want one call per 20 runs", calls, runs)
+		}
+		for _, j := range table {
+			for _, r := range c.history(j.Name) {
+				if r.Outcome != scheduler.SkippedPaused {
+					t.Errorf("%s: %s, want skipped_paused", r.ID, r.Outcome)
+				}
+			}
+		}
+	})
+}
+
 // A claim made ahead of the instant only ever starts a run. A job that
 // lasts 950ms of every second is still running when the next run is claimed
 // ahead; that run must not be skipped for overlap then: it is decided at its

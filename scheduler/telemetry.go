@@ -40,7 +40,7 @@ type telemetry struct {
 	renewals      metric.Int64Counter
 	leaseLost     metric.Int64Counter
 	running       metric.Int64UpDownCounter
-	sets          sync.Map // attrKey -> metric.MeasurementOption
+	sets          attrSets // of no job: renewals
 }
 
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
@@ -75,18 +75,23 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	return t, nil
 }
 
-// attrKey names one attribute set: a job, and one more attribute (key
-// empty for the job alone).
-type attrKey struct{ job, key, value string }
+// attrSets keeps the measurement options of one job (or of no job), one
+// per extra attribute, built once: making an attribute set sorts and hashes
+// it, which with a thousand runs a second cost more than everything else
+// the replica did per run. The sets are few (outcomes or claim results), and
+// looking one up allocates nothing.
+type attrSets struct {
+	mu sync.RWMutex
+	m  map[[2]string]metric.MeasurementOption // {key, value} -> option
+}
 
-// attrs returns the measurement option for job and one more attribute,
-// built once: making an attribute set sorts and hashes it, which with a
-// thousand runs a second cost more than everything else the replica did
-// per run. The sets are few (jobs × outcomes or results).
-func (t *telemetry) attrs(job, key, value string) metric.MeasurementOption {
-	k := attrKey{job, key, value}
-	if o, ok := t.sets.Load(k); ok {
-		return o.(metric.MeasurementOption)
+func (a *attrSets) get(job, key, value string) metric.MeasurementOption {
+	k := [2]string{key, value}
+	a.mu.RLock()
+	o, ok := a.m[k]
+	a.mu.RUnlock()
+	if ok {
+		return o
 	}
 	kv := make([]attribute.KeyValue, 0, 2)
 	if job != "" {
@@ -95,24 +100,36 @@ func (t *telemetry) attrs(job, key, value string) metric.MeasurementOption {
 	if key != "" {
 		kv = append(kv, attribute.String(key, value))
 	}
-	o, _ := t.sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
-	return o.(metric.MeasurementOption)
+	o = metric.WithAttributeSet(attribute.NewSet(kv...))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[[2]string]metric.MeasurementOption{}
+	}
+	a.m[k] = o
+	return o
 }
 
-func (t *telemetry) claimed(ctx context.Context, job, result string) {
-	t.claims.Add(ctx, 1, t.attrs(job, "result", result))
+// jobAttrs returns the option for j's runs and, with a key, one more
+// attribute. j's sets live in its memo, which outlives table reloads.
+func jobAttrs(j *jobState, key, value string) metric.MeasurementOption {
+	return j.memo.sets.get(j.Name, key, value)
 }
 
-func (t *telemetry) decided(ctx context.Context, job string, o Outcome) {
-	t.runs.Add(ctx, 1, t.attrs(job, "outcome", string(o)))
+func (t *telemetry) claimed(ctx context.Context, j *jobState, result string) {
+	t.claims.Add(ctx, 1, jobAttrs(j, "result", result))
 }
 
-func (t *telemetry) ended(ctx context.Context, job string, o Outcome, d time.Duration) {
-	attrs := t.attrs(job, "outcome", string(o))
+func (t *telemetry) decided(ctx context.Context, j *jobState, o Outcome) {
+	t.runs.Add(ctx, 1, jobAttrs(j, "outcome", string(o)))
+}
+
+func (t *telemetry) ended(ctx context.Context, j *jobState, o Outcome, d time.Duration) {
+	attrs := jobAttrs(j, "outcome", string(o))
 	t.runs.Add(ctx, 1, attrs)
 	t.runDuration.Record(ctx, d.Seconds(), attrs)
 }
 
 func (t *telemetry) renewed(ctx context.Context, result string) {
-	t.renewals.Add(ctx, 1, t.attrs("", "result", result))
+	t.renewals.Add(ctx, 1, t.sets.get("", "result", result))
 }
