@@ -13,13 +13,33 @@ const clockMargin = time.Second
 // redisClock estimates Redis' clock between heartbeats: the time Redis
 // answered with, carried forward on this process's monotonic clock, which
 // a step of the wall clock (NTP, a VM resumed, an operator) does not move.
+// It keeps two readings. The last one says whether this replica's clock
+// agrees with Redis' (a step of either clock shows at the next heartbeat).
+// The most certain one places the instants of runs claimed ahead: a reading
+// taken while Redis was busy with another replica's batch is off by up to
+// half its round trip, which would start those runs milliseconds early or
+// late, so a quick reading is kept until it has aged past a slower one.
 type redisClock struct {
-	p atomic.Pointer[clockReading]
+	last atomic.Pointer[clockReading]
+	best atomic.Pointer[clockReading]
 }
 
 type clockReading struct {
-	server time.Time // Redis' TIME, no monotonic reading
-	at     time.Time // time.Now() (monotonic) when Redis read it
+	server time.Time     // Redis' TIME, no monotonic reading
+	at     time.Time     // time.Now() (monotonic) when Redis read it, at best
+	rtt    time.Duration // the round trip Redis read it in: the reading is off by up to half
+}
+
+// A reading's uncertainty grows with its age by 1/readingAging: 0.1 ms a
+// second, more than clocks drift. A step of Redis' clock could leave the
+// best reading wrong for longer; it only ever places a start inside the
+// round trip of the claim that won it (see handle), so it cannot move a
+// start by more than that round trip.
+const readingAging = 10000
+
+// uncertainty is how far off r may be at now.
+func (r *clockReading) uncertainty(now time.Time) time.Duration {
+	return r.rtt/2 + now.Sub(r.at)/readingAging
 }
 
 // maxReadingRTT bounds the round trip of a reading of Redis' clock worth
@@ -34,13 +54,17 @@ func (c *redisClock) observe(server, sent, got time.Time) {
 	if server.IsZero() || got.Sub(sent) > maxReadingRTT {
 		return
 	}
-	c.p.Store(&clockReading{server: server.Round(0), at: sent.Add(got.Sub(sent) / 2)})
+	r := &clockReading{server: server.Round(0), at: sent.Add(got.Sub(sent) / 2), rtt: got.Sub(sent)}
+	c.last.Store(r)
+	if old := c.best.Load(); old == nil || r.uncertainty(got) <= old.uncertainty(got) {
+		c.best.Store(r)
+	}
 }
 
-// offset is how far local runs ahead of Redis' clock (negative: behind);
-// ok is false until Redis has answered once.
+// offset is how far local runs ahead of Redis' clock (negative: behind),
+// by the last reading; ok is false until Redis has answered once.
 func (c *redisClock) offset(local time.Time) (d time.Duration, ok bool) {
-	r := c.p.Load()
+	r := c.last.Load()
 	if r == nil {
 		return 0, false
 	}
@@ -48,9 +72,10 @@ func (c *redisClock) offset(local time.Time) (d time.Duration, ok bool) {
 }
 
 // localAt is the time on this process' monotonic clock at which Redis'
-// clock reads t; ok is false until Redis has answered once.
+// clock reads t, by the most certain reading; ok is false until Redis has
+// answered once.
 func (c *redisClock) localAt(t time.Time) (at time.Time, ok bool) {
-	r := c.p.Load()
+	r := c.best.Load()
 	if r == nil {
 		return time.Time{}, false
 	}
