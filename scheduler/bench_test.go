@@ -43,7 +43,7 @@ func nextInstant() time.Time {
 }
 
 // benchJobs returns n job states on s's store, every second, no jitter.
-func benchJobs(b *testing.B, s *store, n int) []*jobState {
+func benchJobs(b testing.TB, s *store, n int) []*jobState {
 	b.Helper()
 	out := make([]*jobState, n)
 	for i := range out {
@@ -59,7 +59,7 @@ func benchJobs(b *testing.B, s *store, n int) []*jobState {
 }
 
 // benchStore returns a store on a fresh redis-server, its scripts loaded.
-func benchStore(b *testing.B) (*store, *redis.Client) {
+func benchStore(b testing.TB) (*store, *redis.Client) {
 	b.Helper()
 	srv := redistest.Start(b)
 	c := srv.Client(b, nil)

@@ -341,7 +341,14 @@ func scatterRows(op string, replies []any, groups [][]int, least int, fn func(gi
 			return fmt.Errorf("scheduler: unexpected %s reply %v", op, replies[gi])
 		}
 		for k, i := range g {
-			f := strs(rows[k])
+			var f []string
+			if row, ok := rows[k].(string); ok {
+				// A row in one string, its fields separated by '|'
+				// (claim.lua's lost race); the last field may hold '|'.
+				f = strings.SplitN(row, "|", max(least, 4))
+			} else {
+				f = strs(rows[k])
+			}
 			if len(f) < least {
 				return fmt.Errorf("scheduler: unexpected %s reply %v", op, rows[k])
 			}

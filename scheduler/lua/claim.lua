@@ -27,7 +27,9 @@
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
 --   {"started", epoch, fencing token, server time ms}
---   {"decided", epoch, outcome, replica}      someone decided it already
+--   {"decided", epoch, outcome, replica}      someone decided it already; a
+--                                             lost race answers the same as
+--                                             one string, "decided||outcome|replica"
 --   {"skipped_overlap"|"skipped_paused"|"missed", epoch}   decided now, by us
 --   {"waiting", epoch, place in queue}        overlap: wait; poll with admit.lua
 --   {"early", epoch, server time ms}          too early on Redis' clock: ask again
@@ -65,7 +67,9 @@ local function claim(meta, a)
       end
       return {d[5], ''}
     end
-    return {'decided', '', d[1], d[2] or ''}
+    -- A lost race, the most common answer of all, in one string: Redis
+    -- builds no table for it, and the replica parses no array.
+    return 'decided||' .. d[1] .. '|' .. (d[2] or '')
   end
 
   local job = string.match(base, '{(.*)}')
