@@ -305,6 +305,7 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 	var h entryHeap
 	gen := -1
 	held := false
+	lastDue := 0 // runs claimed at the last instant: the next is sized for as many
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -332,6 +333,9 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 		// to decide every run that shares it.
 		for !held && len(h) > 0 && !h[0].fire.After(now.Add(s.cfg.claimAhead)) {
 			e := h[0]
+			if due == nil {
+				due = make([]claimReq, 0, max(lastDue, 1))
+			}
 			due = append(due, s.newClaim(e.j, e.sched, 's'))
 			// Skip instants whose window already closed (a long pause, a
 			// clock jump): they were decided elsewhere or are left to catch-up.
@@ -350,6 +354,7 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 		}
 		due, pending = append(due, pending...), nil
 		if len(due) > 0 {
+			lastDue = len(due)
 			s.loops.Go(func() { s.claim(ctx, due) })
 		}
 		// The sleep is measured on the monotonic clock, the instants on the
@@ -601,7 +606,8 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 	case "waiting":
 		s.tel.claimed(ctx, j, claimWaiting)
 		log().Info("all concurrency slots busy: waiting for one", "place", res.place)
-		s.loops.Go(func() { s.wait(ctx, r, start) })
+		queued := r // copied here: a closure over r would move every answer's claim to the heap
+		s.loops.Go(func() { s.wait(ctx, queued, start) })
 	case "early":
 		s.tel.claimed(ctx, j, claimEarly)
 		// Too early on Redis' clock: this replica's clock runs ahead of it.
@@ -630,7 +636,8 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		if r.kind == 'x' {
 			s.queueMiss(r)
 		} else if r.kind != 'm' {
-			s.loops.Go(func() { s.claim(ctx, []claimReq{r}) })
+			again := []claimReq{r}
+			s.loops.Go(func() { s.claim(ctx, again) })
 		}
 	case string(SkippedOverlap), string(SkippedPaused), string(Missed):
 		s.tel.claimed(ctx, j, claimDecided)
