@@ -96,8 +96,11 @@ func skewRun(t *testing.T, forget bool) (dups []string, gaps []time.Time, runs i
 		clients = append(clients, c)
 	}
 	ledger := testkit.NewLedger()
+	// As many slots as replicas: only the run records keep a run from
+	// starting twice, not a slot some replica's next run already holds
+	// (claimed ahead of its instant, by a replica whose clock leads).
 	table := []scheduler.Job{{
-		Name: "tick", Schedule: "@every 1s", HistoryLimit: 2000,
+		Name: "tick", Schedule: "@every 1s", HistoryLimit: 2000, Concurrency: len(offsets),
 		Handler: ledger.Job(func(ctx context.Context) error {
 			time.Sleep(300 * time.Millisecond)
 			return nil

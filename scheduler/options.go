@@ -45,7 +45,8 @@ type config struct {
 	manualTTL     time.Duration
 	waiterTTL     time.Duration
 	pollInterval  time.Duration
-	claimAhead    time.Duration
+	claimAhead    time.Duration // how long ahead claims go out at least
+	maxAhead      time.Duration // and at most (Redis refuses earlier ones)
 	aheadSet      bool
 
 	minAck         int
@@ -105,14 +106,28 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // running jobs finish before cancelling them. Default 30s.
 func WithShutdownGrace(d time.Duration) Option { return func(c *config) { c.shutdownGrace = d } }
 
+// maxDefaultAhead bounds the default claim ahead (see WithClaimAhead).
+const maxDefaultAhead = 500 * time.Millisecond
+
 // WithClaimAhead sets how long before a run's instant this replica claims
 // it. The winner then starts the job at the instant itself, so a burst of
 // runs sharing one instant — thousands of jobs at the top of a minute —
 // starts on time however long Redis takes to decide them all. A claim made
 // ahead only ever starts a run; if the job is paused or its slots are busy,
-// the run is decided at its instant, as without claiming ahead. Default
-// min(250ms, max clock skew / 2); 0 claims at the instant. It may not
-// exceed the max clock skew (Redis refuses earlier claims).
+// the run is decided at its instant, as without claiming ahead. 0 claims
+// at the instant. It may not exceed the max clock skew (Redis refuses
+// earlier claims).
+//
+// By default a replica claims min(250ms, max clock skew / 2) ahead, and
+// further ahead — up to min(500ms, max clock skew / 2) — when its batches
+// take longer to decide: twice the round trip of its last big batch
+// (slowly forgotten), so ten thousand runs that share an instant are
+// decided before it. Never more than half a second: a job that fires every
+// second must find its previous run closed when its next one is claimed,
+// or that claim is answered "not yet" and made again at the instant. Set a value to claim exactly that far ahead. The further
+// ahead, the longer a replica that dies between claim and instant holds a
+// run it will not start (until its lease runs out and the run is closed
+// lease_lost).
 func WithClaimAhead(d time.Duration) Option {
 	return func(c *config) { c.claimAhead, c.aheadSet = d, true }
 }
@@ -167,7 +182,9 @@ func newConfig(opts []Option) (config, error) {
 		}
 	}
 	if !c.aheadSet {
-		c.claimAhead = min(250*time.Millisecond, c.skew/2)
+		c.claimAhead, c.maxAhead = min(250*time.Millisecond, c.skew/2), min(maxDefaultAhead, c.skew/2)
+	} else {
+		c.maxAhead = c.claimAhead
 	}
 	switch {
 	case c.replicaID == "" || len(c.replicaID) > 256:

@@ -72,6 +72,7 @@ type Scheduler struct {
 	manual     sync.Map        // manual run ids being claimed by this replica
 	owners     owners          // owner tokens for this replica's claims
 	gates      startGates      // runs claimed ahead wait here for their instant
+	batchRTT   atomic.Int64    // round trip of recent big claim batches (ns): see ahead
 
 	missedMu sync.Mutex
 	missed   []claimReq
@@ -331,7 +332,8 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 		// Claims go out claimAhead before the instant: the winner then
 		// starts the job at the instant itself, however long it took Redis
 		// to decide every run that shares it.
-		for !held && len(h) > 0 && !h[0].fire.After(now.Add(s.cfg.claimAhead)) {
+		ahead := s.ahead()
+		for !held && len(h) > 0 && !h[0].fire.After(now.Add(ahead)) {
 			e := h[0]
 			if due == nil {
 				due = make([]claimReq, 0, max(lastDue, 1))
@@ -362,7 +364,7 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 		// of the wall clock (either way) within that time.
 		wait := maxDispatchSleep
 		if len(h) > 0 && !held {
-			wait = min(wait, h[0].fire.Sub(now)-s.cfg.claimAhead)
+			wait = min(wait, h[0].fire.Sub(now)-ahead)
 		}
 		timer.Reset(wait)
 		select {
@@ -444,6 +446,26 @@ func (s *Scheduler) claimFor(j *jobState, id string, sched, fire time.Time, kind
 	return r
 }
 
+// ahead is how long before their instant runs are claimed: the configured
+// claim ahead, or (by default) up to half a second when big batches take
+// long to decide — twice the round trip of the last one,
+// slowly forgotten — so that they are decided before their instant.
+func (s *Scheduler) ahead() time.Duration {
+	return min(s.cfg.maxAhead, max(s.cfg.claimAhead, 2*time.Duration(s.batchRTT.Load())))
+}
+
+// batchTook notes the round trip of a big claim batch: the slowest recent
+// one counts, and each new one forgets an eighth of it.
+func (s *Scheduler) batchTook(d time.Duration) {
+	for {
+		old := s.batchRTT.Load()
+		n := max(int64(d), old-old/8)
+		if s.batchRTT.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
 // owners hands out owner tokens: a random prefix drawn once per process
 // (128 bits) and a counter. A token only has to be unique — it tells this
 // claim's record from every other claim's — and drawing 128 random bits
@@ -482,6 +504,9 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
 		cancel()
 		end := time.Now()
+		if err == nil && len(reqs) >= maxBatch {
+			s.batchTook(end.Sub(start))
+		}
 		s.tel.claimDuration.Record(ctx, end.Sub(start).Seconds())
 		var again []claimReq
 		if err != nil {
@@ -612,7 +637,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		s.tel.claimed(ctx, j, claimEarly)
 		// Too early on Redis' clock: this replica's clock runs ahead of it.
 		// Ask again when Redis' clock reaches the run's claim time.
-		if ahead := r.fire.Sub(res.server) - s.cfg.claimAhead; ahead > s.clockTolerance() {
+		if ahead := r.fire.Sub(res.server) - s.cfg.maxAhead; ahead > s.clockTolerance() {
 			// Not a skew but a wrong clock (the dispatcher holds off until
 			// it agrees with Redis again): replicas whose clocks are right
 			// claim the run at its instant.
@@ -620,7 +645,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 				"ahead_by", ahead.Round(time.Millisecond))
 			return
 		}
-		delay := r.fire.Add(-s.cfg.claimAhead).Sub(res.server) + time.Millisecond
+		delay := r.fire.Add(-s.cfg.maxAhead).Sub(res.server) + time.Millisecond
 		log().Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
 		later.add(r, delay)
 	case "later":

@@ -97,7 +97,7 @@ type store struct {
 }
 
 func newStore(c redis.UniversalClient, cfg config) (*store, error) {
-	s := &store{c: c, prefix: cfg.prefix, minAck: cfg.minAck, ackTimeout: cfg.ackTimeout, claimAhead: cfg.claimAhead}
+	s := &store{c: c, prefix: cfg.prefix, minAck: cfg.minAck, ackTimeout: cfg.ackTimeout, claimAhead: cfg.maxAhead}
 	switch c.(type) {
 	case *redis.ClusterClient:
 		s.cluster = true
