@@ -25,7 +25,9 @@
 // step after a VM resumed, an operator's mistake) claims no scheduled or
 // catch-up runs until the two agree again, logging an ERROR when it stops
 // and a WARN when it resumes; the winner of a run claimed ahead starts it at
-// its instant on Redis' clock.
+// its instant on Redis' clock, placed by the most certain of the recent
+// readings (the one read in the quickest round trip, allowing for its age),
+// so a reading taken while Redis was busy does not start runs early.
 //
 // A lease can be lost at any moment without its holder knowing: the holder
 // may be frozen (GC, VM stall), or Redis may fail over. The watchdog cancels
