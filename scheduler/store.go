@@ -297,15 +297,9 @@ type undoReq struct {
 }
 
 func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoReq) ([]string, error) {
-	groups := group(s, reqs, func(r undoReq) string { return r.j.Name })
-	calls := make([]call, len(groups))
-	for gi, g := range groups {
-		for _, i := range g {
-			r := reqs[i]
-			calls[gi].keys = append(calls[gi].keys, r.j.metaKey)
-			calls[gi].args = append(calls[gi].args, r.id, r.owner, r.mode, waiterTTL.Milliseconds(), r.maxWait.Milliseconds())
-		}
-	}
+	calls, groups := batch(s, reqs, func(r *undoReq) *jobState { return r.j }, nil, 5, func(args []any, r *undoReq) []any {
+		return append(args, r.id, r.owner, r.mode, waiterTTL.Milliseconds(), r.maxWait.Milliseconds())
+	})
 	replies, err := s.exec(ctx, undoScript, calls)
 	if err != nil {
 		return nil, err
@@ -358,15 +352,35 @@ func scatterRows(op string, replies []any, groups [][]int, least int, fn func(gi
 	return nil
 }
 
-// group splits items into script calls: all together (in chunks) on a
-// single Redis, one call per job on Cluster, where a script may only touch
-// one hash slot.
-func group[T any](s *store, items []T, job func(T) string) [][]int {
+// batch builds the script calls for runs of reqs: each call carries head
+// (the script's own arguments) and then, for each run, its job's meta key
+// (job gives the job) and the perRun arguments add appends. It returns the
+// calls and, per call, the indexes of the runs it carries (see group).
+func batch[T any](s *store, reqs []T, job func(*T) *jobState, head []any, perRun int, add func(args []any, r *T) []any) ([]call, [][]int) {
+	groups := group(s, len(reqs), func(i int) string { return job(&reqs[i]).Name })
+	calls := make([]call, len(groups))
+	for gi, g := range groups {
+		c := call{keys: make([]string, 0, len(g)), args: make([]any, 0, len(head)+perRun*len(g))}
+		c.args = append(c.args, head...)
+		for _, i := range g {
+			r := &reqs[i]
+			c.keys = append(c.keys, job(r).metaKey)
+			c.args = add(c.args, r)
+		}
+		calls[gi] = c
+	}
+	return calls, groups
+}
+
+// group splits n runs into script calls: all together (in chunks) on a
+// single Redis, one call per job (named by job) on Cluster, where a script
+// may only touch one hash slot.
+func group(s *store, n int, job func(i int) string) [][]int {
 	var groups [][]int
 	if !s.cluster {
-		for i := 0; i < len(items); i += maxBatch {
-			g := make([]int, 0, min(maxBatch, len(items)-i))
-			for j := i; j < len(items) && j < i+maxBatch; j++ {
+		for i := 0; i < n; i += maxBatch {
+			g := make([]int, 0, min(maxBatch, n-i))
+			for j := i; j < n && j < i+maxBatch; j++ {
 				g = append(g, j)
 			}
 			groups = append(groups, g)
@@ -374,14 +388,14 @@ func group[T any](s *store, items []T, job func(T) string) [][]int {
 		return groups
 	}
 	byJob := map[string]int{}
-	for i, it := range items {
-		n, ok := byJob[job(it)]
+	for i := range n {
+		k, ok := byJob[job(i)]
 		if !ok {
-			n = len(groups)
-			byJob[job(it)] = n
+			k = len(groups)
+			byJob[job(i)] = k
 			groups = append(groups, nil)
 		}
-		groups[n] = append(groups[n], i)
+		groups[k] = append(groups[k], i)
 	}
 	return groups
 }
@@ -510,21 +524,12 @@ func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.
 // claimOnly runs claim.lua; with min_replicas_ack, a start that too few
 // replicas acknowledged says why in its unacked field.
 func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
-	groups := group(s, reqs, func(r claimReq) string { return r.j.Name })
-	calls := make([]call, len(groups))
-	fresh := newEpoch()
+	head := []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), newEpoch(), s.claimAhead.Milliseconds()}
 	var buf []byte
-	for gi, g := range groups {
-		c := call{keys: make([]string, 0, len(g)), args: make([]any, 0, 5+claimFields*len(g))}
-		c.args = append(c.args, replica, skew.Milliseconds(), waiterTTL.Milliseconds(), fresh, s.claimAhead.Milliseconds())
-		for _, i := range g {
-			r := &reqs[i]
-			c.keys = append(c.keys, r.j.metaKey)
-			buf = r.appendTerms(buf[:0])
-			c.args = append(c.args, r.suffix, r.owner, string(buf))
-		}
-		calls[gi] = c
-	}
+	calls, groups := batch(s, reqs, func(r *claimReq) *jobState { return r.j }, head, claimFields, func(args []any, r *claimReq) []any {
+		buf = r.appendTerms(buf[:0])
+		return append(args, r.suffix, r.owner, string(buf))
+	})
 	replies, acks, err := s.run(ctx, claimScript, calls)
 	if err != nil {
 		return nil, err
@@ -596,15 +601,9 @@ type renewReq struct {
 
 // renew renews leases; the answer per run is "ok", "lost" or "replaced".
 func (s *store) renew(ctx context.Context, reqs []renewReq) ([]string, error) {
-	groups := group(s, reqs, func(r renewReq) string { return r.j.Name })
-	calls := make([]call, len(groups))
-	for gi, g := range groups {
-		for _, i := range g {
-			r := reqs[i]
-			calls[gi].keys = append(calls[gi].keys, r.j.metaKey)
-			calls[gi].args = append(calls[gi].args, r.id, r.owner, r.j.Lease.Milliseconds())
-		}
-	}
+	calls, groups := batch(s, reqs, func(r *renewReq) *jobState { return r.j }, nil, 3, func(args []any, r *renewReq) []any {
+		return append(args, r.id, r.owner, r.j.Lease.Milliseconds())
+	})
 	replies, acks, err := s.run(ctx, renewScript, calls)
 	if err != nil {
 		return nil, err
@@ -685,17 +684,10 @@ func recordKind(kind byte) string {
 const closeUnacked = "unacked"
 
 func (s *store) complete(ctx context.Context, reqs []completeReq) ([]string, error) {
-	groups := group(s, reqs, func(c completeReq) string { return c.r.j.Name })
-	calls := make([]call, len(groups))
-	for gi, g := range groups {
-		calls[gi].args = make([]any, 0, completeFields*len(g))
-		for _, i := range g {
-			c := reqs[i]
-			calls[gi].keys = append(calls[gi].keys, c.r.j.metaKey)
-			calls[gi].args = append(calls[gi].args, c.r.id, c.r.owner, string(c.outcome), c.attempts, c.errText,
-				c.entry(), c.r.j.retention(c.r.sched).Milliseconds(), c.r.j.HistoryLimit)
-		}
-	}
+	calls, groups := batch(s, reqs, func(c *completeReq) *jobState { return c.r.j }, nil, completeFields, func(args []any, c *completeReq) []any {
+		return append(args, c.r.id, c.r.owner, string(c.outcome), c.attempts, c.errText,
+			c.entry(), c.r.j.retention(c.r.sched).Milliseconds(), c.r.j.HistoryLimit)
+	})
 	// With min_replicas_ack, a close counts once replicas have it: one the
 	// primary alone took can be lost in a failover, and the run's slot then
 	// stays held until its lease runs out.
@@ -728,17 +720,10 @@ type syncRes struct {
 }
 
 func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	groups := group(s, reqs, func(r syncReq) string { return r.j.Name })
-	calls := make([]call, len(groups))
-	fresh := newEpoch()
-	for gi, g := range groups {
-		calls[gi].args = append(calls[gi].args, skew.Milliseconds(), fresh, manualTTL.Milliseconds())
-		for _, i := range g {
-			r := reqs[i]
-			calls[gi].keys = append(calls[gi].keys, r.j.metaKey)
-			calls[gi].args = append(calls[gi].args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica)
-		}
-	}
+	head := []any{skew.Milliseconds(), newEpoch(), manualTTL.Milliseconds()}
+	calls, groups := batch(s, reqs, func(r *syncReq) *jobState { return r.j }, head, 4, func(args []any, r *syncReq) []any {
+		return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica)
+	})
 	replies, err := s.exec(ctx, syncScript, calls)
 	if err != nil {
 		return nil, err
