@@ -327,8 +327,10 @@ func scatter(op string, replies []any, groups [][]int, n int, adjust func(gi int
 }
 
 // scatterRows calls fn with each run's answer (an array of at least least
-// strings), its request index and its call.
-func scatterRows(op string, replies []any, groups [][]int, least int, fn func(gi, i int, f []string)) error {
+// strings), its request index and its call. A script may also answer a run
+// in one string of packed fields separated by '|' (0: it never does), the
+// last of which may itself hold '|'.
+func scatterRows(op string, replies []any, groups [][]int, least, packed int, fn func(gi, i int, f []string)) error {
 	for gi, g := range groups {
 		rows, ok := replies[gi].([]any)
 		if !ok || len(rows) != len(g) {
@@ -336,10 +338,8 @@ func scatterRows(op string, replies []any, groups [][]int, least int, fn func(gi
 		}
 		for k, i := range g {
 			var f []string
-			if row, ok := rows[k].(string); ok {
-				// A row in one string, its fields separated by '|'
-				// (claim.lua's lost race); the last field may hold '|'.
-				f = strings.SplitN(row, "|", max(least, 4))
+			if row, ok := rows[k].(string); ok && packed > 0 {
+				f = strings.SplitN(row, "|", packed)
 			} else {
 				f = strs(rows[k])
 			}
@@ -535,7 +535,8 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 		return nil, err
 	}
 	out := make([]claimRes, len(reqs))
-	err = scatterRows("claim", replies, groups, 2, func(gi, i int, f []string) {
+	// A lost race answers "decided||outcome|replica" in one string.
+	err = scatterRows("claim", replies, groups, 2, 4, func(gi, i int, f []string) {
 		res := claimRes{status: f[0], epoch: f[1]}
 		switch res.status {
 		case "started":
@@ -729,7 +730,7 @@ func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.D
 		return nil, err
 	}
 	out := make([]syncRes, len(reqs))
-	err = scatterRows("sync", replies, groups, 5, func(_, i int, f []string) {
+	err = scatterRows("sync", replies, groups, 5, 0, func(_, i int, f []string) {
 		r := syncRes{epoch: f[0], paused: f[1] == "1", manual: f[5:]}
 		if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
 			r.last = time.UnixMilli(ms)
