@@ -92,8 +92,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	}
 
 	log := s.log.With("job", j.Name, "run_id", r.id)
-	info := log.Enabled(ctx, slog.LevelInfo)
-	if info {
+	if log.Enabled(ctx, slog.LevelInfo) {
 		log.Info("run started", "fencing_token", fence, "kind", kindOf(string(r.kind)))
 	}
 
@@ -215,19 +214,20 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 
 	d := time.Since(startedAt)
 	s.tel.ended(context.WithoutCancel(ctx), j, outcome, d)
-	span.SetAttributes(attribute.String("solocron.outcome", string(outcome)), attribute.Int("solocron.attempts", attempt))
-	if outcome != Succeeded {
-		span.SetStatus(codes.Error, errText)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("solocron.outcome", string(outcome)), attribute.Int("solocron.attempts", attempt))
+		if outcome != Succeeded {
+			span.SetStatus(codes.Error, errText)
+		}
 	}
 	span.End()
-	if outcome == Succeeded && !info {
-		return
-	}
-	lvl := log.Info
+	level := slog.LevelInfo
 	if outcome != Succeeded {
-		lvl = log.Warn
+		level = slog.LevelWarn
 	}
-	lvl("run ended", "outcome", outcome, "attempts", attempt, "duration", d.Round(time.Millisecond), "err", errText)
+	if log.Enabled(ctx, level) { // else the arguments would be boxed for nothing
+		log.Log(ctx, level, "run ended", "outcome", outcome, "attempts", attempt, "duration", d.Round(time.Millisecond), "err", errText)
+	}
 }
 
 // closeRun records a run's end. Its context does not derive from the run's
