@@ -124,10 +124,10 @@ const maxDefaultAhead = 500 * time.Millisecond
 // (slowly forgotten), so ten thousand runs that share an instant are
 // decided before it. Never more than half a second: a job that fires every
 // second must find its previous run closed when its next one is claimed,
-// or that claim is answered "not yet" and made again at the instant. Set a value to claim exactly that far ahead. The further
-// ahead, the longer a replica that dies between claim and instant holds a
-// run it will not start (until its lease runs out and the run is closed
-// lease_lost).
+// or that claim is answered "not yet" and made again at the instant. Set a
+// value to claim exactly that far ahead. The further ahead, the longer a
+// replica that dies between claim and instant holds a run it will not
+// start (until its lease runs out and the run is closed lease_lost).
 func WithClaimAhead(d time.Duration) Option {
 	return func(c *config) { c.claimAhead, c.aheadSet = d, true }
 }
