@@ -19,8 +19,7 @@ func TestClaimPathAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	var o owners
-	o.next()
+	o := owners{prefix: newEpoch() + newEpoch()}
 	r := claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: at, owner: o.next(), overlap: j.Overlap}
 	r.suffix = r.id[len(j.Name)+1:]
 	buf := make([]byte, 0, 256)

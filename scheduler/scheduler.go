@@ -127,6 +127,7 @@ func newScheduler(st backend, cfg config, jobs []Job) (*Scheduler, error) {
 		tel:      tel,
 		log:      cfg.logger.With("replica", cfg.replicaID),
 		memos:    map[string]*memo{},
+		owners:   owners{prefix: newEpoch() + newEpoch()},
 		reloaded: make(chan struct{}, 1),
 		renewals: make(chan renewCall, 4*maxBatch),
 	}
@@ -471,13 +472,11 @@ func (s *Scheduler) batchTook(d time.Duration) {
 // claim's record from every other claim's — and drawing 128 random bits
 // for each of ten thousand runs a second cost more than the claim itself.
 type owners struct {
-	once   sync.Once
-	prefix string
+	prefix string // drawn in New
 	n      atomic.Uint64
 }
 
 func (o *owners) next() string {
-	o.once.Do(func() { o.prefix = newEpoch() + newEpoch() })
 	var buf [64]byte
 	b := append(append(buf[:0], o.prefix...), '-')
 	return string(strconv.AppendUint(b, o.n.Add(1), 36))
