@@ -7,8 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,7 +182,7 @@ func (c *cluster) replica(id string) *replica {
 func (c *cluster) waitRun(timeout time.Duration, what string, ok func(runRec) bool) runRec {
 	c.t.Helper()
 	var got runRec
-	waitFor(c.t, timeout, what, func() bool {
+	testkit.WaitFor(c.t, timeout, what, func() bool {
 		for _, r := range c.led.Runs() {
 			if ok(r) {
 				got = r
@@ -353,7 +351,7 @@ func (r *replica) alive() bool {
 
 func (r *replica) waitReady() {
 	r.t.Helper()
-	waitFor(r.t, 30*time.Second, r.id+" ready", func() bool { return httpStatus("http://"+r.admin+"/readyz") == 200 })
+	testkit.WaitFor(r.t, 30*time.Second, r.id+" ready", func() bool { return testkit.HTTPStatus("http://"+r.admin+"/readyz") == 200 })
 }
 
 // kill9 kills the replica with SIGKILL and waits for it.
@@ -415,29 +413,6 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
-}
-
-func httpStatus(url string) int {
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
-}
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling state owned by other processes
-	}
 }
 
 // sleepUntil sleeps until t.

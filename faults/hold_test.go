@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -41,7 +42,7 @@ func heldClaim(t *testing.T, c *cluster, retryDelay time.Duration) (string, time
 			r.px.DelayRetry("claim", claimKey(id), retryDelay)
 		}
 	}
-	waitFor(t, 10*time.Second, "the claims of "+id, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the claims of "+id, func() bool {
 		for _, r := range c.Replicas() {
 			if r.px.Armed("claim") {
 				return false
@@ -288,7 +289,7 @@ func TestScenario05bHeldRenewReply(t *testing.T) {
 	w := c.replica(first.Replica)
 	c.watch.freshRenewal(t, first.RunID, 3*lease)
 	w.px.HoldReplyTo("renew", held)
-	waitFor(t, 2*lease, "the held renewal", func() bool { return !w.px.Armed("renew") })
+	testkit.WaitFor(t, 2*lease, "the held renewal", func() bool { return !w.px.Armed("renew") })
 	job := c.waitEnded(first.RunID, 15*time.Second)
 
 	e := heldEvent(t, w.px, "renew")
@@ -332,7 +333,7 @@ func TestScenario05cHeldReleaseReply(t *testing.T) {
 	w.px.HoldReplyTo("complete", held)
 	job := c.waitEnded(first.RunID, 10*time.Second)
 	next := c.waitRun(10*time.Second, "a run after the release", func(r runRec) bool { return r.Start.After(job.End) })
-	waitFor(t, 10*time.Second, "the held release", func() bool { return !w.px.Armed("complete") })
+	testkit.WaitFor(t, 10*time.Second, "the held release", func() bool { return !w.px.Armed("complete") })
 	sleepUntil(time.Now().Add(held + time.Second)) // the holder's retry
 
 	e := heldEvent(t, w.px, "complete")

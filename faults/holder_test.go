@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -38,7 +39,7 @@ func firstGrantAfter(o slotObs, t time.Time) time.Time {
 func checkRecord(t *testing.T, c *cluster, runID string, want scheduler.Outcome) {
 	t.Helper()
 	var rec scheduler.Run
-	waitFor(t, 10*time.Second, "the record of "+runID, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the record of "+runID, func() bool {
 		var ok bool
 		rec, ok = c.record(runID)
 		return ok
@@ -86,7 +87,7 @@ func TestScenario02WinnerKilled(t *testing.T) {
 	job := c.waitEnded(first.RunID, 5*time.Second)
 	next := c.waitRun(lease+5*time.Second, "a run started after the kill", func(r runRec) bool { return r.Start.After(killed) })
 	var o slotObs
-	waitFor(t, 5*time.Second, "the killed run's slot to be freed", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the killed run's slot to be freed", func() bool {
 		var ok bool
 		o, ok = c.watch.Obs(first.RunID)
 		return ok && !o.Removed.IsZero()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -109,7 +110,7 @@ func TestScenario11EvictionPolicyWarning(t *testing.T) {
 			continue
 		}
 		var w []logRec
-		waitFor(t, 15*time.Second, policy+" warning", func() bool { w = r.logs("EVICT"); return len(w) > 0 })
+		testkit.WaitFor(t, 15*time.Second, policy+" warning", func() bool { w = r.logs("EVICT"); return len(w) > 0 })
 		if w[0].Level != "WARN" || w[0].Fields["maxmemory_policy"] != policy || !strings.Contains(w[0].Msg, "start twice") {
 			t.Errorf("%s: warning %v", policy, w[0].Fields)
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/solocron/solocron/internal/testkit"
 )
 
 func runID(at time.Time) string { return jobName + "@" + at.UTC().Format(time.RFC3339) }
@@ -36,7 +38,7 @@ func TestScenario01SteadyState(t *testing.T) {
 	sleepUntil(to)
 	c.waitEnded(runID(to), 10*time.Second)
 	// The job reports its end before its replica closes the run's record.
-	waitFor(t, 10*time.Second, "the window's records to be closed", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the window's records to be closed", func() bool {
 		return c.decisions(from, to)["running"] == 0
 	})
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/testkit"
 )
 
 // slotObs is what Redis said, over time, about one run's concurrency slot.
@@ -166,7 +168,7 @@ func (w *slotWatch) waitRenewal(t *testing.T, runID string, timeout time.Duratio
 		before = len(o.Grants)
 	}
 	var at time.Time
-	waitFor(t, timeout, "a renewal of "+runID+" at Redis", func() bool {
+	testkit.WaitFor(t, timeout, "a renewal of "+runID+" at Redis", func() bool {
 		o, ok := w.Obs(runID)
 		if ok && len(o.Grants) > before && len(o.Grants) > 1 {
 			at = o.Grants[len(o.Grants)-1]

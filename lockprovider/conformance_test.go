@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/lockprovider"
 )
 
@@ -127,18 +128,6 @@ func TestConformance(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 			}
 		})
-	}
-}
-
-// eventually waits until cond holds, failing after limit.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: still not %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -260,7 +249,7 @@ func testStaleOwner(t *testing.T, b *backend) {
 		t.Run(kind, func(t *testing.T) {
 			old := mustAcquire(t, l, 150*time.Millisecond)
 			var current *lockprovider.Lease
-			eventually(t, 5*time.Second, "re-acquirable after expiry", func() bool {
+			testkit.WaitFor(t, 5*time.Second, "re-acquirable after expiry", func() bool {
 				var err error
 				current, err = l.TryAcquire(t.Context(), 10*time.Second)
 				return err == nil
@@ -321,7 +310,7 @@ func testExpiry(t *testing.T, b *backend) {
 			start := time.Now()
 			mustAcquire(t, holder, 200*time.Millisecond)
 			mustNotAcquire(t, other, time.Second)
-			eventually(t, 5*time.Second, "free after the TTL", func() bool {
+			testkit.WaitFor(t, 5*time.Second, "free after the TTL", func() bool {
 				_, err := other.TryAcquire(t.Context(), time.Second)
 				return err == nil
 			})
@@ -600,7 +589,7 @@ func testSemaphoreFIFO(t *testing.T, b *backend) {
 			leases <- l
 		})
 		// Waiter i is queued before waiter i+1 starts.
-		eventually(t, 5*time.Second, fmt.Sprintf("waiter %d queued", i), func() bool {
+		testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("waiter %d queued", i), func() bool {
 			return b.client.ZCard(t.Context(), queueKey).Val() == int64(i+1)
 		})
 	}
@@ -633,7 +622,7 @@ func testSemaphoreDeadHolder(t *testing.T, b *backend) {
 	mustAcquire(t, s, 200*time.Millisecond) // its holder "dies": never refreshes
 	alive := mustAcquire(t, s, 10*time.Second)
 	mustNotAcquire(t, s, time.Second)
-	eventually(t, 5*time.Second, "the dead holder's slot freed", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the dead holder's slot freed", func() bool {
 		l, err := s.TryAcquire(t.Context(), 10*time.Second)
 		return err == nil && l != nil
 	})
@@ -732,7 +721,7 @@ func testRWWriterNotStarved(t *testing.T, b *backend) {
 		done <- err
 	}()
 	// Once the writer waits, new readers are held back.
-	eventually(t, 5*time.Second, "new readers held back by the waiting writer", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "new readers held back by the waiting writer", func() bool {
 		l, err := rw.Reader().TryAcquire(t.Context(), time.Second)
 		if err == nil {
 			_ = l.Release(t.Context())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -66,7 +67,7 @@ jobs:
 		reps = append(reps, replica{p, id, addr})
 	}
 	for _, r := range reps {
-		waitFor(t, 60*time.Second, r.id+" ready", func() bool { return status(r.url("/readyz")) == 200 })
+		testkit.WaitFor(t, 60*time.Second, r.id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
 	}
 
 	t.Run("startup_log", func(t *testing.T) {
@@ -110,7 +111,7 @@ jobs:
 	t.Run("exactly_once", func(t *testing.T) {
 		from := time.Now().Truncate(time.Second).Add(time.Second)
 		to := from.Add(5 * time.Second)
-		waitFor(t, 40*time.Second, "tick runs past the window", func() bool {
+		testkit.WaitFor(t, 40*time.Second, "tick runs past the window", func() bool {
 			for _, l := range readLedger(t, tickLedger) {
 				if at, ok := scheduledAt(l.runID); ok && at.After(to) {
 					return true
@@ -157,7 +158,7 @@ jobs:
 			t.Errorf("pause output: %q", r.stdout)
 		}
 		pausedAt := time.Now()
-		waitFor(t, 30*time.Second, "3 runs recorded skipped_paused", func() bool {
+		testkit.WaitFor(t, 30*time.Second, "3 runs recorded skipped_paused", func() bool {
 			code, body := httpDo(t, tr, "GET", reps[1].url("/api/v1/jobs/tick/runs?limit=10"), "")
 			var rl struct{ Runs []scheduler.Run }
 			if code != 200 || json.Unmarshal([]byte(body), &rl) != nil {
@@ -191,7 +192,7 @@ jobs:
 
 		resumedAt := time.Now()
 		cli(t, 0, "resume", "tick")
-		waitFor(t, 30*time.Second, "a tick run after resume", func() bool {
+		testkit.WaitFor(t, 30*time.Second, "a tick run after resume", func() bool {
 			for _, l := range readLedger(t, tickLedger) {
 				if at, _ := scheduledAt(l.runID); at.After(resumedAt) {
 					return true
@@ -304,7 +305,7 @@ jobs:
 		if err := json.Unmarshal([]byte(body), &tg); code != 202 || err != nil || !strings.HasPrefix(tg.RunID, "manual@manual-") {
 			t.Fatalf("trigger: %d %s", code, body)
 		}
-		waitFor(t, 30*time.Second, "the triggered run", func() bool { return len(readLedger(t, manualLedger)) >= 2 })
+		testkit.WaitFor(t, 30*time.Second, "the triggered run", func() bool { return len(readLedger(t, manualLedger)) >= 2 })
 		if got := readLedger(t, manualLedger); len(got) != 2 || got[1].runID != tg.RunID {
 			t.Errorf("manual ledger %v, want a second run %s", got, tg.RunID)
 		}
@@ -370,12 +371,12 @@ jobs:
 
 	t.Run("readyz_after_redis_dies", func(t *testing.T) {
 		srv.Kill()
-		waitFor(t, 30*time.Second, "r1 /readyz 503", func() bool { return status(reps[0].url("/readyz")) == 503 })
+		testkit.WaitFor(t, 30*time.Second, "r1 /readyz 503", func() bool { return testkit.HTTPStatus(reps[0].url("/readyz")) == 503 })
 		code, body := httpDo(t, tr, "GET", reps[0].url("/readyz"), "")
 		if code != 503 || !strings.Contains(body, "store") {
 			t.Errorf("/readyz with the store down: %d %s", code, body)
 		}
-		if code := status(reps[0].url("/healthz")); code != 200 {
+		if code := testkit.HTTPStatus(reps[0].url("/healthz")); code != 200 {
 			t.Errorf("/healthz with the store down: %d, want 200", code)
 		}
 		if code, _ := httpDo(t, tr, "GET", reps[0].url("/api/v1/jobs"), ""); code != 503 {

@@ -202,23 +202,11 @@ func (p *proc) findLogs(msg string) []map[string]any {
 func (p *proc) waitLog(timeout time.Duration, msg string, n int) []map[string]any {
 	p.t.Helper()
 	var got []map[string]any
-	waitFor(p.t, timeout, fmt.Sprintf("%s to log %q %d times", p.name, msg, n), func() bool {
+	testkit.WaitFor(p.t, timeout, fmt.Sprintf("%s to log %q %d times", p.name, msg, n), func() bool {
 		got = p.findLogs(msg)
 		return len(got) >= n
 	})
 	return got
-}
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond) // polling state owned by other processes
-	}
 }
 
 type result struct {
@@ -273,18 +261,6 @@ func httpDo(t *testing.T, tr *transcript, method, url, token string) (int, strin
 	}
 	tr.addText(string(b))
 	return resp.StatusCode, string(b)
-}
-
-// status returns the HTTP status of GET url, or 0 when nothing answers.
-func status(url string) int {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
 }
 
 func freeAddr(t *testing.T) string {

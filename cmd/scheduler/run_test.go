@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -44,7 +45,7 @@ func TestReload(t *testing.T) {
 	writeFile(t, table, fmt.Sprintf(head, "one")+jobA)
 
 	p := start(t, nil, "replica", env(), "run", "--config", table, "--replica-id", "solo", "--log-format", "json")
-	waitFor(t, 60*time.Second, "a run of a", func() bool { return len(readLedger(t, ledgerA)) > 0 })
+	testkit.WaitFor(t, 60*time.Second, "a run of a", func() bool { return len(readLedger(t, ledgerA)) > 0 })
 
 	// maxmemory-policy allkeys-lru can evict the run records.
 	w := p.waitLog(30*time.Second, "EVICT", 1)
@@ -63,7 +64,7 @@ func TestReload(t *testing.T) {
 	if w := p.findLogs("take effect only after a restart"); len(w) != 1 || fmt.Sprint(w[0]["sections"]) != "[store]" {
 		t.Errorf("no warning naming the store section: %v", w)
 	}
-	waitFor(t, 30*time.Second, "a run of the new job b", func() bool { return len(readLedger(t, ledgerB)) > 0 })
+	testkit.WaitFor(t, 30*time.Second, "a run of the new job b", func() bool { return len(readLedger(t, ledgerB)) > 0 })
 	// The old prefix stays in force until a restart.
 	if ids, _ := srv.Client(t, nil).Keys(t.Context(), "two:*").Result(); len(ids) > 0 {
 		t.Errorf("keys under the new prefix before a restart: %v", ids)
@@ -85,7 +86,7 @@ func TestReload(t *testing.T) {
 		!strings.HasPrefix(problems[1], table+":6:") || !strings.Contains(problems[1], "jobs[3].name") {
 		t.Errorf("logged problems:\n%s", strings.Join(problems, "\n"))
 	}
-	waitFor(t, 30*time.Second, "runs of a and b after the bad reload", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "runs of a and b after the bad reload", func() bool {
 		return runsAfter(t, ledgerA, badAt) && runsAfter(t, ledgerB, badAt)
 	})
 	if n := len(p.findLogs("table reloaded")); n != 1 {
@@ -162,7 +163,7 @@ jobs:
 			p := start(t, nil, "replica", e, "run", "--config", table, "--replica-id", "drainer", "--shutdown-grace", tc.grace, "--log-format", "json")
 			p.waitLog(60*time.Second, "replica starting", 1)
 			runCLI(t, nil, env(), "trigger", "slow", "--wait", "0", "--config", table).want(t, 0, "trigger")
-			waitFor(t, 60*time.Second, "the job to start", func() bool { _, err := os.Stat(started); return err == nil })
+			testkit.WaitFor(t, 60*time.Second, "the job to start", func() bool { _, err := os.Stat(started); return err == nil })
 
 			p.signal(syscall.SIGTERM)
 			sent := time.Now()
@@ -267,7 +268,7 @@ func TestExampleRunsEmbedded(t *testing.T) {
 		t.Errorf("embedded-store warning: %v", w)
 	}
 	var runs struct{ Runs []scheduler.Run }
-	waitFor(t, 30*time.Second, "a heartbeat run that succeeded", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "a heartbeat run that succeeded", func() bool {
 		c := http.Client{Timeout: 5 * time.Second}
 		resp, err := c.Get("http://" + addr + "/api/v1/jobs/heartbeat/runs")
 		if err != nil {
@@ -311,8 +312,8 @@ jobs:
 `, strings.Join(urls, ", "), ledgerCommand(ledger, ""), ledgerCommand(manual, "")))
 	addr := freeAddr(t)
 	p := start(t, nil, "replica", env(), "run", "--config", table, "--admin-listen", addr, "--replica-id", "rl", "--log-format", "json")
-	waitFor(t, 60*time.Second, "/readyz 200", func() bool { return status("http://"+addr+"/readyz") == 200 })
-	waitFor(t, 30*time.Second, "a tick run", func() bool { return len(readLedger(t, ledger)) > 0 })
+	testkit.WaitFor(t, 60*time.Second, "/readyz 200", func() bool { return testkit.HTTPStatus("http://"+addr+"/readyz") == 200 })
+	testkit.WaitFor(t, 30*time.Second, "a tick run", func() bool { return len(readLedger(t, ledger)) > 0 })
 
 	r := runCLI(t, nil, env(), "trigger", "manual", "--wait", "30s", "--config", table)
 	r.want(t, 0, "trigger")

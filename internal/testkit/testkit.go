@@ -1,15 +1,19 @@
 // Package testkit holds what the tests of several packages share: a ledger
 // of run starts and ends, a sink that refuses writes carrying a stale
-// fencing token, as a downstream store should, and a buffer a test can read
-// while a process writes it.
+// fencing token, as a downstream store should, a buffer a test can read
+// while a process writes it, and the waits of tests that poll state other
+// goroutines or processes own.
 package testkit
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"sort"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/solocron/solocron/jobs"
@@ -190,4 +194,31 @@ func (s *Sink) Counts() (accepted, rejected int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.accepted, len(s.rejected)
+}
+
+// WaitFor polls cond every 10 ms until it holds, failing the test after
+// timeout: for state that other goroutines or processes own, where there is
+// nothing to wait on.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// HTTPStatus returns the status of GET url, or 0 when nothing answers
+// within 5 s.
+func HTTPStatus(url string) int {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
 }
