@@ -435,26 +435,9 @@ func testKeepAliveLost(t *testing.T, b *backend) {
 	}
 }
 
-// commandCounter counts the commands a client sends.
-type commandCounter struct{ n atomic.Int64 }
-
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 func testOneCommand(t *testing.T, b *backend) {
 	c := b.newClient(t)
-	var counter commandCounter
+	var counter testkit.CommandCounter
 	c.AddHook(&counter)
 	p, err := lockprovider.NewRedis(c)
 	if err != nil {
@@ -477,20 +460,20 @@ func testOneCommand(t *testing.T, b *backend) {
 			"refresh": func(l *lockprovider.Lease) error { return l.Refresh(t.Context()) },
 			"release": func(l *lockprovider.Lease) error { return l.Release(t.Context()) },
 		} {
-			before := counter.n.Load()
+			before := counter.Load()
 			lease := mustAcquire(t, l, time.Second)
 			if f == nil {
-				if got := counter.n.Load() - before; got != 1 {
+				if got := counter.Load() - before; got != 1 {
 					t.Errorf("%s acquire sent %d commands, want 1", kind, got)
 				}
 				_ = lease.Release(t.Context())
 				continue
 			}
-			before = counter.n.Load()
+			before = counter.Load()
 			if err := f(lease); err != nil {
 				t.Fatalf("%s %s: %v", kind, op, err)
 			}
-			if got := counter.n.Load() - before; got != 1 {
+			if got := counter.Load() - before; got != 1 {
 				t.Errorf("%s %s sent %d commands, want 1", kind, op, got)
 			}
 			_ = lease.Release(t.Context())

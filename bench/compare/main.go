@@ -39,6 +39,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/bench/internal/harness"
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/lockprovider"
 	"github.com/solocron/solocron/scheduler"
@@ -229,7 +230,7 @@ func lockScenarios(srv *harness.Server, ops int) []Result {
 	var out []Result
 	for _, g := range []int{1, 64} {
 		c := srv.Client(g + 4)
-		var counter harness.Counter
+		var counter testkit.CommandCounter
 		c.AddHook(&counter)
 		p, _ := lockprovider.NewRedis(c)
 		lockers := []locker{lpMutex{p}, bsm{redislock.New(c)}, rsync{redsync.New(goredis.NewPool(c))}, raw{c}}
@@ -306,13 +307,13 @@ type system interface {
 	name() string
 	// start starts the replicas; replica 0's clock is off by skew. stop
 	// stops them all.
-	start(srv *harness.Server, counter *harness.Counter, replicas, jobs int, skew time.Duration, l *ledger) (stop func())
+	start(srv *harness.Server, counter *testkit.CommandCounter, replicas, jobs int, skew time.Duration, l *ledger) (stop func())
 }
 
 type solocron struct{}
 
 func (solocron) name() string { return "solocron" }
-func (solocron) start(srv *harness.Server, counter *harness.Counter, replicas, nj int, skew time.Duration, l *ledger) func() {
+func (solocron) start(srv *harness.Server, counter *testkit.CommandCounter, replicas, nj int, skew time.Duration, l *ledger) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var clients []*redis.Client
@@ -379,7 +380,7 @@ func (l redsyncLock) Unlock(ctx context.Context) error {
 	return err
 }
 
-func (gocronRedsync) start(srv *harness.Server, counter *harness.Counter, replicas, nj int, skew time.Duration, l *ledger) func() {
+func (gocronRedsync) start(srv *harness.Server, counter *testkit.CommandCounter, replicas, nj int, skew time.Duration, l *ledger) func() {
 	var scheds []gocron.Scheduler
 	var clients []*redis.Client
 	for r := range replicas {
@@ -424,7 +425,7 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 	_ = srv.Client(1).FlushAll(ctx).Err()
 	admin := srv.Client(1)
 	defer admin.Close()
-	var counter harness.Counter
+	var counter testkit.CommandCounter
 	l := newLedger()
 	stop := sys.start(srv, &counter, replicas, nj, skew, l)
 	// Measure whole seconds after a warm-up: 2 s, and a second more per

@@ -13,8 +13,11 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/jobs"
 )
@@ -221,4 +224,25 @@ func HTTPStatus(url string) int {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
+}
+
+// CommandCounter counts the commands a client sends (round-trip-level
+// work, before any script runs them on the server): add it with AddHook.
+type CommandCounter struct{ n atomic.Int64 }
+
+// Load returns the commands counted so far.
+func (c *CommandCounter) Load() int64 { return c.n.Load() }
+
+func (c *CommandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *CommandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *CommandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -114,25 +113,4 @@ func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// Counter counts the commands clients send (round-trip-level work, before
-// any script runs them on the server). Add it to every client with AddHook.
-type Counter struct{ n atomic.Int64 }
-
-// Load returns the commands counted so far.
-func (c *Counter) Load() int64 { return c.n.Load() }
-
-func (c *Counter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
 }
