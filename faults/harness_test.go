@@ -194,6 +194,12 @@ func (c *cluster) waitRun(timeout time.Duration, what string, ok func(runRec) bo
 	return got
 }
 
+// firstRun waits for the cluster's first run, whichever it is.
+func (c *cluster) firstRun() runRec {
+	c.t.Helper()
+	return c.waitRun(20*time.Second, "a first run", func(runRec) bool { return true })
+}
+
 // waitEnded waits until the job process of runID has ended.
 func (c *cluster) waitEnded(runID string, timeout time.Duration) runRec {
 	c.t.Helper()
@@ -450,8 +456,6 @@ type staleness struct {
 	Unobserved int
 }
 
-// judge computes the staleness of runs' writes against the slots seen in
-// Redis, for a concurrency limit n.
 // tally fills a scenario's common columns — runs, duplicates, missed
 // instants in [from, to], stale writes accepted — from the jobs' ledger,
 // Redis' view of the leases and the run records, and fails the test on any
@@ -470,6 +474,17 @@ func (c *cluster) tally(t *testing.T, row *row, from, to time.Time) (staleness, 
 	return st, got
 }
 
+// wantNoStaleWrites fails the test if any write was made after its run's
+// lease had ended, or refused while its run held a valid one.
+func wantNoStaleWrites(t *testing.T, st staleness) {
+	t.Helper()
+	if st.Stale > 0 || st.LegitRejected > 0 {
+		t.Errorf("writes after their lease ended, or refused while it was valid: %+v", st)
+	}
+}
+
+// judge computes the staleness of runs' writes against the slots seen in
+// Redis, for a concurrency limit n.
 func judge(runs []runRec, w *slotWatch, n int) staleness {
 	var s staleness
 	obs := map[string]slotObs{}

@@ -63,7 +63,7 @@ func TestScenario09SemaphoreChaos(t *testing.T) {
 		return out
 	}
 
-	c.waitRun(20*time.Second, "a first run", func(runRec) bool { return true })
+	c.firstRun()
 	begin := time.Now()
 	chaosEnd := begin.Add(60 * time.Second)
 	for time.Now().Before(chaosEnd) {
