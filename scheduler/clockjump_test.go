@@ -196,16 +196,7 @@ func TestSlowClaimAnswerStillStartsAtTheInstant(t *testing.T) {
 		rdb := c.client()
 		rdb.AddHook(slowClaimAnswers{})
 		table := []scheduler.Job{{Name: "tick", Schedule: "@every 1s", Handler: c.ledger.Job(nil)}}
-		s, err := scheduler.New(rdb, table, scheduler.WithReplicaID("alone"), scheduler.WithLogger(quiet))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = s.Run(ctx); close(done) }()
-		time.Sleep(10 * time.Second)
-		cancel()
-		<-done
+		runAlone(t, rdb, table, 10*time.Second, scheduler.WithReplicaID("alone"))
 		entries := c.ledger.Entries()
 		if len(entries) < 8 {
 			t.Fatalf("only %d runs", len(entries))

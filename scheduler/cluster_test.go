@@ -133,3 +133,19 @@ func sleepJob(d time.Duration) func(ctx context.Context) error {
 }
 
 func id(job string, at time.Time) string { return job + "@" + at.UTC().Format(time.RFC3339) }
+
+// runAlone runs one scheduler on rdb (a client the test has hooked) with
+// table for d, then stops it and waits for it to end.
+func runAlone(t *testing.T, rdb *redis.Client, table []scheduler.Job, d time.Duration, opts ...scheduler.Option) {
+	t.Helper()
+	s, err := scheduler.New(rdb, table, append([]scheduler.Option{scheduler.WithLogger(quiet)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.Run(ctx) })
+	time.Sleep(d)
+	cancel()
+	wg.Wait()
+}

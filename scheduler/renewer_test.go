@@ -1,9 +1,7 @@
 package scheduler_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -26,16 +24,7 @@ func TestRenewalsOfRunsStartedTogetherAreOneRoundTrip(t *testing.T) {
 		counter := renewCalls()
 		rdb := c.client()
 		rdb.AddHook(counter)
-		s, err := scheduler.New(rdb, table, scheduler.WithLogger(quiet))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = s.Run(ctx) })
-		time.Sleep(15 * time.Second) // the runs due at start-up, 10 s each
-		cancel()
-		wg.Wait()
+		runAlone(t, rdb, table, 15*time.Second) // the runs due at start-up, 10 s each
 
 		entries := c.ledger.Entries()
 		if len(entries) != 100 {

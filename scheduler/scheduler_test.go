@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -681,16 +680,7 @@ func TestClaimsOfOneInstantAreOneRoundTrip(t *testing.T) {
 		counter := claimCalls()
 		rdb := c.client()
 		rdb.AddHook(counter)
-		s, err := scheduler.New(rdb, table, scheduler.WithLogger(quiet))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = s.Run(ctx) })
-		time.Sleep(35 * time.Second) // instants at 10s, 20s, 30s (and maybe 0s)
-		cancel()
-		wg.Wait()
+		runAlone(t, rdb, table, 35*time.Second) // instants at 10s, 20s, 30s (and maybe 0s)
 		calls, runs := counter.calls.Load(), counter.runs.Load()
 		if runs < 60 || calls != runs/20 {
 			t.Errorf("%d claim calls for %d runs; want one call per instant (20 runs each)", calls, runs)
@@ -865,16 +855,7 @@ func TestPostponedClaimsGoAgainTogether(t *testing.T) {
 		counter := claimCalls()
 		rdb := c.client()
 		rdb.AddHook(counter)
-		s, err := scheduler.New(rdb, table, scheduler.WithLogger(quiet), scheduler.WithClaimAhead(250*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = s.Run(ctx) })
-		time.Sleep(35 * time.Second) // instants at 10s, 20s, 30s (and maybe 0s)
-		cancel()
-		wg.Wait()
+		runAlone(t, rdb, table, 35*time.Second, scheduler.WithClaimAhead(250*time.Millisecond)) // instants at 10s, 20s, 30s
 		calls, runs := counter.calls.Load(), counter.runs.Load()
 		// Each instant: 20 runs claimed ahead ("later"), then 20 at the
 		// instant (skipped_paused). The instant at 0s is past at start.
