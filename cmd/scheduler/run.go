@@ -235,7 +235,7 @@ func reload(path string, started *config.File, sched *scheduler.Scheduler, log *
 	if !reflect.DeepEqual(f.Store, started.Store) {
 		restart = append(restart, "store")
 	}
-	if f.Admin != started.Admin {
+	if !reflect.DeepEqual(f.Admin, started.Admin) {
 		restart = append(restart, "admin")
 	}
 	if f.ReplicaID != started.ReplicaID {
