@@ -135,4 +135,3 @@ func (rl *redlock) statuses(ctx context.Context, jobs []string, limit int) ([]*S
 	}
 	return out, nil
 }
-
