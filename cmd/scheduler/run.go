@@ -89,8 +89,7 @@ func (c *cli) run(o runOptions) int {
 			log.Error("bad admin listen address: want host:port", "addr", listen)
 			return exitUsage
 		}
-		mtls := f.Admin.TLS != nil && f.Admin.TLS.ClientCAFile != ""
-		if f.Admin.Token == "" && !mtls && !isLoopback(listen) {
+		if f.Admin.Token == "" && !adminMTLS(f) && !isLoopback(listen) {
 			log.Error("refusing to start: the admin API would listen on a non-loopback address without a token; set admin.token (e.g. token: ${SOLOCRON_ADMIN_TOKEN}), require client certificates (admin.tls.client_ca_file), or listen on 127.0.0.1",
 				"admin_listen", listen)
 			return exitUsage
@@ -303,6 +302,10 @@ func difference(a, b []string) []string {
 	}
 	return out
 }
+
+// adminMTLS reports whether the admin API requires client certificates,
+// which authenticate its clients as a token does.
+func adminMTLS(f *config.File) bool { return f.Admin.TLS != nil && f.Admin.TLS.ClientCAFile != "" }
 
 // redisLogger routes go-redis's internal log lines into slog.
 type redisLogger struct{ log *slog.Logger }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -216,5 +217,44 @@ jobs:
 		if strings.Contains(all, s) {
 			t.Errorf("the %s shows in the transcript", name)
 		}
+	}
+}
+
+// TestAdminTLS: admin.tls serves HTTPS and, with client_ca_file, answers
+// only clients with a certificate from that CA; such a replica may listen
+// beyond loopback without a token.
+func TestAdminTLS(t *testing.T) {
+	t.Parallel()
+	certs := redistest.NewCerts(t)
+	dir := t.TempDir()
+	table := filepath.Join(dir, "solocron.yaml")
+	writeFile(t, table, fmt.Sprintf(`
+admin:
+  tls: {cert_file: %q, key_file: %q, client_ca_file: %q}
+jobs: []
+`, certs.ServerCert, certs.ServerKey, certs.CAFile))
+	port := strings.Split(freeAddr(t), ":")[1]
+	p := start(t, nil, "replica", env(), "run", "--config", table, "--admin-listen", "0.0.0.0:"+port, "--log-format", "json")
+	get := func(cfg *tls.Config) (int, error) {
+		c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+		resp, err := c.Get("https://127.0.0.1:" + port + "/healthz")
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	testkit.WaitFor(t, 60*time.Second, "an HTTPS answer with a client certificate", func() bool {
+		code, _ := get(certs.ClientConfig())
+		return code == 200
+	})
+	noCert := certs.ClientConfig().Clone()
+	noCert.Certificates = nil
+	if code, err := get(noCert); err == nil {
+		t.Errorf("a client without a certificate got %d", code)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(60 * time.Second); code != 0 {
+		t.Errorf("exit %d", code)
 	}
 }
