@@ -110,7 +110,9 @@ jobs:
 		if !strings.Contains(out, "marker-line") || !strings.Contains(out, "PATH=") {
 			t.Fatalf("envdump's output: %q", out)
 		}
-		for _, v := range []string{"SOLOCRON_ADMIN_TOKEN", "REDIS_PASSWORD", "TEST_ADMIN_TOKEN"} {
+		// Nor what was set for the job's supervisor only (the race-built
+		// binary's GORACE, the supervisor markers).
+		for _, v := range []string{"SOLOCRON_ADMIN_TOKEN", "REDIS_PASSWORD", "TEST_ADMIN_TOKEN", "GORACE", "SOLOCRON_JOB_SUPERVISOR"} {
 			if strings.Contains(out, v+"=") {
 				t.Errorf("the job inherited %s: %q", v, out)
 			}
