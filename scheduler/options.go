@@ -52,6 +52,8 @@ type config struct {
 	minAck         int
 	ackTimeout     time.Duration
 	redlockTimeout time.Duration
+
+	redact func(string) string // see WithRedactor
 }
 
 // WithReplicaID names this replica in run records and logs. Default

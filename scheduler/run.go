@@ -210,7 +210,8 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	}
 
 	outcome, errText := classify(err, jobCtx, lostCause)
-	s.closeRun(r, outcome, attempt, errText, tail.String(), log)
+	errText = s.cfg.redacted(errText) // before the record, the span and the log
+	s.closeRun(r, outcome, attempt, errText, s.cfg.redacted(tail.String()), log)
 
 	d := time.Since(startedAt)
 	s.tel.ended(context.WithoutCancel(ctx), j, outcome, d)

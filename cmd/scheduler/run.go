@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -76,6 +77,7 @@ func (c *cli) run(o runOptions) int {
 		}
 		return exitUsage
 	}
+	c.learnSecrets(f)
 
 	replica := firstNonEmpty(o.replicaID, os.Getenv("SOLOCRON_REPLICA_ID"), f.ReplicaID, defaultReplicaID())
 	listen := f.Admin.Listen
@@ -87,8 +89,8 @@ func (c *cli) run(o runOptions) int {
 			log.Error("bad admin listen address: want host:port", "addr", listen)
 			return exitUsage
 		}
-		if f.Admin.Token == "" && !isLoopback(listen) {
-			log.Error("refusing to start: the admin API would listen on a non-loopback address without a token; set admin.token (e.g. token: ${SOLOCRON_ADMIN_TOKEN}) or listen on 127.0.0.1",
+		if f.Admin.Token == "" && !adminMTLS(f) && !isLoopback(listen) {
+			log.Error("refusing to start: the admin API would listen on a non-loopback address without a token; set admin.token (e.g. token: ${SOLOCRON_ADMIN_TOKEN}), require client certificates (admin.tls.client_ca_file), or listen on 127.0.0.1",
 				"admin_listen", listen)
 			return exitUsage
 		}
@@ -128,6 +130,7 @@ func (c *cli) run(o runOptions) int {
 		scheduler.WithTracerProvider(tel.tracers),
 		scheduler.WithMeterProvider(tel.meters),
 		scheduler.WithShutdownGrace(o.grace),
+		scheduler.WithRedactor(c.redact.String),
 	)
 	if err != nil {
 		log.Error("cannot start the scheduler", "err", err)
@@ -136,7 +139,7 @@ func (c *cli) run(o runOptions) int {
 
 	log.Info("solocron starting", "version", versionString(), "replica", replica, "config", f.Path,
 		"jobs", len(f.Jobs), "store", f.Store, "where", conn.Where, "admin_listen", listen,
-		"admin_token_set", f.Admin.Token != "", "tracing", tel.tracing, "shutdown_grace", o.grace)
+		"admin_token_set", f.Admin.Token != "", "admin_tls", f.Admin.TLS != nil, "tracing", tel.tracing, "shutdown_grace", o.grace)
 	if conn.Embedded != nil {
 		hint := "use this replica's admin API (admin.listen or --admin-listen) to see or change state"
 		if listen == "" {
@@ -157,14 +160,39 @@ func (c *cli) run(o runOptions) int {
 	var draining atomic.Bool
 	var srv *http.Server
 	if listen != "" {
+		var tlsConf *tls.Config
+		if t := f.Admin.TLS; t != nil {
+			if tlsConf, err = admin.TLSConfig(t.CertFile, t.KeyFile, t.ClientCAFile); err != nil {
+				log.Error("cannot serve the admin API", "err", err)
+				return exitUsage
+			}
+		}
+		// The API reads through a client of its own (own pool, named
+		// solocron-admin): requests never take a connection from the
+		// claims and renewals.
+		adm, err := conn.OpenAdmin()
+		if err != nil {
+			log.Error("cannot open the admin API's store client", "err", err)
+			return exitUsage
+		}
+		defer adm.Close()
+		actl, err := adm.NewControl()
+		if err != nil {
+			log.Error("cannot open the admin API's store client", "err", err)
+			return exitUsage
+		}
 		l, err := net.Listen("tcp", listen)
 		if err != nil {
 			log.Error("cannot serve the admin API", "addr", listen, "err", err)
 			return exitFailure
 		}
+		if tlsConf != nil {
+			l = tls.NewListener(l, tlsConf)
+		}
 		h := admin.NewHandler(admin.Config{
-			Jobs: sched.Jobs, Control: sched.Control(), ReplicaID: replica, Token: f.Admin.Token,
-			Metrics: tel.metrics, Logger: log,
+			Jobs: sched.Jobs, Control: actl, ReplicaID: replica, Token: f.Admin.Token,
+			Listen: listen, AllowedHosts: f.Admin.AllowedHosts, RateLimit: f.Admin.RateLimit, RateBurst: f.Admin.RateBurst,
+			Redactor: c.redact, Metrics: tel.metrics, Logger: log,
 			Ready: func() error {
 				if draining.Load() {
 					return errors.New("shutting down")
@@ -178,7 +206,8 @@ func (c *cli) run(o runOptions) int {
 				log.Error("admin API stopped", "err", err)
 			}
 		}()
-		log.Info("admin API listening", "addr", l.Addr().String(), "mutations_need_token", f.Admin.Token != "")
+		log.Info("admin API listening", "addr", l.Addr().String(), "api_needs_token", f.Admin.Token != "", "tls", tlsConf != nil,
+			"client_certificates", tlsConf != nil && tlsConf.ClientCAs != nil, "allowed_hosts", f.Admin.AllowedHosts, "rate_limit", f.Admin.RateLimit)
 	}
 
 	done := make(chan error, 1)
@@ -235,7 +264,7 @@ func reload(path string, started *config.File, sched *scheduler.Scheduler, log *
 	if !reflect.DeepEqual(f.Store, started.Store) {
 		restart = append(restart, "store")
 	}
-	if f.Admin != started.Admin {
+	if !reflect.DeepEqual(f.Admin, started.Admin) {
 		restart = append(restart, "admin")
 	}
 	if f.ReplicaID != started.ReplicaID {
@@ -273,6 +302,10 @@ func difference(a, b []string) []string {
 	}
 	return out
 }
+
+// adminMTLS reports whether the admin API requires client certificates,
+// which authenticate its clients as a token does.
+func adminMTLS(f *config.File) bool { return f.Admin.TLS != nil && f.Admin.TLS.ClientCAFile != "" }
 
 // redisLogger routes go-redis's internal log lines into slog.
 type redisLogger struct{ log *slog.Logger }
