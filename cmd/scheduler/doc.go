@@ -119,6 +119,9 @@
 // table stays paused on the replicas that load that table whatever the flag
 // says.
 //
+// schema prints the JSON Schema (draft 2020-12) of the job table, the one
+// docs/solocron.schema.json holds, for editors; it needs no table.
+//
 // version prints the version (set at build time with -ldflags "-X
 // main.version=v1.2.3"; otherwise the module version Go recorded), the Go
 // version and platform, the module and its checksum when known, and the VCS
