@@ -228,6 +228,12 @@
 // OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_TRACES_SAMPLER, OTEL_BSP_*, ...). Spans
 // still buffered are flushed at shutdown, for at most 5 seconds.
 //
+// With spans exported, each job continues its run's trace: HTTP jobs send
+// traceparent and tracestate, command jobs get TRACEPARENT and TRACESTATE,
+// and the run record keeps the trace id (when the run was sampled).
+// OTEL_PROPAGATORS chooses the format: tracecontext,baggage by default;
+// none sends nothing.
+//
 // The resource says service.name=solocron and service.instance.id=<replica
 // id>, service.version=<version>; OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES override them.
@@ -243,6 +249,7 @@
 //	OTEL_TRACES_EXPORTER=none     turn it off again
 //	OTEL_SERVICE_NAME,
 //	OTEL_RESOURCE_ATTRIBUTES      override the resource
+//	OTEL_PROPAGATORS              how a run's trace context reaches its job (tracecontext,baggage)
 //
 // Command jobs run with the scheduler's environment plus their env and
 // SOLOCRON_JOB, SOLOCRON_RUN_ID, SOLOCRON_SCHEDULED_AT,
