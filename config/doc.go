@@ -13,6 +13,11 @@
 // A program that embeds Solocron and runs Go functions as jobs passes them
 // with WithFuncs; tests replace the environment with WithLookupEnv.
 //
+// JSONSchema returns the JSON Schema of the file (what `scheduler schema`
+// prints and docs/solocron.schema.json holds), built from the same field
+// lists the loader reads, for editors that complete and check a table as it
+// is written.
+//
 // # The file
 //
 // One YAML document holding a mapping with these keys. Every key not listed

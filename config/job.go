@@ -24,6 +24,8 @@ var (
 		"retries", "retry_backoff", "jitter", "starting_deadline", "catchup_window", "catchup",
 		"on_lease_lost", "paused", "history_limit", "log_output"}
 	httpFields = []string{"method", "url", "headers", "body", "expect_status", "follow_redirects"}
+	// noDefault are the job fields every job sets itself: not in defaults:.
+	noDefault = []string{"name", "schedule"}
 
 	// commandOnly are the fields that mean something only to command jobs.
 	commandOnly = []string{"env", "dir", "kill_grace", "log_output"}
@@ -264,7 +266,7 @@ func (d *decoder) jobField(j *draft, p pair, path string, inDefaults bool) bool 
 	if !slices.Contains(jobFields, p.name) {
 		return false
 	}
-	if inDefaults && (p.name == "name" || p.name == "schedule") {
+	if inDefaults && slices.Contains(noDefault, p.name) {
 		d.errorf(p.key, path, "cannot have a default: every job sets its own %s", p.name)
 		return true
 	}

@@ -50,9 +50,11 @@ const (
 // built, never copied: the few variables of the scheduler's that Inherited
 // allows (PATH, HOME, LANG, TZ, ...), then Env, then the run's identity
 // (SOLOCRON_JOB, SOLOCRON_RUN_ID, SOLOCRON_SCHEDULED_AT,
-// SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT, SOLOCRON_REPLICA_ID). Its stdout
+// SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT, SOLOCRON_REPLICA_ID) and its
+// trace context (TRACEPARENT, TRACESTATE; see WithTraceContext). Its stdout
 // and stderr go, line by line, to Logger(ctx) (at LogOutput's level, Debug by
-// default) and to Output(ctx); stdin is /dev/null. See the package documentation for the kill sequence and for what
+// default) and to Output(ctx); stdin is /dev/null. See the package
+// documentation for the kill sequence and for what
 // happens when the replica dies.
 type Command struct {
 	// Args is the argv. Args[0] is looked up in the scheduler's PATH unless
@@ -173,6 +175,9 @@ func (c *Command) environ(ctx context.Context) ([]string, error) {
 		set(envFencingToken, strconv.FormatInt(info.FencingToken, 10))
 		set(envAttempt, strconv.Itoa(info.Attempt))
 		set(envReplicaID, info.ReplicaID)
+	}
+	for _, kv := range traceEnv(ctx) { // TRACEPARENT, TRACESTATE
+		set(kv[0], kv[1])
 	}
 	env := make([]string, 0, len(order))
 	for _, k := range order {

@@ -61,6 +61,12 @@
 // name. (Without an Info in the context, as when a program calls Run
 // itself, neither the variables nor the headers are added.)
 //
+// When the run's span is traced, the job also gets the run's trace context
+// (WithTraceContext): an HTTP request carries traceparent and tracestate, a
+// command finds TRACEPARENT and TRACESTATE in its environment
+// (OpenTelemetry's environment carrier), and a Go function reads
+// TraceContext(ctx). Whatever the job does next joins the run's trace.
+//
 // # The fencing token
 //
 // Solocron's lease lives in Redis and can be lost at any moment: a network

@@ -69,7 +69,9 @@ func (e *RedirectError) Error() string {
 // Besides Headers it always sends Idempotency-Key: <run id> and
 // Solocron-Fencing-Token: <fencing token> (taken from the context's Info;
 // they replace configured headers of the same name), so the receiver can
-// de-duplicate retried deliveries and refuse a stale run.
+// de-duplicate retried deliveries and refuse a stale run; and the run's
+// trace context (traceparent, tracestate: see WithTraceContext), so the
+// receiver's spans join the run's trace.
 type HTTP struct {
 	// Method is the request method; "" means GET.
 	Method string
@@ -151,6 +153,11 @@ func (h *HTTP) Run(ctx context.Context) error {
 			continue
 		}
 		req.Header.Set(k, v)
+	}
+	for k, v := range TraceContext(ctx) {
+		if traceHeader(k, v) {
+			req.Header.Set(k, v)
+		}
 	}
 	if info, ok := FromContext(ctx); ok {
 		req.Header.Set(headerIdempotencyKey, info.RunID)

@@ -96,7 +96,7 @@ type Scheduler struct {
 // Options and defaults: WithReplicaID("<hostname>-<pid>"),
 // WithKeyPrefix("solocron"), WithMaxClockSkew(2s), WithClock(system clock),
 // WithLogger(slog.Default()), WithTracerProvider(global),
-// WithMeterProvider(global), WithShutdownGrace(30s), WithSyncInterval(1s),
+// WithMeterProvider(global), WithPropagator(global), WithShutdownGrace(30s), WithSyncInterval(1s),
 // WithMinReplicasAck(0: off).
 func New(client redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
 	if client == nil {
@@ -708,7 +708,7 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 	for {
 		select {
 		case <-ctx.Done():
-			s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", s.log)
+			s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", "", s.log)
 			s.tel.decided(context.WithoutCancel(ctx), r.j, Missed)
 			s.manual.Delete(r.id)
 			return

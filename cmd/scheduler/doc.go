@@ -120,6 +120,9 @@
 // table stays paused on the replicas that load that table whatever the flag
 // says.
 //
+// schema prints the JSON Schema (draft 2020-12) of the job table, the one
+// docs/solocron.schema.json holds, for editors; it needs no table.
+//
 // version prints the version (set at build time with -ldflags "-X
 // main.version=v1.2.3"; otherwise the module version Go recorded), the Go
 // version and platform, the module and its checksum when known, and the VCS
@@ -241,6 +244,12 @@
 // OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_TRACES_SAMPLER, OTEL_BSP_*, ...). Spans
 // still buffered are flushed at shutdown, for at most 5 seconds.
 //
+// With spans exported, each job continues its run's trace: HTTP jobs send
+// traceparent and tracestate, command jobs get TRACEPARENT and TRACESTATE,
+// and the run record keeps the trace id (when the run was sampled).
+// OTEL_PROPAGATORS chooses the format: tracecontext,baggage by default;
+// none sends nothing.
+//
 // The resource says service.name=solocron and service.instance.id=<replica
 // id>, service.version=<version>; OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES override them.
@@ -256,6 +265,7 @@
 //	OTEL_TRACES_EXPORTER=none     turn it off again
 //	OTEL_SERVICE_NAME,
 //	OTEL_RESOURCE_ATTRIBUTES      override the resource
+//	OTEL_PROPAGATORS              how a run's trace context reaches its job (tracecontext,baggage)
 //
 // Command jobs do not inherit the scheduler's environment, which holds its
 // own secrets. Their environment is built: PATH, HOME, USER, LOGNAME, SHELL,

@@ -129,6 +129,7 @@ func (c *cli) run(o runOptions) int {
 		scheduler.WithLogger(log),
 		scheduler.WithTracerProvider(tel.tracers),
 		scheduler.WithMeterProvider(tel.meters),
+		scheduler.WithPropagator(tel.propagator),
 		scheduler.WithShutdownGrace(o.grace),
 		scheduler.WithRedactor(c.redact.String),
 	)
