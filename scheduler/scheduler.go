@@ -724,6 +724,10 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 		case "started":
 			s.manual.Delete(r.id)
 			s.tel.decided(ctx, r.j, Started)
+			// The lease was granted by this admission, not by the claim
+			// that queued the run (long ago, perhaps longer than a lease):
+			// it counts from this call's send time.
+			r.sent = time.Time{}
 			s.start(r, n, start, time.Now())
 			return
 		case "skipped_overlap":
