@@ -57,6 +57,13 @@ local function claim(meta, a)
       -- but only while it still holds: a run that started and has ended
       -- since (its lease ran out while the answer was lost) is decided, and
       -- must never be started again.
+      if d[1] == 'running' or d[1] == 'waiting' then
+        -- An answer that lets a run start (or keeps its queue place) is
+        -- always a write, as in admit.lua: with min_replicas_ack, the WAIT
+        -- after it must cover the first call's writes, which may never have
+        -- reached a replica. Redis >= 7.2 counts only propagated writes.
+        redis.call('PEXPIRE', meta, META_TTL)
+      end
       if d[1] == 'running' then
         return {'started', '', d[4], now_s}
       elseif d[1] == 'waiting' then

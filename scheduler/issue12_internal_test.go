@@ -1,0 +1,89 @@
+package scheduler
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/jobs"
+)
+
+// testJob returns a job state on s's store; mod changes the spec before
+// its defaults are applied.
+func testJob(t testing.TB, s *store, name, sched string, mod func(*Job)) *jobState {
+	t.Helper()
+	spec := Job{Name: name, Schedule: sched, Handler: jobs.Func(func(context.Context) error { return nil })}
+	if mod != nil {
+		mod(&spec)
+	}
+	j, err := newJobState(spec.withDefaults(), s.metaKey(name), &memo{}, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// seed gives j's job an established state in the store (an epoch its
+// replica knows), as a cluster that has run for a while has: no data-loss
+// floor applies to it.
+func seed(t testing.TB, c *redis.Client, j *jobState) {
+	t.Helper()
+	if err := c.HSet(context.Background(), j.metaKey, "epoch", "e0", "floor", "0", "guarded", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	j.memo.observe("e0", 0)
+}
+
+// claimOf is a claim of j's run at sched, as the replica would send it.
+func claimOf(j *jobState, sched time.Time, kind byte, owner string) claimReq {
+	id := runID(j.Name, sched)
+	r := claimReq{j: j, id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: j.fire(sched),
+		owner: owner, overlap: j.Overlap, maxWait: j.MaxWait}
+	r.known, r.fenceFloor = j.memo.snapshot()
+	return r
+}
+
+// dirty reads Redis' count of writes since the last save.
+func dirty(t testing.TB, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "persistence").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "rdb_changes_since_last_save:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no rdb_changes_since_last_save in INFO persistence")
+	return 0
+}
+
+// A retried claim answered "started" from the replica's own earlier record
+// writes, so that a WAIT after it covers the first call's writes (issue 12,
+// defect 4).
+func TestRetriedClaimAnswerIsAWrite(t *testing.T) {
+	s, c := benchStore(t)
+	ctx := context.Background()
+	j := testJob(t, s, "retried", "@every 1h", nil)
+	seed(t, c, j)
+	at := time.Now().Truncate(time.Second)
+	r := claimOf(j, at, 's', "owner-1")
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	if err != nil || res[0].status != "started" {
+		t.Fatalf("first claim: %+v, %v", res, err)
+	}
+	before := dirty(t, c)
+	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	if err != nil || res[0].status != "started" {
+		t.Fatalf("retried claim: %+v, %v", res, err)
+	}
+	if after := dirty(t, c); after <= before {
+		t.Errorf("the retried claim answered started without a write (%d writes before, %d after)", before, after)
+	}
+}
