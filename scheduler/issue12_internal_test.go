@@ -87,3 +87,33 @@ func TestRetriedClaimAnswerIsAWrite(t *testing.T) {
 		t.Errorf("the retried claim answered started without a write (%d writes before, %d after)", before, after)
 	}
 }
+
+// A replica whose clock runs ahead asks to record a run missed that Redis'
+// clock says is still in the future: Redis' clock decides, and nothing is
+// recorded (issue 12, defect 9).
+func TestMissedIsDecidedByRedisClock(t *testing.T) {
+	s, c := benchStore(t)
+	ctx := context.Background()
+	j := testJob(t, s, "ahead", "@every 1m", nil)
+	seed(t, c, j)
+	future := time.Now().Add(time.Hour).Truncate(time.Minute)
+	res, err := s.claim(ctx, "fast", 2*time.Second, 3*time.Second, []claimReq{claimOf(j, future, 'x', "o1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].status == string(Missed) {
+		t.Fatalf("a run an hour ahead on Redis' clock was recorded missed")
+	}
+	if res[0].status != "early" {
+		t.Errorf("answer %+v, want early", res[0])
+	}
+	if n, _ := c.Exists(ctx, s.key(j.Name, "run:"+runID(j.Name, future)[len(j.Name)+1:])).Result(); n != 0 {
+		t.Error("a record was written for a future run")
+	}
+	// Past its deadline on Redis' clock, it is recorded missed.
+	past := time.Now().Add(-30 * time.Second).Truncate(time.Second)
+	res, err = s.claim(ctx, "fast", 2*time.Second, 3*time.Second, []claimReq{claimOf(j, past, 'x', "o2")})
+	if err != nil || res[0].status != string(Missed) {
+		t.Errorf("past run: %+v, %v; want missed", res, err)
+	}
+}

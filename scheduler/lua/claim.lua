@@ -13,7 +13,9 @@
 -- then 3 fields per run, starting at ARGV[5 + 3*(i-1) + 1]:
 --   1 run key suffix (the run id is "<job>@<suffix>")   2 owner token
 --   3 the claim's other terms, separated by '|':
---      kind: s scheduled, c catch-up, m manual, x record missed | scheduled
+--      kind: s scheduled, c catch-up, m manual, x record missed (the
+--      replica's clock says its deadline passed; Redis' decides: before
+--      it, x is claimed as s) | scheduled
 --      instant, ms | fire instant (scheduled + jitter), ms | lease ms |
 --      concurrency | overlap: skip|wait|replace | max wait ms | starting
 --      deadline ms | record retention ms | history limit | paused by the
@@ -117,7 +119,10 @@ local function claim(meta, a)
     if sched < floor then
       return {'refused', epoch, 'scheduled before the store lost its data'}
     end
-    if kind == 's' then
+    if kind == 's' or kind == 'x' then
+      -- A replica records a run missed (x) when its own clock says the
+      -- starting deadline passed; Redis' clock decides, as for a claim: a
+      -- replica whose clock runs ahead must not record a future run missed.
       -- Redis' clock, not the replica's, says when a run may be claimed:
       -- from claim_ahead before its instant. A replica whose clock runs
       -- ahead asks again then; every run starts at its instant as Redis
@@ -131,11 +136,6 @@ local function claim(meta, a)
         end
         return decide('missed', 'not claimed before its starting deadline')
       end
-    elseif kind == 'x' then
-      if now > sched + retention then
-        return {'refused', epoch, 'too old to decide'}
-      end
-      return decide('missed', 'not claimed before its starting deadline')
     elseif kind == 'c' then
       -- Catch-up is for instants past on Redis' clock, whatever the
       -- replica's clock says.
@@ -160,7 +160,7 @@ local function claim(meta, a)
   -- Before the instant a claim may only start the run: anything else
   -- (paused, every slot busy) is decided at the instant, as it would have
   -- been without claiming ahead.
-  local ahead = kind == 's' and now < fire
+  local ahead = (kind == 's' or kind == 'x') and now < fire
 
   if kind ~= 'm' and (paused == '1' or lpaused == '1') then
     if ahead then
