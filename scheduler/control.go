@@ -46,7 +46,10 @@ func checkJob(job string) error {
 }
 
 // Pause stops every replica from starting the job, from its next claim on;
-// those runs are recorded skipped_paused. Runs in flight go on.
+// those runs are recorded skipped_paused, and so are its scheduled and
+// catch-up runs already queued for a slot (overlap: wait) when their turn
+// comes. Runs in flight go on, and manual runs (Trigger) still run: someone
+// asked for them.
 func (c *Control) Pause(ctx context.Context, job string) error { return c.setPaused(ctx, job, true) }
 
 // Resume undoes Pause.

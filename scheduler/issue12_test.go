@@ -40,3 +40,37 @@ func TestQueuedRunLeaseStartsAtAdmission(t *testing.T) {
 		}
 	})
 }
+
+// Pausing a job stops the runs already queued for a slot: scheduled ones are
+// recorded skipped_paused instead of starting; a manual run still runs
+// (issue 12, defect 10).
+func TestPauseStopsQueuedRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		c.replicas(2, []scheduler.Job{{Name: "q", Schedule: "@every 1s", Overlap: scheduler.OverlapWait,
+			MaxWait: time.Minute, Handler: c.ledger.Job(sleepJob(1500 * time.Millisecond))}})
+		ctx := context.Background()
+		time.Sleep(12 * time.Second) // arrivals every second, each holding the slot 1.5s: a queue builds
+		if err := c.ctl.Pause(ctx, "q"); err != nil {
+			t.Fatal(err)
+		}
+		pausedAt := time.Now()
+		manual, err := c.ctl.Trigger(ctx, "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Second)
+		c.stop()
+		for _, e := range c.ledger.Entries() {
+			if e.RunID != manual && e.Start.After(pausedAt.Add(time.Second)) {
+				t.Errorf("%s started %s after the pause", e.RunID, e.Start.Sub(pausedAt))
+			}
+		}
+		if n := c.ledger.Starts()[manual]; n != 1 {
+			t.Errorf("manual run started %d times, want once", n)
+		}
+		if o := c.outcomes("q"); o[scheduler.SkippedPaused] < 3 {
+			t.Errorf("outcomes %v: want the queued runs skipped_paused", o)
+		}
+	})
+}

@@ -442,6 +442,7 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 	})
 	elapsed := time.Since(sent)
 	var started, waiting, skipped, lost []int
+	skipStatus := string(SkippedOverlap)
 	for i, a := range per {
 		if errs[i] != nil {
 			continue
@@ -451,7 +452,10 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 			started = append(started, i)
 		case "waiting":
 			waiting = append(waiting, i)
-		case string(SkippedOverlap):
+		case string(SkippedOverlap), string(SkippedPaused):
+			if a.status == string(SkippedPaused) {
+				skipStatus = a.status
+			}
 			skipped = append(skipped, i)
 		default:
 			lost = append(lost, i)
@@ -484,7 +488,7 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		take("drop", started, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		if len(skipped) > 0 {
-			return string(SkippedOverlap), 0, nil
+			return skipStatus, 0, nil
 		}
 		return "lost", 0, nil
 	}

@@ -735,6 +735,10 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 			s.tel.decided(ctx, r.j, SkippedOverlap)
 			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedOverlap, "waited", time.Since(claimed).Round(time.Millisecond))
 			return
+		case "skipped_paused":
+			s.tel.decided(ctx, r.j, SkippedPaused)
+			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedPaused, "waited", time.Since(claimed).Round(time.Millisecond))
+			return
 		case "lost":
 			s.manual.Delete(r.id)
 			s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)

@@ -569,7 +569,7 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 func (s *store) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status string, n int64, err error) {
 	j := r.j
 	c := call{keys: []string{j.metaKey}, args: []any{r.id, r.owner, j.Lease.Milliseconds(),
-		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10)}}
+		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused)}}
 	replies, acks, err := s.run(ctx, admitScript, []call{c})
 	if err != nil {
 		return "", 0, err
