@@ -133,7 +133,7 @@
 //	catchup            latest|all           latest    which missed instants run
 //	on_lease_lost      cancel|continue      cancel    what a lost lease does to a running job
 //	paused             boolean              false     keeps the job from starting
-//	history_limit      integer              100       run records kept
+//	history_limit      integer              100       run records kept (at most 10000)
 //
 // A field left out means its default: the File holds zero for it, and the
 // scheduler applies the default. What the values may be (a valid zone, a

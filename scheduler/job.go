@@ -58,6 +58,9 @@ const (
 	DefaultRetryBackoff     = time.Second
 	DefaultStartingDeadline = 10 * time.Second
 	DefaultHistoryLimit     = 100
+	// MaxHistoryLimit bounds HistoryLimit: the history is kept in Redis'
+	// memory.
+	MaxHistoryLimit = 10000
 )
 
 // Job is one entry of the job table. The zero value of every optional field
@@ -111,7 +114,7 @@ type Job struct {
 	// table, whatever the cluster-wide pause flag says.
 	Paused bool
 	// HistoryLimit is how many finished run records the store keeps for the
-	// job. Default 100.
+	// job. Default 100, at most MaxHistoryLimit.
 	HistoryLimit int
 }
 
@@ -198,6 +201,9 @@ func (j *Job) validate(index int) []error {
 	}
 	if j.HistoryLimit < 0 {
 		bad("history_limit", "must be at least 1 (got %d)", j.HistoryLimit)
+	}
+	if j.HistoryLimit > MaxHistoryLimit {
+		bad("history_limit", "must be at most %d: the history is kept in Redis' memory (got %d)", MaxHistoryLimit, j.HistoryLimit)
 	}
 	switch j.Overlap {
 	case "", OverlapSkip, OverlapWait, OverlapReplace:

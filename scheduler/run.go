@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -20,6 +21,23 @@ import (
 
 // outputLimit bounds the output tail kept in a run record.
 const outputLimit = 4096
+
+// errorLimit bounds the error text kept in a run record (complete.lua
+// bounds it too, after adding what the cluster knows).
+const errorLimit = 2048
+
+// capText cuts s to at most limit bytes, on a rune boundary, saying so.
+func capText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const mark = " …(truncated)"
+	cut := limit - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
 
 // runLease renews a run's record and slot together, in one round trip, as a
 // lockprovider.LeaseStore, so the run's watchdog is lockprovider.KeepAlive.
@@ -241,7 +259,7 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 }) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
 	defer cancel()
-	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: errText, output: output}
+	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: capText(errText, errorLimit), output: output}
 	backoff := 50 * time.Millisecond
 	unacked := false
 	for {

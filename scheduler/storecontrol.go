@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -29,8 +30,12 @@ func (s *store) hintKey() string { return s.prefix + ":manual" }
 const hintLookback = time.Minute
 
 func (s *store) trigger(ctx context.Context, job, id string) error {
-	if err := triggerScript.Run(ctx, s.c, []string{s.metaKey(job)}, id).Err(); err != nil {
+	at, err := triggerScript.Run(ctx, s.c, []string{s.metaKey(job)}, id, MaxPendingManual).Int64()
+	if err != nil {
 		return err
+	}
+	if at < 0 {
+		return fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
 	}
 	return s.c.ZAdd(ctx, s.hintKey(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: job}).Err()
 }

@@ -50,7 +50,8 @@ for i = 1, #KEYS do
   else
     local err = rec[3] or ''
     if ARGV[a + 5] ~= '' then
-      err = err .. '; the job then ended: ' .. ARGV[a + 5]
+      -- Bounded, as the holder bounds its own text: 2 KiB.
+      err = string.sub(err .. '; the job then ended: ' .. ARGV[a + 5], 1, 2048)
     end
     redis.call('ZREM', base .. 'slots', id)
     redis.call('HSET', rk, 'attempts', ARGV[a + 4], 'error', err, 'closed_by', 'holder')
