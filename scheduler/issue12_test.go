@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"unicode/utf8"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/solocron/solocron/scheduler"
 )
