@@ -367,6 +367,9 @@ func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
 		}
 		return out
 	}
+	for _, c := range clients() {
+		establish(t, c, table)
+	}
 	for i := range 3 {
 		// Only r0 runs "long": uncontended, its claim wins all three
 		// masters, and it can keep its lease while any two renew it. (A run

@@ -119,3 +119,29 @@ func TestStoreMemoryIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// Redis loses its data while every replica is down; a replica that starts
+// afresh must not run again a run that already ran: a job state created
+// afresh is a possible loss, and the instants before its floor are recorded
+// missed (issue 12, defect 2).
+func TestFreshStateAfterLossDoesNotRerun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		c.fresh = true
+		table := []scheduler.Job{{Name: "once", Schedule: "@every 5s", Handler: c.ledger.Job(nil)}}
+		_, stop := c.replica("a", table)
+		time.Sleep(11 * time.Second) // runs at 5s and 10s
+		stop()
+		c.m.FlushAll()
+		c.replica("b", table) // remembers nothing; 10s is inside its starting deadline
+		time.Sleep(12 * time.Second)
+		c.stop()
+		if d := c.ledger.Duplicates(); len(d) > 0 {
+			t.Errorf("runs started again after the store lost its data: %v", d)
+		}
+		starts := c.ledger.Starts()
+		if starts[id("once", time.Unix(946684815, 0))] != 1 {
+			t.Errorf("the first instant past the floor (15s) did not run: %v", starts)
+		}
+	})
+}

@@ -116,6 +116,7 @@ func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 		if err != nil {
 			return nil, err
 		}
+		st.fenceCheck = false // a token seen may come from another master
 		rl.masters = append(rl.masters, st)
 	}
 	return rl, nil

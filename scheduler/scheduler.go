@@ -545,7 +545,10 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 
 // retryLater notes a claim that was taken back: nothing started.
 func (s *Scheduler) retryLater(ctx context.Context, r claimReq, res claimRes) {
-	r.j.memo.observe(res.epoch, res.fence)
+	// Its token is not taken as seen: a failover may lose the claim it
+	// came with (that is why it was taken back), and the store would then
+	// look as if it lost writes.
+	r.j.memo.observe(res.epoch, 0)
 	s.tel.claimed(ctx, r.j, claimUndone)
 	s.log.Warn("run claimed, then taken back: not started; retrying until its starting deadline",
 		"job", r.j.Name, "run_id", r.id, "reason", res.reason)
@@ -576,7 +579,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 	j := r.j
 	j.memo.touch(end)
 	if lost := j.memo.observe(res.epoch, res.fence); lost != "" {
-		s.log.Warn("Redis lost this job's state (restart without persistence, or failover); runs scheduled before now+max_clock_skew are not claimed again",
+		s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
 			"job", j.Name, "old_epoch", lost, "new_epoch", res.epoch)
 	}
 	if r.kind == 'm' && res.status != "waiting" {
@@ -802,9 +805,9 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		if !first && i%fullSweepEvery != turn && !hint[j.Name] && j.memo.touchedAfter(idle) {
 			continue
 		}
-		known, _ := j.memo.snapshot()
+		known, fence := j.memo.snapshot()
 		jobs = append(jobs, j)
-		reqs = append(reqs, syncReq{j: j, known: known})
+		reqs = append(reqs, syncReq{j: j, known: known, fence: fence})
 	}
 	if len(reqs) == 0 {
 		return nil
@@ -824,7 +827,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	for i, r := range res {
 		j := jobs[i]
 		if lost := j.memo.observe(r.epoch, r.fence); lost != "" {
-			s.log.Warn("Redis lost this job's state (restart without persistence, or failover); runs scheduled before now+max_clock_skew are not claimed again",
+			s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
 				"job", j.Name, "old_epoch", lost, "new_epoch", r.epoch)
 		}
 		j.memo.mu.Lock()

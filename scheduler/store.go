@@ -94,10 +94,18 @@ type store struct {
 	ackTimeout time.Duration
 	// claimAhead is how long before its instant a run may be claimed.
 	claimAhead time.Duration
+	// skew is the max clock skew (a job state created by a trigger places
+	// its data-loss floor with it).
+	skew time.Duration
+	// fenceCheck: the scripts compare the highest fencing token a replica
+	// has seen with the store's last (a store below it lost writes). Off
+	// for a Redlock master: the token a replica saw may be another's.
+	fenceCheck bool
 }
 
 func newStore(c redis.UniversalClient, cfg config) (*store, error) {
-	s := &store{c: c, prefix: cfg.prefix, minAck: cfg.minAck, ackTimeout: cfg.ackTimeout, claimAhead: cfg.maxAhead}
+	s := &store{c: c, prefix: cfg.prefix, minAck: cfg.minAck, ackTimeout: cfg.ackTimeout, claimAhead: cfg.maxAhead,
+		skew: cfg.skew, fenceCheck: true}
 	switch c.(type) {
 	case *redis.ClusterClient:
 		s.cluster = true
@@ -524,7 +532,7 @@ func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.
 // claimOnly runs claim.lua; with min_replicas_ack, a start that too few
 // replicas acknowledged says why in its unacked field.
 func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
-	head := []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), newEpoch(), s.claimAhead.Milliseconds()}
+	head := []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), newEpoch(), s.claimAhead.Milliseconds(), boolInt(s.fenceCheck)}
 	var buf []byte
 	calls, groups := batch(s, reqs, func(r *claimReq) *jobState { return r.j }, head, claimFields, func(args []any, r *claimReq) []any {
 		buf = r.appendTerms(buf[:0])
@@ -708,6 +716,7 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]string, err
 type syncReq struct {
 	j     *jobState
 	known string
+	fence int64 // the highest fencing token the replica has seen
 }
 
 // syncRes is what a heartbeat learns about a job.
@@ -721,9 +730,13 @@ type syncRes struct {
 }
 
 func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	head := []any{skew.Milliseconds(), newEpoch(), manualTTL.Milliseconds()}
-	calls, groups := batch(s, reqs, func(r *syncReq) *jobState { return r.j }, head, 4, func(args []any, r *syncReq) []any {
-		return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica)
+	head := []any{skew.Milliseconds(), newEpoch(), manualTTL.Milliseconds(), s.claimAhead.Milliseconds()}
+	calls, groups := batch(s, reqs, func(r *syncReq) *jobState { return r.j }, head, 5, func(args []any, r *syncReq) []any {
+		seen := "0"
+		if s.fenceCheck {
+			seen = strconv.FormatInt(r.fence, 10)
+		}
+		return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen)
 	})
 	replies, err := s.exec(ctx, syncScript, calls)
 	if err != nil {

@@ -30,7 +30,7 @@ func (s *store) hintKey() string { return s.prefix + ":manual" }
 const hintLookback = time.Minute
 
 func (s *store) trigger(ctx context.Context, job, id string) error {
-	at, err := triggerScript.Run(ctx, s.c, []string{s.metaKey(job)}, id, MaxPendingManual).Int64()
+	at, err := triggerScript.Run(ctx, s.c, []string{s.metaKey(job)}, id, MaxPendingManual, newEpoch(), (2 * s.skew).Milliseconds()).Int64()
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,10 @@
 -- ARGV[3]  waiter ttl, ms
 -- ARGV[4]  a fresh random epoch, used if a job's meta must be created
 -- ARGV[5]  claim ahead, ms: how long before its instant a run may be claimed
--- then 3 fields per run, starting at ARGV[5 + 3*(i-1) + 1]:
+-- ARGV[6]  1: check the store against the highest fencing token the replica
+--          has seen (lost writes); 0: do not (a Redlock master: the token
+--          seen may come from another master)
+-- then 3 fields per run, starting at ARGV[6 + 3*(i-1) + 1]:
 --   1 run key suffix (the run id is "<job>@<suffix>")   2 owner token
 --   3 the claim's other terms, separated by '|':
 --      kind: s scheduled, c catch-up, m manual, x record missed (the
@@ -42,6 +45,7 @@ local F = 3
 local TERMS = '^' .. string.rep('([^|]*)|', 15) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
+local check_fence = ARGV[6] == '1'
 local now, now_us = clock()
 local now_s = int(now)
 
@@ -93,7 +97,11 @@ local function claim(meta, a)
   local max_wait, deadline, retention = tonumber(max_wait_s), tonumber(deadline_s), tonumber(ret_s)
   local cwindow, cbase = tonumber(cwindow_s), tonumber(cbase_s)
 
-  local epoch, floor, paused, last, fence_last = check_epoch(meta, known, now, skew, fresh)
+  local seen = 0
+  if check_fence then
+    seen = ffloor
+  end
+  local epoch, floor, paused, last, fence_last, lost = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen)
 
   -- The run's record. id and job are not stored: they are in its key.
   local rkind = kind == 'x' and 's' or kind
@@ -110,14 +118,24 @@ local function claim(meta, a)
     return {outcome, epoch}
   end
 
+  local loss = 'Redis lost data (a restart without persistence, a flush, or a failover to a copy that missed ' ..
+    'writes) after this run could have started: it is not started again'
   if kind == 'm' then
     if not redis.call('ZSCORE', base .. 'manual', id) then
       return {'refused', epoch, 'no pending manual request'}
     end
     redis.call('ZREM', base .. 'manual', id)
+    -- A request made before the loss was noticed may have run already: a
+    -- stale copy can still hold it pending.
+    if sched < lost then
+      return decide('missed', loss)
+    end
   else
     if sched < floor then
-      return {'refused', epoch, 'scheduled before the store lost its data'}
+      if now > sched + retention then
+        return {'refused', epoch, 'too old to decide'}
+      end
+      return decide('missed', loss)
     end
     if kind == 's' or kind == 'x' then
       -- A replica records a run missed (x) when its own clock says the
@@ -243,6 +261,6 @@ end
 
 local out = {}
 for i = 1, #KEYS do
-  out[i] = claim(KEYS[i], 5 + F * (i - 1))
+  out[i] = claim(KEYS[i], 6 + F * (i - 1))
 end
 return out

@@ -113,26 +113,41 @@ local function reap(base, now)
 end
 
 -- check_epoch notices lost data. A job's meta carries a random epoch that
--- every replica remembers. Meta missing while a replica remembers an epoch,
--- or an epoch the replica has never seen that was created by a replica that
--- could not tell, means Redis forgot things (a restart without persistence,
--- a failover to a replica that missed writes). Runs scheduled before
--- now + max_clock_skew may then have run already: the floor keeps them from
--- being claimed again. Returns epoch, floor, paused, last, fence.
-local function check_epoch(meta, known, now, skew, fresh)
-  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day')
-  local epoch, floor = m[1], tonumber(m[2]) or 0
+-- every replica remembers, and the last fencing token issued, which never
+-- falls. Redis forgot things (a restart without persistence, a flush, a
+-- failover to a replica that missed writes) when:
+--   - the meta is missing: the job's state is created afresh. Whether this
+--     is a brand-new job or one whose state was lost cannot be told apart,
+--     so it is always treated as a loss (a new job simply starts with its
+--     first instant past the floor);
+--   - a replica remembers an epoch other than the store's;
+--   - a replica has seen a fencing token higher than the last one the store
+--     issued (seen; 0 when not checked): the store lost writes since.
+-- Any run that started before the loss was claimed at most claim ahead
+-- before its instant, on a clock within the max skew of Redis': runs
+-- scheduled before now + margin (skew + claim ahead) may have started
+-- already, and the floor keeps them from starting again; they are
+-- recorded missed. Manual requests made before the loss was noticed
+-- (lost: Redis' time then) may have run too. A loss noticed by the fence
+-- draws a new epoch, so that every replica learns of it and logs it.
+-- Returns epoch, floor, paused, last, fence, lost.
+local function check_epoch(meta, known, now, margin, fresh, seen)
+  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day', 'lost')
+  local epoch, floor, lost = m[1], tonumber(m[2]) or 0, tonumber(m[8]) or 0
+  local fence = tonumber(m[6]) or 0
   local day = int(math.floor(now / 86400000))
   if not epoch then
-    epoch = fresh
-    local guarded = '0'
-    if known ~= '' then
-      floor, guarded = now + skew, '1'
-    end
-    redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', guarded)
+    epoch, floor, lost = fresh, now + margin, now
+    redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost))
   elseif known ~= '' and known ~= epoch and m[3] ~= '1' then
-    floor = math.max(floor, now + skew)
-    redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1')
+    floor, lost = math.max(floor, now + margin), now
+    redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1', 'lost', int(lost))
+  end
+  seen = tonumber(seen) or 0
+  if m[1] and seen > fence then
+    epoch, floor, lost, fence = fresh, math.max(floor, now + margin), now, seen
+    redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
+      'fence', int(fence))
   end
   if m[7] ~= day then
     -- Once a day, not on every call: keep the job's long-lived keys alive
@@ -142,7 +157,7 @@ local function check_epoch(meta, known, now, skew, fresh)
     redis.call('PEXPIRE', meta, META_TTL)
     redis.call('PEXPIRE', base .. 'history', META_TTL)
   end
-  return epoch, floor, m[4] or '0', tonumber(m[5]) or 0, tonumber(m[6]) or 0
+  return epoch, floor, m[4] or '0', tonumber(m[5]) or 0, fence, lost
 end
 
 -- next_fence issues the job's next fencing token: the server's TIME in
