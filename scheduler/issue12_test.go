@@ -145,3 +145,58 @@ func TestFreshStateAfterLossDoesNotRerun(t *testing.T) {
 		}
 	})
 }
+
+// A manual run queued on a replica that stops (gracefully, or dies: here its
+// connection to Redis is cut) goes back to the pending requests, and another
+// replica runs it, once (issue 12, defect 5).
+func TestQueuedManualRunSurvivesItsReplica(t *testing.T) {
+	for _, how := range []string{"stop", "crash"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newCluster(t)
+				table := []scheduler.Job{{Name: "m", Schedule: "@yearly", Lease: 3 * time.Second,
+					Handler: c.ledger.Job(sleepJob(5 * time.Second))}}
+				establish(t, c.client(), table)
+				rdb := c.client()
+				a, err := scheduler.New(rdb, table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+				if err != nil {
+					t.Fatal(err)
+				}
+				stopA := c.run(a)
+				ctx := context.Background()
+				first, _ := c.ctl.Trigger(ctx, "m")
+				<-c.ledger.Started() // first runs on a, 5s
+				queued, _ := c.ctl.Trigger(ctx, "m")
+				time.Sleep(2 * time.Second) // a queues it
+				c.replica("b", table)
+				if how == "stop" {
+					stopA()
+				} else {
+					_ = rdb.Close() // a can no longer reach Redis: dead to the cluster
+				}
+				time.Sleep(30 * time.Second)
+				c.stop()
+				starts := c.ledger.Starts()
+				if starts[queued] != 1 {
+					t.Fatalf("queued manual run started %d times, want once", starts[queued])
+				}
+				for _, e := range c.ledger.Entries() {
+					if e.RunID == queued && e.Replica != "b" {
+						t.Errorf("queued run ran on %s, want b", e.Replica)
+					}
+				}
+				if how == "stop" && starts[first] != 1 {
+					t.Errorf("first run started %d times", starts[first])
+				}
+				for _, r := range c.history("m") {
+					if r.ID == queued && r.Outcome != scheduler.Succeeded {
+						t.Errorf("queued run recorded %s (%s)", r.Outcome, r.Error)
+					}
+					if r.Decision == "" {
+						t.Errorf("record %s has an empty decision", r.ID)
+					}
+				}
+			})
+		})
+	}
+}

@@ -20,7 +20,9 @@ const (
 	OverlapSkip Overlap = "skip"
 	// OverlapWait queues the run (first in, first out across replicas) until a
 	// slot frees or MaxWait passes; then it is recorded skipped_overlap. If
-	// its replica stops while it waits, it is recorded missed.
+	// its replica stops (or dies) while it waits, a scheduled or catch-up
+	// run is recorded missed; a manual run goes back to the pending
+	// requests, and another replica runs it.
 	OverlapWait Overlap = "wait"
 	// OverlapReplace starts the run at once and tells the oldest run in flight,
 	// wherever it runs, to stop: its next lease renewal answers "replaced", its

@@ -502,6 +502,22 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 	return "waiting", place, nil
 }
 
+func (rl *redlock) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
+	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (bool, error) {
+		return m.handBack(ctx, r, waiterTTL)
+	})
+	dropped := 0
+	for i, ok := range per {
+		if errs[i] == nil && ok {
+			dropped++
+		}
+	}
+	if ok := answered(errs); ok < rl.quorum {
+		return dropped > 0, rl.quorumErr("hand back", ok, errs)
+	}
+	return dropped > 0, nil
+}
+
 func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]string, error) {
 	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]string, error) {
 		return m.renew(ctx, reqs)

@@ -711,9 +711,12 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 	for {
 		select {
 		case <-ctx.Done():
+			if r.kind == 'm' {
+				s.handBackManual(ctx, r)
+				return
+			}
 			s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", s.log)
 			s.tel.decided(context.WithoutCancel(ctx), r.j, Missed)
-			s.manual.Delete(r.id)
 			return
 		case <-t.C:
 		}
@@ -747,6 +750,24 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 			s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)
 			return
 		}
+	}
+}
+
+// handBackManual gives a manual run this replica claimed but will not start
+// (it is shutting down) back to the cluster's pending requests: someone asked
+// for it, and another replica runs it. If Redis cannot be asked, its queue
+// place expires within the waiter TTL and the store hands it back then.
+func (s *Scheduler) handBackManual(ctx context.Context, r claimReq) {
+	defer s.manual.Delete(r.id)
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
+	defer cancel()
+	log := s.log.With("job", r.j.Name, "run_id", r.id)
+	ok, err := s.store.handBack(hctx, &r, s.cfg.waiterTTL)
+	switch {
+	case err != nil:
+		log.Warn("replica stopping: could not hand the manual run back; the store does once its queue place expires", "err", err)
+	case ok:
+		log.Info("replica stopping: manual run handed back to the cluster; another replica will run it")
 	}
 }
 

@@ -315,6 +315,16 @@ func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoRe
 	return scatter("undo", replies, groups, len(reqs), nil)
 }
 
+func (s *store) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
+	res, err := s.undo(ctx, waiterTTL, []undoReq{{j: r.j, id: r.id, owner: r.owner, mode: "drop"}})
+	if err != nil || res[0] != "dropped" {
+		return false, err
+	}
+	// The hint makes every replica look at the job at its next heartbeat.
+	_ = s.c.ZAdd(ctx, s.hintKey(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: r.j.Name}).Err()
+	return true, nil
+}
+
 // scatter puts the answers of batched script calls (one string per run)
 // back in request order. adjust, when set, may rewrite call gi's answer v.
 func scatter(op string, replies []any, groups [][]int, n int, adjust func(gi int, v string) string) ([]string, error) {

@@ -79,6 +79,12 @@ end
 -- kept for its retention: a finished run is never simply deleted, or a
 -- replica whose clock lags could claim it again.
 local function close(base, rk, outcome, err, now)
+  -- A run closed before anything was decided for it (a queued run whose
+  -- replica died) carries its outcome as its decision: no field is empty.
+  local d = redis.call('HGET', rk, 'decision')
+  if not d or d == '' then
+    redis.call('HSET', rk, 'decision', outcome)
+  end
   redis.call('HSET', rk, 'outcome', outcome, 'finished', int(now), 'error', err)
   redis.call('PEXPIRE', rk, tonumber(redis.call('HGET', rk, 'ret')) or 60000)
   push_history(base, rk)
@@ -86,7 +92,8 @@ end
 
 -- reap frees slots whose lease expired and queue places whose waiter stopped
 -- polling, closing their records: a replica that died mid-run leaves a
--- lease_lost record, never a run that looks alive forever.
+-- lease_lost record, never a run that looks alive forever. A queued manual
+-- run whose replica died goes back to the pending requests.
 local function reap(base, now)
   local slots, waiting, queue = base .. 'slots', base .. 'waiting', base .. 'queue'
   local dead = redis.call('ZRANGEBYSCORE', slots, '-inf', now)
@@ -103,8 +110,17 @@ local function reap(base, now)
   for _, id in ipairs(gone) do
     redis.call('ZREM', queue, id)
     local rk = run_key(base, id)
-    if redis.call('HGET', rk, 'outcome') == 'waiting' then
-      close(base, rk, 'missed', 'its replica stopped waiting for a slot', now)
+    local w = redis.call('HMGET', rk, 'outcome', 'kind', 'sched')
+    if w[1] == 'waiting' then
+      if w[2] == 'm' and w[3] then
+        -- A manual run goes back to the pending requests, with its request
+        -- time: someone asked for it, and another replica runs it.
+        redis.call('DEL', rk)
+        redis.call('ZADD', base .. 'manual', w[3], id)
+        redis.call('PEXPIRE', base .. 'manual', META_TTL)
+      else
+        close(base, rk, 'missed', 'its replica stopped waiting for a slot', now)
+      end
     end
   end
   if #gone > 0 then
