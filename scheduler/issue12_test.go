@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -199,4 +201,71 @@ func TestQueuedManualRunSurvivesItsReplica(t *testing.T) {
 			})
 		})
 	}
+}
+
+// heldClaimAnswers holds the answer of every claim Redis ran for 2 s, and
+// drops it if the caller's context ended meanwhile, as go-redis does with a
+// context that is done while it reads.
+type heldClaimAnswers struct{}
+
+func (heldClaimAnswers) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (heldClaimAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && isClaim(cmd) {
+			time.Sleep(2 * time.Second)
+			if ctx.Err() != nil {
+				cmd.SetErr(ctx.Err())
+				return ctx.Err()
+			}
+		}
+		return err
+	}
+}
+func (heldClaimAnswers) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A shutdown while a claim's answer is on its way keeps the answer: a
+// scheduled run won then starts within the grace period, a manual one goes
+// back to the pending requests and another replica runs it (issue 12,
+// defect 8).
+func TestShutdownKeepsClaimAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		table := []scheduler.Job{
+			{Name: "s", Schedule: "@every 10s", Handler: c.ledger.Job(nil)},
+			{Name: "m", Schedule: "@yearly", Handler: c.ledger.Job(nil)},
+		}
+		establish(t, c.client(), table)
+		rdb := c.client()
+		rdb.AddHook(heldClaimAnswers{})
+		a, err := scheduler.New(rdb, table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopA := c.run(a)
+		time.Sleep(9 * time.Second)
+		manual, err := c.ctl.Trigger(context.Background(), "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond) // a has claimed s@10s and the manual run; the answers are held
+		stopA()
+		c.replica("b", table[1:])
+		time.Sleep(10 * time.Second)
+		c.stop()
+		starts := c.ledger.Starts()
+		if n := starts[id("s", time.Unix(946684810, 0))]; n != 1 {
+			t.Errorf("the scheduled run won during shutdown started %d times, want once", n)
+		}
+		if starts[manual] != 1 {
+			t.Errorf("the manual run claimed during shutdown started %d times, want once", starts[manual])
+		}
+		for _, r := range c.history("s") {
+			if r.Outcome != scheduler.Succeeded {
+				t.Errorf("%s: %s (%s)", r.ID, r.Outcome, r.Error)
+			}
+		}
+	})
 }

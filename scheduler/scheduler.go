@@ -499,7 +499,11 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 				reqs[i].sent = start
 			}
 		}
-		cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+		// The round trip finishes whatever happens to ctx: once the script
+		// ran, its answer is the only record of what it decided. A shutdown
+		// that dropped it would leave a run started by nobody (sitting
+		// running until its lease ran out) and a manual request removed.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 		res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
 		cancel()
 		end := time.Now()
@@ -510,7 +514,15 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		var again []claimReq
 		if err != nil {
 			if ctx.Err() != nil {
-				return // shutting down: other replicas may still claim these
+				// Shutting down: other replicas may still claim the
+				// scheduled runs; a manual run the script may have taken
+				// goes back to the pending requests.
+				for _, r := range reqs {
+					if r.kind == 'm' {
+						s.handBackManual(ctx, r)
+					}
+				}
+				return
 			}
 			s.storeFailed(err)
 			for _, r := range reqs {
@@ -537,6 +549,11 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		// Random within [backoff/2, 3·backoff/2): replicas whose Redlock
 		// claims split the masters' votes must not meet again in step.
 		if !sleep(ctx, backoff/2+rand.N(backoff)) {
+			for _, r := range reqs {
+				if r.kind == 'm' {
+					s.handBackManual(ctx, r) // an earlier try may have taken it
+				}
+			}
 			return
 		}
 		backoff = min(2*backoff, time.Second)
@@ -555,13 +572,18 @@ func (s *Scheduler) retryLater(ctx context.Context, r claimReq, res claimRes) {
 }
 
 // keepTrying returns the claims worth another try: those whose starting
-// deadline has not passed. Those whose has are recorded missed once the
-// store answers; a manual run goes back to the heartbeat, which offers it
-// again while its request is pending.
+// deadline has not passed, and manual ones within their request's lifetime.
+// Those whose deadline has passed are recorded missed once the store
+// answers.
 func (s *Scheduler) keepTrying(reqs []claimReq) []claimReq {
 	var keep []claimReq
 	for _, r := range reqs {
 		switch {
+		case r.kind == 'm' && s.now().Before(r.sched.Add(s.cfg.manualTTL)):
+			// Retried with the same owner token, as scheduled claims are:
+			// a call whose answer was lost may have taken the request, and
+			// only this token finds it again.
+			keep = append(keep, r)
 		case r.kind == 'm':
 			s.manual.Delete(r.id)
 		case r.kind == 'x':
@@ -593,6 +615,13 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 			runLog = s.log.With("job", j.Name, "run_id", r.id)
 		}
 		return runLog
+	}
+	if ctx.Err() != nil && r.kind == 'm' && (res.status == "started" || res.status == "waiting") {
+		// Won while this replica shuts down: someone asked for it, and a
+		// replica that stays up runs it.
+		j.memo.observe(res.epoch, res.fence)
+		s.handBackManual(ctx, r)
+		return
 	}
 	switch res.status {
 	case "started":
@@ -722,9 +751,17 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 		}
 		_, floor := r.j.memo.snapshot()
 		start := time.Now()
-		status, n, err := s.store.admit(ctx, &r, s.cfg.waiterTTL, floor)
+		// As a claim's, an admission's round trip finishes whatever
+		// happens to ctx: its answer may be a start.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		status, n, err := s.store.admit(actx, &r, s.cfg.waiterTTL, floor)
+		cancel()
 		if err != nil {
 			continue // the queue place outlives a short outage (waiter TTL)
+		}
+		if status == "started" && r.kind == 'm' && ctx.Err() != nil {
+			s.handBackManual(ctx, r)
+			return
 		}
 		switch status {
 		case "started":
