@@ -269,3 +269,79 @@ func TestShutdownKeepsClaimAnswers(t *testing.T) {
 		}
 	})
 }
+
+// lateClaims holds every claim before Redis runs it (before) and its answer
+// after (after).
+type lateClaims struct{ before, after time.Duration }
+
+func (lateClaims) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h lateClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		claim := isClaimRequest(cmd)
+		if claim {
+			time.Sleep(h.before)
+		}
+		err := next(ctx, cmd)
+		if claim {
+			time.Sleep(h.after)
+		}
+		return err
+	}
+}
+func (lateClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// isClaimRequest tells a claim call by its shape before it ran.
+func isClaimRequest(cmd redis.Cmder) bool {
+	if n := cmd.Name(); n != "evalsha" && n != "eval" {
+		return false
+	}
+	args := cmd.Args()
+	keys, _ := args[2].(int)
+	if keys <= 0 || len(args) != 3+keys+6+3*keys {
+		return false
+	}
+	terms, _ := args[len(args)-1].(string)
+	return strings.Count(terms, "|") >= 15
+}
+
+// A claim answered after the lease the replica may count on, while Redis
+// still holds the slot, takes the lease back and runs; one that truly
+// cannot start is recorded missed, saying it never ran (issue 12,
+// defect 12).
+func TestLateClaimAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after time.Duration
+		want          scheduler.Outcome
+	}{
+		{"taken back", time.Second, 2100 * time.Millisecond, scheduler.Succeeded},
+		{"never started", 0, 3500 * time.Millisecond, scheduler.Missed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newCluster(t)
+				rdb := c.client()
+				rdb.AddHook(lateClaims{tc.before, tc.after})
+				runAlone(t, rdb, []scheduler.Job{{Name: "late", Schedule: "@every 10s", Lease: 3 * time.Second,
+					Handler: c.ledger.Job(nil)}}, 25*time.Second)
+				h := c.history("late")
+				if len(h) < 2 {
+					t.Fatalf("%d records, want at least 2", len(h))
+				}
+				for _, r := range h {
+					if r.Outcome != tc.want || r.Decision != scheduler.Started {
+						t.Errorf("%s: decision %s, outcome %s (%s); want started, %s", r.ID, r.Decision, r.Outcome, r.Error, tc.want)
+					}
+					if tc.want == scheduler.Missed && !strings.Contains(r.Error, "never started") {
+						t.Errorf("%s: error %q does not say it never started", r.ID, r.Error)
+					}
+				}
+				if n := len(c.ledger.Entries()); (tc.want == scheduler.Succeeded) != (n >= 2) {
+					t.Errorf("%d runs executed", n)
+				}
+			})
+		})
+	}
+}

@@ -121,6 +121,26 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		sent = r.sent
 	}
 	lease := lockprovider.NewLease(&runLease{s: s, j: j, id: r.id, owner: r.owner}, r.id, r.owner, fence, j.Lease, sent)
+	if !time.Now().Before(lease.Until()) {
+		// The claim's answer came after the lease this replica may count
+		// on. Redis counted it from when the script ran, later: if this
+		// replica still owns the run and its slot, the lease is taken back
+		// (renewed) and the run starts. If not, it never starts, and its
+		// record says so.
+		late := claimEnd.Sub(sent).Round(time.Millisecond)
+		rctx, cancel := context.WithTimeout(ctx, claimTimeout)
+		err := lease.Refresh(rctx)
+		cancel()
+		if err != nil {
+			text := fmt.Sprintf("never started: its claim was answered %s after it was sent, past its lease, and the lease could not be taken back: %v", late, err)
+			log.Warn("run not started: its claim was answered after its lease ran out", "late_by", late, "err", err)
+			s.closeRun(r, Missed, 0, text, "", log)
+			s.tel.ended(context.WithoutCancel(ctx), j, Missed, 0)
+			span.End()
+			return
+		}
+		log.Info("claim answered after its lease ran out; lease taken back", "late_by", late)
+	}
 	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease)
 	jobCtx, cancelJob := context.WithCancelCause(ctx)
 	defer cancelJob(context.Canceled)
@@ -185,6 +205,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	s.tel.dispatchDelay.Record(s.runCtx, max(0, s.now().Sub(r.fire)).Seconds(), jobAttr)
 
 	// Not started at all when the wait for the instant was cut short.
+	ran := err == nil
 	if err == nil {
 		for {
 			err = runHandler(actx, j.Handler)
@@ -228,6 +249,11 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	}
 
 	outcome, errText := classify(err, jobCtx, lostCause)
+	if !ran && (outcome == LeaseLost || outcome == Interrupted) {
+		// Its lease was lost (or its replica stopped) before its instant
+		// came: the job never ran, and the record must not suggest it did.
+		outcome, errText = Missed, "never started: "+errText
+	}
 	s.closeRun(r, outcome, attempt, errText, tail.String(), log)
 
 	d := time.Since(startedAt)
