@@ -117,3 +117,31 @@ func TestMissedIsDecidedByRedisClock(t *testing.T) {
 		t.Errorf("past run: %+v, %v; want missed", res, err)
 	}
 }
+
+// A catch-up claim relies on the last decided instant its replica read at a
+// heartbeat; once a record retention has passed since (a replica frozen in
+// between), what was decided after that reading may have expired, and the
+// claim is refused (issue 12, defect 6).
+func TestCatchupRefusedOnceItsReadingIsStale(t *testing.T) {
+	s, c := benchStore(t)
+	ctx := context.Background()
+	j := testJob(t, s, "cu", "@every 1m", func(j *Job) { j.CatchupWindow = time.Hour })
+	seed(t, c, j)
+	now := time.Now()
+	gap := now.Truncate(time.Minute).Add(-2 * time.Minute) // missed, inside the window
+	stale := claimOf(j, gap, 'c', "o1")
+	stale.base, stale.readAt = gap.Add(-time.Minute), now.Add(-time.Hour)
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{stale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].status != "refused" {
+		t.Fatalf("catch-up read an hour ago: %+v, want refused", res[0])
+	}
+	fresh := claimOf(j, gap, 'c', "o2")
+	fresh.base, fresh.readAt = gap.Add(-time.Minute), now
+	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{fresh})
+	if err != nil || res[0].status != "started" {
+		t.Fatalf("catch-up read just now: %+v, %v; want started", res, err)
+	}
+}

@@ -905,7 +905,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		if catchup {
 			for _, t := range catchupInstants(j, r.last, now) {
 				c := s.newClaim(j, t, 'c')
-				c.base = r.last
+				c.base, c.readAt = r.last, server
 				claims = append(claims, c)
 			}
 		}

@@ -441,6 +441,8 @@ type claimReq struct {
 	// base is, for a catch-up run, the last decided instant when the gap
 	// was found.
 	base time.Time
+	// readAt is, for a catch-up run, Redis' time when base was read.
+	readAt time.Time
 	// sent is when this claim was first sent. A claim whose answer was
 	// lost and retried may have been granted by its first execution, so
 	// its lease counts from then.
@@ -454,7 +456,7 @@ type claimReq struct {
 // by '|' (no term contains one): kind, scheduled instant, fire instant,
 // lease, concurrency, overlap, max wait, starting deadline, retention,
 // history limit, paused, known epoch, fence floor, catch-up window,
-// catch-up base, ticket.
+// catch-up base, ticket, catch-up read time.
 func (r *claimReq) appendTerms(b []byte) []byte {
 	j := r.j
 	b = append(b, r.kind, '|')
@@ -490,7 +492,12 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = append(b, '|')
 	b = strconv.AppendInt(b, r.base.UnixMilli(), 10)
 	b = append(b, '|')
-	return append(b, r.ticket...)
+	b = append(b, r.ticket...)
+	b = append(b, '|')
+	if r.kind == 'c' {
+		return strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
+	}
+	return append(b, '0')
 }
 
 // claimRes is the decision for one run.

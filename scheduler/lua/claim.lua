@@ -27,7 +27,8 @@
 --      the last decided instant the replica saw when it found the gap, ms |
 --      queue ticket if the run must wait, or "" for the next in arrival
 --      order (Redlock passes one derived from the run, so that every
---      master orders its queue alike)
+--      master orders its queue alike) | catch-up: Redis' time when the
+--      replica read the last decided instant, ms (0 otherwise)
 --   A lost race reads only the first two: Redis makes a Lua string of every
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
@@ -42,7 +43,7 @@
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
 local F = 3
-local TERMS = '^' .. string.rep('([^|]*)|', 15) .. '([^|]*)$'
+local TERMS = '^' .. string.rep('([^|]*)|', 16) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
 local check_fence = ARGV[6] == '1'
@@ -88,7 +89,7 @@ local function claim(meta, a)
   local job = string.match(base, '{(.*)}')
   local id = job .. '@' .. suffix
   local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,
-    ffloor, cwindow_s, cbase_s, ticket = string.match(ARGV[a + 3], TERMS)
+    ffloor, cwindow_s, cbase_s, ticket, read_s = string.match(ARGV[a + 3], TERMS)
   if not kind then
     return {'refused', '', 'malformed claim terms'}
   end
@@ -169,6 +170,14 @@ local function claim(meta, a)
       -- finds. Anything at or before it was decided, record or not.
       if sched <= cbase then
         return {'refused', epoch, 'decided before the catch-up began'}
+      end
+      -- That reading only holds while the records of what was decided
+      -- since are kept: a run decided after it keeps its record for its
+      -- retention at least. A replica frozen longer than that between its
+      -- heartbeat and this claim would find an expired record's run
+      -- undecided, and start it again.
+      if now > (tonumber(read_s) or 0) + retention - skew then
+        return {'refused', epoch, 'the gap was read longer ago than the record retention'}
       end
     end
   end
