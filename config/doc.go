@@ -119,7 +119,7 @@
 //	func               string               -         a Go function registered with WithFuncs
 //	dir                string               ""        command jobs: working directory
 //	env                mapping of strings   {}        command jobs: added to the environment
-//	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL
+//	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL; at most lease/2
 //	concurrency        integer              1         runs in flight at once, across replicas
 //	overlap            skip|wait|replace    skip      what a run does when every slot is busy
 //	max_wait           duration             starting_deadline   overlap: wait only

@@ -2,6 +2,12 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +15,7 @@ import (
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -102,5 +109,89 @@ func TestStaleFailoverIsNoticedByFence(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the stale manual request was not decided")
+	}
+}
+
+// failedRenewals fails every renewal before it reaches Redis: the replica's
+// network to Redis is cut for renewals, as under a partition.
+type failedRenewals struct{}
+
+func (failedRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (failedRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isRenewal(cmd) {
+			cmd.SetErr(errors.New("i/o timeout (renewal black-holed)"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (failedRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func isRenewal(cmd redis.Cmder) bool {
+	if n := cmd.Name(); n != "evalsha" && n != "eval" {
+		return false
+	}
+	args := cmd.Args()
+	keys, _ := args[2].(int)
+	if keys <= 0 || len(args) != 3+keys+3*keys {
+		return false
+	}
+	_, lease := args[len(args)-1].(int64)
+	return lease
+}
+
+// A command that ignores SIGTERM is killed (kill_grace later) before Redis
+// can give its slot away when its lease is lost: the lease is declared lost
+// kill_grace plus a margin before it runs out (issue 12, defect 7).
+func TestLostLeaseKillsTheProcessGroupBeforeExpiry(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	srv := redistest.Start(t)
+	rdb := srv.Client(t, nil)
+	marks := filepath.Join(t.TempDir(), "marks")
+	table := []scheduler.Job{{Name: "stubborn", Schedule: "@every 1h", Lease: 3 * time.Second,
+		Handler: &jobs.Command{Args: []string{"sh", "-c", `trap "" TERM; while :; do date +%s%N >> "$0"; sleep 0.05; done`, marks},
+			KillGrace: time.Second}}}
+	establish(t, rdb, table)
+	f := newFleet(t)
+	ctl, err := scheduler.NewControl(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ctl = ctl
+	c := srv.Client(t, nil)
+	c.AddHook(failedRenewals{})
+	s, err := scheduler.New(c, table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.run(s)
+	if _, err := ctl.Trigger(context.Background(), "stubborn"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 30*time.Second, "the run's end", func() bool { return len(f.history("stubborn")) > 0 })
+	f.stop()
+	run := f.history("stubborn")[0]
+	if run.Outcome != scheduler.LeaseLost || run.StartedAt.IsZero() {
+		t.Fatalf("run %+v, want lease_lost", run)
+	}
+	data, err := os.ReadFile(marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(data))
+	if len(lines) == 0 {
+		t.Fatal("the job never ran")
+	}
+	ns, _ := strconv.ParseInt(lines[len(lines)-1], 10, 64)
+	last := time.Unix(0, ns)
+	// Redis gives the slot away at the claim's time + lease at the latest.
+	expiry := run.StartedAt.Add(3 * time.Second)
+	if !last.Before(expiry) {
+		t.Errorf("the job still ran %s after Redis could give its slot away", last.Sub(expiry))
 	}
 }

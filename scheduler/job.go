@@ -195,6 +195,19 @@ func (j *Job) validate(index int) []error {
 	if j.Lease%time.Millisecond != 0 {
 		bad("lease", "must be a whole number of milliseconds (got %s)", j.Lease)
 	}
+	if sg, ok := j.Handler.(jobs.StopGracer); ok && (j.Lease == 0 || j.Lease >= 100*time.Millisecond) {
+		lease := j.Lease
+		if lease == 0 {
+			lease = DefaultLease
+		}
+		// A lost lease cancels the job; its processes must be gone before
+		// Redis can give the slot away, so the lease is declared lost the
+		// job's stop grace before it runs out. Half the lease at most
+		// leaves the other half for renewals.
+		if g := sg.StopGrace(); g > lease/2 {
+			bad("kill_grace", "%s leaves no room inside the lease (%s): at most half of it, so that the job's processes are killed before its slot can be given away; lower kill_grace or raise lease", g, lease)
+		}
+	}
 	if j.Concurrency < 0 {
 		bad("concurrency", "must be at least 1 (got %d)", j.Concurrency)
 	}

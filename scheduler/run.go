@@ -121,7 +121,8 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		sent = r.sent
 	}
 	lease := lockprovider.NewLease(&runLease{s: s, j: j, id: r.id, owner: r.owner}, r.id, r.owner, fence, j.Lease, sent)
-	if !time.Now().Before(lease.Until()) {
+	grace := stopGrace(j)
+	if !time.Now().Before(lease.Until().Add(-grace)) {
 		// The claim's answer came after the lease this replica may count
 		// on. Redis counted it from when the script ran, later: if this
 		// replica still owns the run and its slot, the lease is taken back
@@ -141,7 +142,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		}
 		log.Info("claim answered after its lease ran out; lease taken back", "late_by", late)
 	}
-	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease)
+	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease, lockprovider.WithStopGrace(grace))
 	jobCtx, cancelJob := context.WithCancelCause(ctx)
 	defer cancelJob(context.Canceled)
 
@@ -196,7 +197,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	// A claim whose answer came back late (held, retried) may hold a lease
 	// that has already run out: then another replica may be about to take
 	// the slot, and the job must not start at all.
-	if err == nil && !time.Now().Before(lease.Until()) {
+	if err == nil && !time.Now().Before(lease.Until().Add(-grace)) {
 		err = fmt.Errorf("%w: the claim's lease ran out before the run could start (its answer came %s after it was sent)",
 			lockprovider.ErrLeaseLost, claimEnd.Sub(sent).Round(time.Millisecond))
 		cancelJob(err)
@@ -402,6 +403,21 @@ func gather[T any](first T, in <-chan T, limit int, until <-chan time.Time) []T 
 		}
 	}
 	return batch
+}
+
+// stopMargin is added to a job's stop grace: the time from the last
+// signal to the process group's end, and the watchdog's own delay.
+const stopMargin = 500 * time.Millisecond
+
+// stopGrace is how long before its lease runs out a run's lease is declared
+// lost: the job's stop grace (a command's kill_grace) plus stopMargin, so
+// that its processes are gone before Redis can give the slot away. 0 for a
+// job that stops when its context is done.
+func stopGrace(j *jobState) time.Duration {
+	if sg, ok := j.Handler.(jobs.StopGracer); ok {
+		return sg.StopGrace() + stopMargin
+	}
+	return 0
 }
 
 // runHandler runs a job, turning a panic into a failure.
