@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,97 @@ jobs:
 		heir.wait(60 * time.Second)
 		if how == "SIGTERM" {
 			doomed.wait(60 * time.Second)
+		}
+	}
+}
+
+// Daemons against a redis-server that loses its data while every replica is
+// down (issue 12, defect 2: fails before the fix), then stalls for longer
+// than the lease: no run starts twice, no record has an empty field, and a
+// record that says a run started either ran or says it never ran (defect
+// 12's invariant; TestLateClaimAnswer in package scheduler reproduces that
+// defect deterministically).
+func TestDataLossAndStallWithDaemons(t *testing.T) {
+	tr := &transcript{}
+	srv := redistest.Start(t)
+	rdb := srv.Client(t, nil)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "tick.ledger")
+	table := filepath.Join(dir, "solocron.yaml")
+	writeFile(t, table, fmt.Sprintf(`
+store:
+  url: redis://%s/0
+jobs:
+  - name: tick
+    schedule: "*/2 * * * * *"
+    lease: 3s
+    kill_grace: 1s
+    history_limit: 1000
+    command: %s
+`, srv.Addr(), ledgerCommand(ledger, "")))
+	defer func() {
+		if t.Failed() {
+			t.Logf("transcript:\n%s", tr)
+		}
+	}()
+	up := func(id string) replica {
+		addr := freeAddr(t)
+		p := start(t, tr, id, env(), "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
+		r := replica{p, id, addr}
+		testkit.WaitFor(t, 60*time.Second, id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
+		return r
+	}
+	count := func() map[string][]string {
+		m := map[string][]string{}
+		for _, l := range readLedger(t, ledger) {
+			m[l.runID] = append(m[l.runID], l.replica)
+		}
+		return m
+	}
+
+	// Defect 2: the store loses its data while the only replica is down; a
+	// replica started at once, inside the last run's starting deadline,
+	// remembers nothing of it.
+	a := up("a")
+	testkit.WaitFor(t, 30*time.Second, "two runs", func() bool { return len(count()) >= 2 })
+	a.signal(syscall.SIGTERM)
+	a.wait(60 * time.Second)
+	if err := rdb.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := len(count())
+	b := up("b")
+	testkit.WaitFor(t, 30*time.Second, "runs after the loss", func() bool { return len(count()) >= before+2 })
+
+	// Defect 12: Redis stalls longer than the lease; the claims queued
+	// meanwhile are answered late.
+	srv.Pause()
+	time.Sleep(4 * time.Second)
+	srv.Resume()
+	time.Sleep(6 * time.Second)
+	b.signal(syscall.SIGTERM)
+	b.wait(60 * time.Second)
+
+	ran := count()
+	for id, on := range ran {
+		if len(on) > 1 {
+			t.Errorf("%s ran %d times, on %v", id, len(on), on)
+		}
+	}
+	hist, err := rdb.LRange(t.Context(), "solocron:{tick}:history", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hist {
+		var rec struct{ ID, Decision, Outcome, Error string }
+		if err := json.Unmarshal([]byte(h), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Decision == "" || rec.Outcome == "" {
+			t.Errorf("record with an empty field: %s", h)
+		}
+		if rec.Decision == "started" && len(ran[rec.ID]) == 0 && rec.Outcome != "missed" {
+			t.Errorf("%s recorded started, %s (%s), but it never ran", rec.ID, rec.Outcome, rec.Error)
 		}
 	}
 }
