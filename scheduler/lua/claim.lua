@@ -127,8 +127,14 @@ local function claim(meta, a)
     end
     redis.call('ZREM', base .. 'manual', id)
     -- A request made before the loss was noticed may have run already: a
-    -- stale copy can still hold it pending.
-    if sched < lost then
+    -- stale copy can still hold it pending. A Redlock replica sends every
+    -- master the request time one master gave it; the others' clocks may
+    -- differ by the skew (and a master's loss is outvoted anyway).
+    local slack = 0
+    if not check_fence then
+      slack = skew
+    end
+    if sched < lost - slack then
       return decide('missed', loss)
     end
   else
