@@ -315,14 +315,14 @@ func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoRe
 	return scatter("undo", replies, groups, len(reqs), nil)
 }
 
+// handBack is undo.lua's drop and the job's manual hint, in one round trip.
 func (s *store) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
-	res, err := s.undo(ctx, waiterTTL, []undoReq{{j: r.j, id: r.id, owner: r.owner, mode: "drop"}})
-	if err != nil || res[0] != "dropped" {
+	v, err := s.scriptAndHint(ctx, undoScript, call{keys: []string{r.j.metaKey},
+		args: []any{r.id, r.owner, "drop", waiterTTL.Milliseconds(), r.maxWait.Milliseconds()}}, r.j.Name)
+	if err != nil {
 		return false, err
 	}
-	// The hint makes every replica look at the job at its next heartbeat.
-	_ = s.c.ZAdd(ctx, s.hintKey(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: r.j.Name}).Err()
-	return true, nil
+	return at(strs(v), 0) == "dropped", nil
 }
 
 // scatter puts the answers of batched script calls (one string per run)
