@@ -52,6 +52,8 @@ type config struct {
 	minAck         int
 	ackTimeout     time.Duration
 	redlockTimeout time.Duration
+
+	version string // WithVersion, in replicas.go
 }
 
 // WithReplicaID names this replica in run records and logs. Default

@@ -257,6 +257,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.loops.Go(func() { s.heartbeat(ctx) })
 	s.loops.Go(func() { s.dispatch(ctx, first) })
 	s.loops.Go(func() { s.recordMisses(ctx) })
+	s.loops.Go(func() { s.register(ctx) }) // replicas.go
 	<-ctx.Done()
 	s.log.Info("replica stopping: no new claims; waiting for runs in flight", "grace", s.cfg.shutdownGrace)
 	s.loops.Wait()
