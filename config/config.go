@@ -118,6 +118,9 @@ type Admin struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" by the
 	// mutating endpoints. String, GoString and LogValue never show it.
 	Token string
+	// ReadOnly refuses every action (trigger, pause, resume) on the JSON API
+	// and hides them on the console.
+	ReadOnly bool
 }
 
 // Redacted returns a copy of s with every password replaced by "xxxxx": in
@@ -223,7 +226,7 @@ func (r Redlock) GoString() string { return "config.Redlock" + r.String() }
 
 // String describes a; the token shows only as set ("xxxxx") or unset ("").
 func (a Admin) String() string {
-	return fmt.Sprintf("{Listen:%s Token:%s}", a.Listen, a.maskedToken())
+	return fmt.Sprintf("{Listen:%s Token:%s ReadOnly:%t}", a.Listen, a.maskedToken(), a.ReadOnly)
 }
 
 // GoString is String, so %#v cannot print the token either.
@@ -231,7 +234,7 @@ func (a Admin) GoString() string { return "config.Admin" + a.String() }
 
 // LogValue logs a without its token.
 func (a Admin) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("listen", a.Listen), slog.Bool("token_set", a.Token != ""))
+	return slog.GroupValue(slog.String("listen", a.Listen), slog.Bool("token_set", a.Token != ""), slog.Bool("read_only", a.ReadOnly))
 }
 
 func (a Admin) maskedToken() string {

@@ -21,7 +21,7 @@ var (
 	sentinelFields = []string{"master", "addrs", "username", "password"}
 	clusterFields  = []string{"addrs"}
 	redlockFields  = []string{"urls"}
-	adminFields    = []string{"listen", "token"}
+	adminFields    = []string{"listen", "token", "read_only"}
 	modes          = []string{"standalone", "sentinel", "cluster", "redlock"}
 )
 
@@ -503,6 +503,11 @@ func (d *decoder) admin(a *Admin, n *yaml.Node, path string) {
 				d.add(v.Line, v.Column, fp, errors.New("must not contain whitespace or control characters (a trailing newline from a secret file?)"))
 			}
 			a.Token = token
+		case "read_only":
+			ro, ok := d.boolean(v, fp)
+			if ok {
+				a.ReadOnly = ro
+			}
 		default:
 			return false
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/config"
+	"github.com/solocron/solocron/console"
 	"github.com/solocron/solocron/internal/admin"
 	"github.com/solocron/solocron/internal/storeconn"
 	"github.com/solocron/solocron/scheduler"
@@ -128,6 +129,7 @@ func (c *cli) run(o runOptions) int {
 		scheduler.WithTracerProvider(tel.tracers),
 		scheduler.WithMeterProvider(tel.meters),
 		scheduler.WithShutdownGrace(o.grace),
+		scheduler.WithVersion(versionString()),
 	)
 	if err != nil {
 		log.Error("cannot start the scheduler", "err", err)
@@ -162,9 +164,17 @@ func (c *cli) run(o runOptions) int {
 			log.Error("cannot serve the admin API", "addr", listen, "err", err)
 			return exitFailure
 		}
+		con, err := console.New(console.Config{
+			Control: sched.Control(), Jobs: sched.Jobs, Token: f.Admin.Token, ReadOnly: f.Admin.ReadOnly,
+			Replica: replica, Logger: log,
+		})
+		if err != nil {
+			log.Error("cannot serve the console", "err", err)
+			return exitFailure
+		}
 		h := admin.NewHandler(admin.Config{
 			Jobs: sched.Jobs, Control: sched.Control(), ReplicaID: replica, Token: f.Admin.Token,
-			Metrics: tel.metrics, Logger: log,
+			Metrics: tel.metrics, Logger: log, ReadOnly: f.Admin.ReadOnly, Console: con,
 			Ready: func() error {
 				if draining.Load() {
 					return errors.New("shutting down")
@@ -178,7 +188,8 @@ func (c *cli) run(o runOptions) int {
 				log.Error("admin API stopped", "err", err)
 			}
 		}()
-		log.Info("admin API listening", "addr", l.Addr().String(), "mutations_need_token", f.Admin.Token != "")
+		log.Info("admin API and console listening", "addr", l.Addr().String(), "console", "http://"+l.Addr().String()+"/",
+			"mutations_need_token", f.Admin.Token != "", "read_only", f.Admin.ReadOnly)
 	}
 
 	done := make(chan error, 1)

@@ -50,6 +50,11 @@ type Config struct {
 	StoreTimeout time.Duration
 	// Now tells the time for "next"; default time.Now.
 	Now func() time.Time
+	// ReadOnly refuses trigger, pause and resume (403).
+	ReadOnly bool
+	// Console, when set, serves every path the API does not (the operator
+	// console, package console), behind the same checks.
+	Console http.Handler
 }
 
 // Server timeouts. Requests are small and answers quick; these keep a slow
@@ -93,6 +98,7 @@ type api struct {
 //	GET  /healthz                          200 while the process serves
 //	GET  /readyz                           200 ready, 503 with the reason
 //	GET  /metrics                          Prometheus text
+//	GET  /api/v1/replicas                  the live replicas (registry)
 //	GET  /api/v1/jobs                      the table, with cluster state
 //	GET  /api/v1/jobs/{name}               one job and its status
 //	GET  /api/v1/jobs/{name}/runs?limit=N  its run records, newest first
@@ -125,7 +131,7 @@ func NewHandler(cfg Config) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "cross-origin request refused")
 	}))
-	mutating := func(h http.HandlerFunc) http.Handler { return cop.Handler(a.authorized(h)) }
+	mutating := func(h http.HandlerFunc) http.Handler { return cop.Handler(a.authorized(a.writable(h))) }
 
 	mux := http.NewServeMux()
 	route := func(method, path string, h http.Handler) {
@@ -144,15 +150,22 @@ func NewHandler(cfg Config) http.Handler {
 	route("GET", "/healthz", http.HandlerFunc(a.healthz))
 	route("GET", "/readyz", http.HandlerFunc(a.readyz))
 	route("GET", "/metrics", http.HandlerFunc(a.metrics))
+	route("GET", "/api/v1/replicas", http.HandlerFunc(a.listReplicas))
 	route("GET", "/api/v1/jobs", http.HandlerFunc(a.listJobs))
 	route("GET", "/api/v1/jobs/{name}", http.HandlerFunc(a.getJob))
 	route("GET", "/api/v1/jobs/{name}/runs", http.HandlerFunc(a.listRuns))
 	route("POST", "/api/v1/jobs/{name}/trigger", mutating(a.trigger))
 	route("POST", "/api/v1/jobs/{name}/pause", mutating(a.pause))
 	route("POST", "/api/v1/jobs/{name}/resume", mutating(a.resume))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
+	mux.Handle("/api/", notFound)
+	if cfg.Console != nil {
+		mux.Handle("/", cfg.Console)
+	} else {
+		mux.Handle("/", notFound)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
