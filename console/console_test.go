@@ -41,7 +41,7 @@ type cluster struct {
 func table() []scheduler.Job {
 	return []scheduler.Job{
 		{Name: "evil", Schedule: "@every 1h", Handler: jobs.Func(func(ctx context.Context) error {
-			fmt.Fprint(jobs.Output(ctx), hostile)
+			fmt.Fprint(jobs.Output(ctx), "OUT"+hostile)
 			return errors.New(hostile)
 		})},
 		{Name: "nightly-report", Schedule: "30 2 * * 1-5", Timezone: "Europe/Paris", Handler: jobs.Func(func(context.Context) error { return nil })},
@@ -127,7 +127,7 @@ func TestPagesEscapeHostileOutput(t *testing.T) {
 		}
 	}
 	w := get(t, h, "/runs/"+url.PathEscape(id))
-	if w.Code != 200 || !strings.Contains(w.Body.String(), "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt;") {
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `<pre class="output" id="output">OUT&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt;`) {
 		t.Errorf("run page: %d, the output is not shown as text:\n%s", w.Code, w.Body)
 	}
 	if w := get(t, h, "/jobs/"+url.PathEscape(hostile)); w.Code != 404 {

@@ -367,6 +367,24 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, expired, or not a run id.")
 		return
 	}
+	limit := scheduler.DefaultHistoryLimit
+	for _, j := range c.cfg.Jobs() {
+		if j.Name == run.Job {
+			limit = max(j.HistoryLimit, 1)
+		}
+	}
+	// A run's own record keeps no output; its history entry does, while
+	// the job's history still holds it.
+	if run.Output == "" && !run.FinishedAt.IsZero() {
+		if hist, err := c.cfg.Control.HistoryPage(ctx, run.Job, 0, limit); err == nil {
+			for _, h := range hist {
+				if h.ID == run.ID {
+					run.Output = h.Output
+					break
+				}
+			}
+		}
+	}
 	v := runView{Run: *run, Outcome: outcomeOf(runOutcome(*run))}
 	for _, j := range c.cfg.Jobs() {
 		v.Known = v.Known || j.Name == run.Job

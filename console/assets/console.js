@@ -3,7 +3,7 @@
 // swaps its live parts, and sends the action forms in the background.
 (function () {
   "use strict";
-  var PERIOD = 5000;
+  var PERIOD = 3000;
   var busy = false;
 
   function swap(html) {
