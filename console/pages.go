@@ -115,7 +115,7 @@ func outcomeOf(o scheduler.Outcome) outcomeView {
 	case scheduler.Failed:
 		return outcomeView{"bad", "✗", "failed"}
 	case scheduler.TimedOut:
-		return outcomeView{"bad", "⏱", "timed out"}
+		return outcomeView{"bad", "◷", "timed out"}
 	case scheduler.LeaseLost:
 		return outcomeView{"bad", "⚠", "lease lost"}
 	case scheduler.Interrupted:

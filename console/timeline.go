@@ -59,8 +59,9 @@ type tlMark struct {
 }
 
 type tlTick struct {
-	X     float64
-	Label string
+	X      float64
+	Label  string
+	Anchor string // text-anchor: the first and last labels stay inside
 }
 
 func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
@@ -99,8 +100,8 @@ func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
 		t.Lanes = append(t.Lanes, tlLane{Name: n, Y: y, TY: y + tlLaneH/2 + 4})
 	}
 	span := to.Sub(from)
-	if span < time.Minute {
-		span = time.Minute
+	if span < 10*time.Second {
+		span = 10 * time.Second
 		from = to.Add(-span)
 	}
 	// 2% of room either side.
@@ -143,7 +144,14 @@ func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
 	t.Height = t.AxisY + tlAxis
 	for i := range 5 {
 		at := from.Add(span * time.Duration(i) / 4)
-		t.Ticks = append(t.Ticks, tlTick{X: x(at), Label: at.UTC().Format(tickFormat(span))})
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 4:
+			anchor = "end"
+		}
+		t.Ticks = append(t.Ticks, tlTick{X: x(at), Label: at.UTC().Format(tickFormat(span)), Anchor: anchor})
 	}
 	return t
 }

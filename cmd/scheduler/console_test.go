@@ -248,7 +248,6 @@ jobs:
 		// A job's timeline: bars for runs, one lane per replica that ran one.
 		b.do(t, "timeline", chromedp.Navigate(base+"/jobs/flaky-export"), chromedp.WaitVisible(css("figure.timeline svg")),
 			waitJS(`document.querySelectorAll("svg .bar").length >= 2`))
-		b.shot(t, "console-timeline")
 
 		// A run's page shows the output as text.
 		// (Followed by address: the live refresh may swap the table between
@@ -306,6 +305,10 @@ jobs:
 		b.do(t, "resume, no script", chromedp.Click(css(`form[action$="/resume"] button`)),
 			chromedp.WaitVisible(css(`form[action$="/pause"] button`)),
 			send(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}))
+
+		// By now the heartbeat job has run a few times on the replicas.
+		b.do(t, "heartbeat timeline", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(css("figure.timeline svg")))
+		b.shot(t, "console-timeline")
 
 		// Sign out ends the session.
 		b.do(t, "sign out", chromedp.Click(css(`form.signout button`)), chromedp.WaitVisible(chromedp.ID("token")),
