@@ -60,7 +60,7 @@ type replicaRecord struct {
 	Version string `json:"v"`
 	Started int64  `json:"s"` // unix ms, the replica's clock
 	TTL     int64  `json:"ttl"`
-	Offset  int64  `json:"off"` // ms
+	Offset  int64  `json:"off_us"` // µs
 	Table   string `json:"t"`
 	Jobs    int    `json:"j"`
 	Running int    `json:"r"`
@@ -117,7 +117,7 @@ func decodeReplicas(v []string) ([]Replica, error) {
 		beat := time.UnixMilli(exp - rec.TTL).UTC()
 		r := Replica{
 			ID: v[i], Version: rec.Version, LastHeartbeat: beat, HeartbeatAge: max(now.Sub(beat), 0),
-			ClockOffset: time.Duration(rec.Offset) * time.Millisecond, Table: rec.Table, Jobs: rec.Jobs, Running: rec.Running,
+			ClockOffset: time.Duration(rec.Offset) * time.Microsecond, Table: rec.Table, Jobs: rec.Jobs, Running: rec.Running,
 		}
 		if rec.Started > 0 {
 			r.Started = time.UnixMilli(rec.Started).UTC()
@@ -296,7 +296,7 @@ func (s *Scheduler) beat(ctx context.Context, reg registrar, r *registration) {
 		Table: mine, Jobs: len(tab), Running: running,
 	}
 	if off, ok := s.redisClock.offset(s.now()); ok {
-		rec.Offset = off.Milliseconds()
+		rec.Offset = off.Microseconds()
 	}
 	cctx, cancel := context.WithTimeout(ctx, max(s.cfg.syncInterval, time.Second))
 	defer cancel()

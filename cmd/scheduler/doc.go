@@ -119,6 +119,19 @@
 // table stays paused on the replicas that load that table whatever the flag
 // says.
 //
+// replicas lists the live replicas as they registered in the store (each
+// writes a record once per heartbeat; one that stops beating drops out after
+// five heartbeats, at least 10s): id, version, start, last heartbeat, clock
+// offset to Redis, a fingerprint of its job table, jobs, runs in flight. A
+// replica whose table differs from most (a rolling deploy half done, a stale
+// config) is marked "(differs)"; the fingerprint of the given file is
+// printed too, to compare with. --json prints {"file_table", "replicas"}.
+//
+//	$ scheduler replicas
+//	REPLICA  VERSION  STARTED               HEARTBEAT  CLOCK OFFSET  TABLE         JOBS  RUNNING
+//	web-1    v1.4.0   2026-11-22 08:40:02Z  312ms ago  1ms           a6c23fb2c71f  3     1
+//	web-2    v1.3.9   2026-11-21 17:02:40Z  870ms ago  -2ms          90d1e2c4b7a0 (differs)  3  0
+//
 // version prints the version (set at build time with -ldflags "-X
 // main.version=v1.2.3"; otherwise the module version Go recorded), the Go
 // version and platform, the module and its checksum when known, and the VCS
@@ -161,6 +174,16 @@
 //	POST /api/v1/jobs/{name}/trigger       202 {"job":"lottery","run_id":"lottery@manual-..."}
 //	POST /api/v1/jobs/{name}/pause         200 {"job":"lottery","paused":true}
 //	POST /api/v1/jobs/{name}/resume        200 {"job":"lottery","paused":false}
+//	GET  /api/v1/replicas                  {"replica":"web-1","replicas":[{"id":"web-1","version":...,
+//	                                       "table":"a6c23fb2c71f","table_differs":false,...}],
+//	                                       "tables_differ":false}
+//
+// admin.read_only: true refuses trigger, pause and resume (403).
+//
+// Every other path is the operator console (docs/console.md): / lists the
+// jobs, /jobs/{name} shows a job's timeline and history, /runs/{id} a run,
+// /replicas the replicas. With admin.token set it shows a sign-in form; the
+// token buys an HttpOnly, SameSite=Strict session cookie for 12 hours.
 //
 // Errors are JSON, {"error":"..."}: 400 for a bad limit, 401 and 403 as
 // above, 404 for a job not in this replica's table or an unknown path, 405
