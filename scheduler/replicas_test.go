@@ -9,6 +9,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
@@ -34,15 +36,19 @@ func TestReplicaRegistry(t *testing.T) {
 	}
 	f := newFleet(t)
 	var logs testkit.SyncBuffer
+	reader := sdkmetric.NewManualReader()
 	stops := map[string]func(){}
 	for _, r := range []struct{ id, sched string }{{"a", "@every 1m"}, {"b", "@every 1m"}, {"c", "@every 2m"}} {
 		logger := quiet
 		if r.id == "c" {
 			logger = slog.New(slog.NewTextHandler(&logs, nil))
 		}
-		s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), registryTable(r.sched),
-			scheduler.WithReplicaID(r.id), scheduler.WithLogger(logger), scheduler.WithVersion("v1.2.3-"+r.id),
-			scheduler.WithSyncInterval(100*time.Millisecond))
+		opts := []scheduler.Option{scheduler.WithReplicaID(r.id), scheduler.WithLogger(logger), scheduler.WithVersion("v1.2.3-" + r.id),
+			scheduler.WithSyncInterval(100 * time.Millisecond)}
+		if r.id == "c" {
+			opts = append(opts, scheduler.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		}
+		s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), registryTable(r.sched), opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,11 +82,31 @@ func TestReplicaRegistry(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "replica c's warning", func() bool {
 		return strings.Contains(logs.String(), "level=WARN msg=\"live replicas run a different job table")
 	})
+	if got := mismatchGauge(t, reader); got != 1 {
+		t.Errorf("solocron.replica.table_mismatch on c = %d, want 1", got)
+	}
 	stops["c"]()
 	live, err = ctl.Replicas(t.Context())
 	if err != nil || len(live) != 2 || live[0].TableDiffers || live[1].TableDiffers {
 		t.Fatalf("after c left: %+v, %v", live, err)
 	}
+}
+
+func mismatchGauge(t *testing.T, r *sdkmetric.ManualReader) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == "solocron.replica.table_mismatch" && len(g.DataPoints) == 1 {
+				return g.DataPoints[0].Value
+			}
+		}
+	}
+	t.Fatal("no solocron.replica.table_mismatch gauge")
+	return -1
 }
 
 // A replica that dies without leaving drops out after its TTL, and the

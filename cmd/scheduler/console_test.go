@@ -322,3 +322,25 @@ jobs:
 		t.Logf("browser test took %s", time.Since(started).Round(time.Millisecond))
 	})
 }
+
+// The console works on the embedded store: the only way to see that
+// replica's state, its registry entry included.
+func TestConsoleEmbedded(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	start(t, nil, "embedded", env(), "run", "--config", "../../config.example.yaml", "--admin-listen", addr, "--log-format", "json")
+	base := "http://" + addr
+	testkit.WaitFor(t, 60*time.Second, "ready", func() bool { return testkit.HTTPStatus(base+"/readyz") == 200 })
+	testkit.WaitFor(t, 20*time.Second, "the replica registered", func() bool {
+		code, body := httpDo(t, &transcript{}, "GET", base+"/replicas", "")
+		return code == 200 && strings.Contains(body, "1 live replica")
+	})
+	code, body := httpDo(t, &transcript{}, "GET", base+"/", "")
+	if code != 200 || !strings.Contains(body, `href="/jobs/heartbeat"`) {
+		t.Errorf("jobs page on the embedded store: %d\n%s", code, body)
+	}
+	code, body = httpDo(t, &transcript{}, "GET", base+"/api/v1/replicas", "")
+	if code != 200 || !strings.Contains(body, `"version":"`+testVersion+`"`) {
+		t.Errorf("GET /api/v1/replicas: %d %s", code, body)
+	}
+}
