@@ -148,7 +148,7 @@ func New(cfg Config) (*Console, error) {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusForbidden, "Cross-origin request refused.")
 	}))
-	post := func(h http.HandlerFunc) http.Handler { return cop.Handler(c.checkForm(h)) }
+	post := func(h http.HandlerFunc) http.Handler { return c.writable(cop.Handler(c.checkForm(h))) }
 
 	m := http.NewServeMux()
 	p := cfg.Prefix
@@ -236,6 +236,17 @@ func (c *Console) reader(h http.Handler) http.Handler {
 			next += "?" + r.URL.RawQuery
 		}
 		http.Redirect(w, r, c.cfg.Prefix+"/signin?next="+urlQueryEscape(next), http.StatusSeeOther)
+	})
+}
+
+// writable refuses actions on a read-only console, before anything else.
+func (c *Console) writable(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.cfg.ReadOnly {
+			c.fail(w, r, http.StatusForbidden, "This console is read-only (admin.read_only).")
+			return
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 

@@ -334,8 +334,8 @@ func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	if w.Code != http.StatusForbidden {
-		t.Errorf("trigger on a read-only console: %d", w.Code)
+	if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "This console is read-only") {
+		t.Errorf("trigger on a read-only console: %d %s", w.Code, w.Body)
 	}
 	if st, _ := c.ctl.Status(t.Context(), "sweep", 1); st.PendingManual != 0 {
 		t.Error("a read-only console triggered a run")

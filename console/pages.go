@@ -428,10 +428,6 @@ func (c *Console) replicasPage(w http.ResponseWriter, r *http.Request) {
 // act runs Run now, Pause or Resume, then sends the browser back to the
 // job's page (303: a reload does not post again).
 func (c *Console) act(w http.ResponseWriter, r *http.Request) {
-	if c.cfg.ReadOnly {
-		c.fail(w, r, http.StatusForbidden, "This console is read-only (admin.read_only).")
-		return
-	}
 	j, ok := c.lookup(w, r)
 	if !ok {
 		return
