@@ -394,3 +394,19 @@ func TestJobsPageCostIsBounded(t *testing.T) {
 		t.Errorf("5 refreshes within the cache's TTL sent %d commands", got)
 	}
 }
+
+// Ten wrong tokens in a minute close the sign-in for the rest of it, even
+// to the right token.
+func TestSignInRateLimit(t *testing.T) {
+	c := newCluster(t, 0)
+	srv := httptest.NewServer(c.console(t, console.Config{Token: "right"}))
+	t.Cleanup(srv.Close)
+	for range 10 {
+		if _, resp := signIn(t, srv, "wrong"); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong token: %d", resp.StatusCode)
+		}
+	}
+	if _, resp := signIn(t, srv, "right"); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("after 10 failures: %d", resp.StatusCode)
+	}
+}
