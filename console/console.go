@@ -12,7 +12,9 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,9 +84,8 @@ type Console struct {
 	cachedAt time.Time
 	cachedOf string // the job names it was read for
 
-	failMu    sync.Mutex
-	failures  []time.Time // failed sign-ins in the last minute
-	cookieTTL time.Duration
+	failMu   sync.Mutex
+	failures map[string][]time.Time // failed sign-ins in the last minute, per client address
 }
 
 // Limits.
@@ -121,7 +122,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	c := &Console{cfg: cfg, log: cfg.Logger, cookieTTL: cfg.SessionTTL}
+	c := &Console{cfg: cfg, log: cfg.Logger, failures: map[string][]time.Time{}}
 	if cfg.Token != "" {
 		c.tokenHash = sha256.Sum256([]byte(cfg.Token))
 		// Derived from the token: every replica sharing the token accepts
@@ -235,7 +236,7 @@ func (c *Console) reader(h http.Handler) http.Handler {
 		if r.URL.RawQuery != "" {
 			next += "?" + r.URL.RawQuery
 		}
-		http.Redirect(w, r, c.cfg.Prefix+"/signin?next="+urlQueryEscape(next), http.StatusSeeOther)
+		http.Redirect(w, r, c.cfg.Prefix+"/signin?next="+url.QueryEscape(next), http.StatusSeeOther)
 	})
 }
 
@@ -253,7 +254,7 @@ func (c *Console) writable(h http.Handler) http.Handler {
 // A session cookie is "<expiry unix s>.<nonce>.<hmac>"; it needs no state
 // on the server.
 func (c *Console) newSession() (string, time.Time) {
-	exp := c.cfg.Now().Add(c.cookieTTL)
+	exp := c.cfg.Now().Add(c.cfg.SessionTTL)
 	var nonce [12]byte
 	_, _ = rand.Read(nonce[:])
 	v := strconv.FormatInt(exp.Unix(), 10) + "." + hex.EncodeToString(nonce[:])
@@ -323,20 +324,21 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	next := c.safeNext(r.PostFormValue("next"))
-	if c.tooManyFailures() {
+	client := clientOf(r)
+	if c.tooManyFailures(client) {
 		w.Header().Set("Retry-After", "60")
 		c.render(w, r, http.StatusTooManyRequests, "signin", "Sign in", signinView{Next: next, Error: "Too many failed sign-ins: wait a minute."})
 		return
 	}
 	if !c.tokenMatches(strings.TrimSpace(r.PostFormValue("token"))) {
-		c.failed()
+		c.failed(client)
 		c.log.Warn("console: sign-in with a wrong token refused", "remote", r.RemoteAddr)
 		c.render(w, r, http.StatusUnauthorized, "signin", "Sign in", signinView{Next: next, Error: "That is not the admin token."})
 		return
 	}
 	v, exp := c.newSession()
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookieName, Value: v, Path: c.cookiePath(), Expires: exp, MaxAge: int(c.cookieTTL.Seconds()),
+		Name: sessionCookieName, Value: v, Path: c.cookiePath(), Expires: exp, MaxAge: int(c.cfg.SessionTTL.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
 	c.log.Info("console: signed in", "remote", r.RemoteAddr)
@@ -353,22 +355,58 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) cookiePath() string { return c.cfg.Prefix + "/" }
 
-func (c *Console) tooManyFailures() bool {
+// clientOf is the address a request came from, without its port.
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// maxFailingClients bounds the memory the sign-in limit keeps; beyond it,
+// every client shares one budget.
+const maxFailingClients = 1024
+
+func (c *Console) tooManyFailures(client string) bool {
 	c.failMu.Lock()
 	defer c.failMu.Unlock()
 	cut := time.Now().Add(-time.Minute)
-	i := 0
-	for i < len(c.failures) && c.failures[i].Before(cut) {
-		i++
+	recent := func(ts []time.Time) []time.Time {
+		i := 0
+		for i < len(ts) && ts[i].Before(cut) {
+			i++
+		}
+		return ts[i:]
 	}
-	c.failures = c.failures[i:]
-	return len(c.failures) >= signinFailures
+	if len(c.failures) > maxFailingClients {
+		for k, ts := range c.failures {
+			if ts = recent(ts); len(ts) == 0 {
+				delete(c.failures, k)
+			} else {
+				c.failures[k] = ts
+			}
+		}
+	}
+	if len(c.failures) > maxFailingClients {
+		client = "*"
+	}
+	ts := recent(c.failures[client])
+	if len(ts) == 0 {
+		delete(c.failures, client)
+	} else {
+		c.failures[client] = ts
+	}
+	return len(ts) >= signinFailures
 }
 
-func (c *Console) failed() {
+func (c *Console) failed(client string) {
 	c.failMu.Lock()
-	c.failures = append(c.failures, time.Now())
-	c.failMu.Unlock()
+	defer c.failMu.Unlock()
+	if len(c.failures) > maxFailingClients {
+		client = "*"
+	}
+	c.failures[client] = append(c.failures[client], time.Now())
 }
 
 // safeNext keeps a redirect inside the console: a path under the prefix,

@@ -30,8 +30,6 @@ type page struct {
 	Data     any
 }
 
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }
-
 var funcs = template.FuncMap{
 	"utc": func(t time.Time) string {
 		if t.IsZero() {
@@ -173,11 +171,10 @@ type jobRow struct {
 }
 
 type jobsView struct {
-	Rows              []jobRow
-	Total             int
-	Query, Outcome    string
-	OutcomeFilters    []string
-	FailedRecentCount int
+	Rows           []jobRow
+	Total          int
+	Query, Outcome string
+	OutcomeFilters []string
 }
 
 var outcomeFilters = []string{"", "succeeded", "failed", "running", "paused", "never"}

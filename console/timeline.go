@@ -41,15 +41,14 @@ type tlLane struct {
 }
 
 type tlBar struct {
-	ID           string
-	X, Y, W, H   float64
-	TX, TY       float64
-	Label        string // symbol, shown when the bar is wide enough
-	Title        string
-	Class        string
-	Sym          bool
-	Running      bool
-	ShowSymbolAt float64
+	ID         string
+	X, Y, W, H float64
+	TX, TY     float64 // where the symbol goes
+	Label      string  // the outcome's symbol
+	Sym        bool    // the bar is wide enough for it
+	Title      string
+	Class      string
+	Running    bool
 }
 
 type tlMark struct {
