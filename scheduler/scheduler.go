@@ -97,7 +97,8 @@ type Scheduler struct {
 // WithKeyPrefix("solocron"), WithMaxClockSkew(2s), WithClock(system clock),
 // WithLogger(slog.Default()), WithTracerProvider(global),
 // WithMeterProvider(global), WithShutdownGrace(30s), WithSyncInterval(1s),
-// WithMinReplicasAck(0: off).
+// WithMinReplicasAck(0: off), WithVersion(the build info's, for the
+// replica registry: see Control.Replicas).
 func New(client redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
 	if client == nil {
 		return nil, errors.New("scheduler: nil Redis client")
