@@ -81,6 +81,7 @@ type Console struct {
 
 	cacheMu  sync.Mutex
 	cached   []scheduler.Overview
+	replicas []scheduler.Replica // read with it; nil when the store keeps none
 	cachedAt time.Time
 	cachedOf string // the job names it was read for
 
@@ -426,17 +427,20 @@ func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 // overview reads every job's state, shared by every request within the
 // cache's TTL: a wall of open tabs refreshing costs the store one read a
 // second, not one per tab.
-func (c *Console) overview(ctx context.Context, names []string) ([]scheduler.Overview, error) {
+func (c *Console) overview(ctx context.Context, names []string) ([]scheduler.Overview, []scheduler.Replica, error) {
 	key := strings.Join(names, "\x00")
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	if c.cached != nil && c.cachedOf == key && time.Since(c.cachedAt) < c.cfg.CacheTTL {
-		return c.cached, nil
+		return c.cached, c.replicas, nil
 	}
 	ov, err := c.cfg.Control.Overview(ctx, names, jobsRecent)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	c.cached, c.cachedAt, c.cachedOf = ov, time.Now(), key
-	return ov, nil
+	// The registry, for the banner when replicas disagree about the table:
+	// advisory, so a failure to read it only hides the banner.
+	rs, _ := c.cfg.Control.Replicas(ctx)
+	c.cached, c.replicas, c.cachedAt, c.cachedOf = ov, rs, time.Now(), key
+	return ov, rs, nil
 }

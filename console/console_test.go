@@ -201,6 +201,9 @@ func TestReplicasPageFlagsDifferentTables(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "three replicas", func() bool {
 		return strings.Contains(get(t, h, "/replicas").Body.String(), "3 live replicas")
 	})
+	if body := get(t, h, "/").Body.String(); !strings.Contains(body, "1 of 3 replicas run a different job table") {
+		t.Error("the jobs page does not warn that a replica's table differs")
+	}
 	body := get(t, h, "/replicas").Body.String()
 	if !strings.Contains(body, "1 replica runs a different job table") || strings.Count(body, `class="differs"`) != 1 ||
 		!strings.Contains(body, "⚠ differs") {
@@ -386,6 +389,7 @@ func TestJobsPageCostIsBounded(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("the jobs page of 1,000 jobs took %s", d)
 	}
+	t.Logf("the jobs page of 1,000 jobs answered in %s", time.Since(start).Round(time.Millisecond))
 	before := n.Load()
 	for range 5 {
 		get(t, h, "/")

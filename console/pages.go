@@ -175,6 +175,8 @@ type jobsView struct {
 	Total          int
 	Query, Outcome string
 	OutcomeFilters []string
+	Replicas       int // live replicas
+	Differ         int // of which run a different job table
 }
 
 var outcomeFilters = []string{"", "succeeded", "failed", "running", "paused", "never"}
@@ -243,13 +245,18 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
-	ov, err := c.overview(ctx, names)
+	ov, rs, err := c.overview(ctx, names)
 	if err != nil {
 		c.storeFailed(w, r, err)
 		return
 	}
 	now := c.cfg.Now()
-	v := jobsView{Total: len(tab), Query: q, Outcome: want, OutcomeFilters: outcomeFilters, Rows: []jobRow{}}
+	v := jobsView{Total: len(tab), Query: q, Outcome: want, OutcomeFilters: outcomeFilters, Rows: []jobRow{}, Replicas: len(rs)}
+	for _, x := range rs {
+		if x.TableDiffers {
+			v.Differ++
+		}
+	}
 	for i, j := range tab {
 		if q != "" && !strings.Contains(strings.ToLower(j.Name), strings.ToLower(q)) {
 			continue
