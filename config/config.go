@@ -111,16 +111,56 @@ type Redlock struct {
 	URLs []string
 }
 
+// Defaults of the admin section.
+const (
+	// DefaultAdminRateLimit is admin.rate_limit: requests per second one
+	// client (one remote IP address) may make.
+	DefaultAdminRateLimit = 20
+	// DefaultAdminRateBurst is admin.rate_burst: requests one client may
+	// make at once before rate_limit applies.
+	DefaultAdminRateBurst = 40
+)
+
 // Admin configures the admin HTTP server (health, metrics, JSON API).
 type Admin struct {
 	// Listen is host:port; "" turns the server off.
 	Listen string
-	// Token, when set, is required as "Authorization: Bearer <token>" by the
-	// mutating endpoints. String, GoString and LogValue never show it.
+	// Token, when set, is required as "Authorization: Bearer <token>" by
+	// every /api/v1 endpoint, reads included (/healthz, /readyz and
+	// /metrics stay open). String, GoString and LogValue never show it.
 	Token string
 	// ReadOnly refuses every action (trigger, pause, resume) on the JSON API
 	// and hides them on the console.
 	ReadOnly bool
+	// TraceURL, when set, links each run's page on the console to its
+	// trace: "{trace_id}" in it is replaced by the run's trace id
+	// ("https://tempo.example/trace/{trace_id}").
+	TraceURL string
+	// AllowedHosts are the names, besides the listen address and the
+	// loopback names (localhost, 127.0.0.1, ::1), that a request's Host
+	// header may carry; any other Host is answered 421 (a DNS rebinding
+	// defence). Names only, no port.
+	AllowedHosts []string
+	// RateLimit is how many requests per second one client (remote IP) may
+	// make; more are answered 429. Default DefaultAdminRateLimit (20); 0
+	// turns the limit off.
+	RateLimit int
+	// RateBurst is how many requests a client may make at once; default
+	// DefaultAdminRateBurst (40).
+	RateBurst int
+	// TLS, when set, serves the admin API over HTTPS; nil serves plain HTTP.
+	TLS *AdminTLS
+}
+
+// AdminTLS is the admin listener's TLS. Paths are read at start.
+type AdminTLS struct {
+	// CertFile and KeyFile are the server's certificate (chain) and key, in
+	// PEM. Both required.
+	CertFile, KeyFile string
+	// ClientCAFile, when set, holds the PEM certificates of the CAs that
+	// sign client certificates: every connection must then present one
+	// (mutual TLS).
+	ClientCAFile string
 }
 
 // Redacted returns a copy of s with every password replaced by "xxxxx": in
@@ -226,7 +266,12 @@ func (r Redlock) GoString() string { return "config.Redlock" + r.String() }
 
 // String describes a; the token shows only as set ("xxxxx") or unset ("").
 func (a Admin) String() string {
-	return fmt.Sprintf("{Listen:%s Token:%s ReadOnly:%t}", a.Listen, a.maskedToken(), a.ReadOnly)
+	out := fmt.Sprintf("{Listen:%s Token:%s AllowedHosts:%v RateLimit:%d RateBurst:%d ReadOnly:%t TraceURL:%s",
+		a.Listen, a.maskedToken(), a.AllowedHosts, a.RateLimit, a.RateBurst, a.ReadOnly, a.TraceURL)
+	if a.TLS != nil {
+		out += fmt.Sprintf(" TLS:%+v", *a.TLS)
+	}
+	return out + "}"
 }
 
 // GoString is String, so %#v cannot print the token either.
@@ -234,7 +279,9 @@ func (a Admin) GoString() string { return "config.Admin" + a.String() }
 
 // LogValue logs a without its token.
 func (a Admin) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("listen", a.Listen), slog.Bool("token_set", a.Token != ""), slog.Bool("read_only", a.ReadOnly))
+	return slog.GroupValue(slog.String("listen", a.Listen), slog.Bool("token_set", a.Token != ""),
+		slog.Any("allowed_hosts", a.AllowedHosts), slog.Int("rate_limit", a.RateLimit), slog.Bool("tls", a.TLS != nil),
+		slog.Bool("read_only", a.ReadOnly), slog.String("trace_url", a.TraceURL))
 }
 
 func (a Admin) maskedToken() string {

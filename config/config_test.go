@@ -3,7 +3,9 @@ package config_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -113,7 +115,7 @@ func TestParseGoodFile(t *testing.T) {
 	if !reflect.DeepEqual(f.Store, wantStore) {
 		t.Errorf("Store = %#v\nwant %#v", f.Store, wantStore)
 	}
-	if want := (config.Admin{Listen: "127.0.0.1:9090", Token: "tok-123"}); f.Admin != want {
+	if want := (config.Admin{Listen: "127.0.0.1:9090", Token: "tok-123", RateLimit: 20, RateBurst: 40}); !reflect.DeepEqual(f.Admin, want) {
 		t.Errorf("Admin = %+v, want %+v", f.Admin, want)
 	}
 	want := []scheduler.Job{{
@@ -123,7 +125,9 @@ func TestParseGoodFile(t *testing.T) {
 		StartingDeadline: 20 * time.Second, CatchupWindow: time.Hour, Catchup: scheduler.CatchupAll,
 		OnLeaseLost: scheduler.LeaseLostContinue, Paused: true, HistoryLimit: 50,
 	}, {
+		// An HTTP job without a timeout gets jobs.DefaultHTTPTimeout.
 		Name: "ping", Schedule: "@every 10s", Timezone: "Europe/Berlin", Offset: 3 * time.Second, Lease: time.Minute,
+		Timeout: jobs.DefaultHTTPTimeout,
 	}, {
 		Name: "reindex.nightly", Schedule: "@hourly", Timezone: "Europe/Berlin", Lease: time.Minute,
 	}}
@@ -153,7 +157,7 @@ func TestParseGoodFile(t *testing.T) {
 	}
 	wantHTTP := jobs.HTTP{Method: "POST", URL: "https://example.com/hook?x=1",
 		Headers: map[string]string{"Authorization": "Bearer tok-123", "Content-Type": "application/json"},
-		Body:    `{"a": 1}`, ExpectStatus: []int{200, 204}}
+		Body:    `{"a": 1}`, ExpectStatus: []int{200, 204}, Timeout: jobs.DefaultHTTPTimeout}
 	if !reflect.DeepEqual(*h, wantHTTP) {
 		t.Errorf("jobs[1].Handler = %+v\nwant %+v", *h, wantHTTP)
 	}
@@ -181,8 +185,8 @@ func TestParseMinimalFiles(t *testing.T) {
 			if !reflect.DeepEqual(f.Store, want) {
 				t.Errorf("Store = %#v, want the defaults %#v", f.Store, want)
 			}
-			if f.Admin != (config.Admin{}) || f.ReplicaID != "" {
-				t.Errorf("Admin, ReplicaID = %v, %q; want zero", f.Admin, f.ReplicaID)
+			if wantAdmin := (config.Admin{RateLimit: 20, RateBurst: 40}); !reflect.DeepEqual(f.Admin, wantAdmin) || f.ReplicaID != "" {
+				t.Errorf("Admin, ReplicaID = %v, %q; want the defaults", f.Admin, f.ReplicaID)
 			}
 		})
 	}
@@ -231,7 +235,7 @@ jobs:
 		t.Fatalf("b.Handler is %T, want *jobs.HTTP", b.Handler)
 	}
 	want := jobs.HTTP{Method: "POST", URL: "https://x.example/", ExpectStatus: []int{202},
-		Headers: map[string]string{"X-Team": "core", "Authorization": "Bearer own"}}
+		Headers: map[string]string{"X-Team": "core", "Authorization": "Bearer own"}, Timeout: jobs.DefaultHTTPTimeout}
 	if !reflect.DeepEqual(*h, want) {
 		t.Errorf("b.Handler = %+v\nwant %+v", *h, want)
 	}
@@ -342,5 +346,85 @@ func TestFuncJobsNeedWithFuncs(t *testing.T) {
 	wantErrors(t, err, `2:42: jobs[0].func: "reindex" is not a registered Go function: func jobs run only in a program that embeds Solocron`)
 	if _, err := config.Parse("t.yaml", []byte(text), config.WithFuncs(map[string]jobs.Job{"reindex": reindex})); err != nil {
 		t.Errorf("with WithFuncs: %v", err)
+	}
+}
+
+// TestSecurityFields: log_output and http.follow_redirects reach the
+// handlers; an HTTP job's own timeout bounds its request; bad values are
+// errors naming the field.
+func TestSecurityFields(t *testing.T) {
+	f := mustParse(t, `
+jobs:
+  - {name: loud, schedule: "@hourly", command: ["true"], log_output: info}
+  - {name: quiet, schedule: "@hourly", command: ["true"]}
+  - {name: hook, schedule: "@hourly", timeout: 5m, http: {url: "https://x.example/", follow_redirects: none}}
+  - {name: hook2, schedule: "@hourly", http: {url: "https://x.example/"}}
+`)
+	if c := f.Jobs[0].Handler.(*jobs.Command); c.LogOutput == nil || c.LogOutput.Level() != slog.LevelInfo {
+		t.Errorf("log_output: info gave %v", c.LogOutput)
+	}
+	if c := f.Jobs[1].Handler.(*jobs.Command); c.LogOutput != nil {
+		t.Errorf("no log_output gave %v, want nil (debug)", c.LogOutput)
+	}
+	if h := f.Jobs[2].Handler.(*jobs.HTTP); h.FollowRedirects != "none" || h.Timeout != 5*time.Minute || f.Jobs[2].Timeout != 5*time.Minute {
+		t.Errorf("hook: %+v, job timeout %v", h, f.Jobs[2].Timeout)
+	}
+	if h := f.Jobs[3].Handler.(*jobs.HTTP); h.FollowRedirects != "" || h.Timeout != time.Minute || f.Jobs[3].Timeout != time.Minute {
+		t.Errorf("hook2: %+v, job timeout %v", h, f.Jobs[3].Timeout)
+	}
+	_, err := config.Parse("t.yaml", []byte(`
+jobs:
+  - {name: a, schedule: "@hourly", command: ["true"], log_output: loud}
+  - {name: b, schedule: "@hourly", http: {url: "https://x.example/", follow_redirects: same-host}}
+  - {name: c, schedule: "@hourly", http: {url: "https://x.example/"}, log_output: info}
+`))
+	for _, want := range []string{`t.yaml:3:67: jobs[0].log_output: "loud" is not one of debug`,
+		`t.yaml:4:88: jobs[1].http.follow_redirects: "same-host" is not one of same_host, all, none (did you mean "same_host"?)`,
+		`jobs[2].log_output: applies only to command jobs`} {
+		if !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("error %v\nlacks %q", err, want)
+		}
+	}
+}
+
+// TestAdminSecurityFields: allowed_hosts, rate_limit, rate_burst and tls
+// decode, with errors naming file, line and field.
+func TestAdminSecurityFields(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	for _, p := range []string{cert, key} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := mustParse(t, fmt.Sprintf(`
+admin:
+  listen: 0.0.0.0:9090
+  token: tok
+  allowed_hosts: [solocron.internal, 10.0.0.5]
+  rate_limit: 0
+  rate_burst: 5
+  tls: {cert_file: %q, key_file: %q, client_ca_file: %q}
+jobs: []
+`, cert, key, cert))
+	want := config.Admin{Listen: "0.0.0.0:9090", Token: "tok", AllowedHosts: []string{"solocron.internal", "10.0.0.5"},
+		RateLimit: 0, RateBurst: 5, TLS: &config.AdminTLS{CertFile: cert, KeyFile: key, ClientCAFile: cert}}
+	if !reflect.DeepEqual(f.Admin, want) {
+		t.Errorf("Admin = %v\nwant %v", f.Admin, want)
+	}
+	_, err := config.Parse("t.yaml", []byte(`
+admin:
+  allowed_hosts: ["http://evil.example/"]
+  rate_limit: -1
+  rate_burst: 0
+  tls: {cert_file: /nonexistent/c.pem}
+jobs: []
+`))
+	for _, want := range []string{`t.yaml:3:19: admin.allowed_hosts[0]: "http://evil.example/" is not a host name`,
+		`t.yaml:4:15: admin.rate_limit: must be 0 (no limit)`, `t.yaml:5:15: admin.rate_burst: must be at least 1`,
+		`admin.tls.cert_file: "/nonexistent/c.pem": no such file`, `admin.tls.key_file: is required`} {
+		if !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("error %v\nlacks %q", err, want)
+		}
 	}
 }

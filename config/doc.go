@@ -13,6 +13,11 @@
 // A program that embeds Solocron and runs Go functions as jobs passes them
 // with WithFuncs; tests replace the environment with WithLookupEnv.
 //
+// JSONSchema returns the JSON Schema of the file (what `scheduler schema`
+// prints and docs/solocron.schema.json holds), built from the same field
+// lists the loader reads, for editors that complete and check a table as it
+// is written.
+//
 // # The file
 //
 // One YAML document holding a mapping with these keys. Every key not listed
@@ -96,12 +101,27 @@
 //	admin:
 //	  listen: 127.0.0.1:9090
 //	  token: ${SOLOCRON_ADMIN_TOKEN}
+//	  allowed_hosts: [solocron.internal]
+//	  rate_limit: 20
+//	  rate_burst: 40
+//	  tls: {cert_file: admin.pem, key_file: admin.key, client_ca_file: clients-ca.pem}
 //
 // listen is host:port with a numeric port (":9090" listens on every
 // interface); leave it out to turn the server off. token, when set, is
-// required as "Authorization: Bearer <token>" by the mutating endpoints; it
-// must not contain whitespace. The token never appears in errors, in
-// Admin.String or in logs.
+// required as "Authorization: Bearer <token>" by every /api/v1 endpoint,
+// reads included (/healthz, /readyz and /metrics stay open); it must not
+// contain whitespace. The token never appears in errors, in Admin.String or
+// in logs.
+//
+// allowed_hosts lists host names (no scheme, port or path) that a request's
+// Host header may carry besides the listen address and the loopback names;
+// any other Host is answered 421. rate_limit (integer, default 20, 0 = no
+// limit) is the requests per second each client IP may make to /api/v1;
+// rate_burst (integer >= 1, default 40) how many it may make at once. tls
+// serves the admin API over HTTPS: cert_file and key_file (PEM, both
+// required, must exist) are the server's certificate and key; client_ca_file
+// (PEM CAs, optional) requires every client to present a certificate signed
+// by one of them.
 //
 // # jobs
 //
@@ -118,13 +138,16 @@
 //	http               mapping              -         a request (below)
 //	func               string               -         a Go function registered with WithFuncs
 //	dir                string               ""        command jobs: working directory
-//	env                mapping of strings   {}        command jobs: added to the environment
+//	env                mapping of strings   {}        command jobs: added to the few variables
+//	                                                  inherited (PATH, HOME, LANG, TZ, LC_*, ...)
 //	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL
+//	log_output         debug|info           debug     command jobs: log level of output lines
 //	concurrency        integer              1         runs in flight at once, across replicas
 //	overlap            skip|wait|replace    skip      what a run does when every slot is busy
 //	max_wait           duration             starting_deadline   overlap: wait only
 //	lease              duration             30s       claim lifetime; renewed every lease/3
-//	timeout            duration             0 (none)  cancels a run that lasts longer
+//	timeout            duration             0 (none)  cancels a run that lasts longer; http
+//	                                                  jobs: 1m (jobs.DefaultHTTPTimeout)
 //	retries            integer              0         extra attempts inside the same run
 //	retry_backoff      duration             1s        first retry delay; doubles, with jitter
 //	jitter             duration             0         deterministic per-run start delay
@@ -145,8 +168,10 @@
 // shell, write ["sh", "-c", "..."]. env must not set the variables the
 // scheduler sets for every run (SOLOCRON_JOB, SOLOCRON_RUN_ID,
 // SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT,
-// SOLOCRON_REPLICA_ID). env, dir and kill_grace in a job that is not a
-// command job are errors.
+// SOLOCRON_REPLICA_ID). env, dir, kill_grace and log_output in a job that
+// is not a command job are errors. A command job inherits nothing else of
+// the scheduler's environment (see jobs.Inherited): a secret it needs is
+// named in env.
 //
 // http is a mapping:
 //
@@ -156,6 +181,12 @@
 //	  headers: {Authorization: "Bearer ${TOKEN}"}
 //	  body: '{"full": true}'        # default none
 //	  expect_status: [200, 204]     # default any 2xx
+//	  follow_redirects: same_host   # same_host (default) | all | none
+//
+// follow_redirects same_host follows a redirect only to the URL's own host,
+// never from https to http; all follows any (up to 10); none follows none.
+// A refused redirect fails the run with the redirect named in its error. An
+// http job without a timeout gets 1m.
 //
 // Header names are case-insensitive (and stored canonicalised, e.g.
 // Content-Type); values must not contain line breaks. Idempotency-Key and

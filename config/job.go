@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/textproto"
 	"net/url"
@@ -21,11 +22,18 @@ var (
 	jobFields = []string{"name", "schedule", "timezone", "offset", "command", "http", "func",
 		"dir", "env", "kill_grace", "concurrency", "overlap", "max_wait", "lease", "timeout",
 		"retries", "retry_backoff", "jitter", "starting_deadline", "catchup_window", "catchup",
-		"on_lease_lost", "paused", "history_limit"}
-	httpFields = []string{"method", "url", "headers", "body", "expect_status"}
+		"on_lease_lost", "paused", "history_limit", "log_output"}
+	httpFields = []string{"method", "url", "headers", "body", "expect_status", "follow_redirects"}
+	// noDefault are the job fields every job sets itself: not in defaults:.
+	noDefault = []string{"name", "schedule"}
 
 	// commandOnly are the fields that mean something only to command jobs.
-	commandOnly = []string{"env", "dir", "kill_grace"}
+	commandOnly = []string{"env", "dir", "kill_grace", "log_output"}
+
+	// logOutputLevels are the values of log_output.
+	logOutputLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo}
+	// redirectPolicies are the values of http.follow_redirects.
+	redirectPolicies = []string{jobs.RedirectSameHost, jobs.RedirectAll, jobs.RedirectNone}
 
 	// reservedEnv are set by the scheduler for every run of a command job.
 	reservedEnv = []string{"SOLOCRON_JOB", "SOLOCRON_RUN_ID", "SOLOCRON_SCHEDULED_AT",
@@ -61,6 +69,7 @@ type draft struct {
 	env       map[string]string
 	dir       string
 	killGrace time.Duration
+	logOutput slog.Leveler
 	http      httpSpec
 	fn        jobs.Job
 }
@@ -69,6 +78,7 @@ const ambiguous = "?"
 
 type httpSpec struct {
 	method, url, body string
+	followRedirects   string
 	headers           map[string]string
 	expect            []int
 }
@@ -256,7 +266,7 @@ func (d *decoder) jobField(j *draft, p pair, path string, inDefaults bool) bool 
 	if !slices.Contains(jobFields, p.name) {
 		return false
 	}
-	if inDefaults && (p.name == "name" || p.name == "schedule") {
+	if inDefaults && slices.Contains(noDefault, p.name) {
 		d.errorf(p.key, path, "cannot have a default: every job sets its own %s", p.name)
 		return true
 	}
@@ -288,6 +298,8 @@ func (d *decoder) jobField(j *draft, p pair, path string, inDefaults bool) bool 
 		ok = d.env(&j.env, v, path)
 	case "kill_grace":
 		j.killGrace, ok = d.duration(v, path)
+	case "log_output":
+		j.logOutput, ok = d.logOutput(v, path)
 	case "concurrency":
 		j.job.Concurrency, ok = d.integer(v, path)
 	case "overlap":
@@ -372,7 +384,7 @@ func (d *decoder) handler(j *draft) {
 		if len(j.env) > 0 {
 			env = j.env // already this job's own copy
 		}
-		j.job.Handler = &jobs.Command{Args: slices.Clone(j.args), Env: env, Dir: j.dir, KillGrace: j.killGrace}
+		j.job.Handler = &jobs.Command{Args: slices.Clone(j.args), Env: env, Dir: j.dir, KillGrace: j.killGrace, LogOutput: j.logOutput}
 	case "http":
 		if j.http.url == "" {
 			d.jobError(j, "http", ".url", errors.New("is required"))
@@ -382,8 +394,16 @@ func (d *decoder) handler(j *draft) {
 		if len(j.http.headers) > 0 {
 			headers = j.http.headers
 		}
+		// An HTTP job always has a timeout: the job's own, else
+		// jobs.DefaultHTTPTimeout, so a server that never answers cannot
+		// hold the slot forever. The scheduler enforces it (the run is
+		// recorded timed_out), the request too.
+		if j.job.Timeout == 0 {
+			j.job.Timeout = jobs.DefaultHTTPTimeout
+		}
 		j.job.Handler = &jobs.HTTP{Method: j.http.method, URL: j.http.url, Headers: headers,
-			Body: j.http.body, ExpectStatus: slices.Clone(j.http.expect)}
+			Body: j.http.body, ExpectStatus: slices.Clone(j.http.expect),
+			FollowRedirects: j.http.followRedirects, Timeout: j.job.Timeout}
 	case "func":
 		j.job.Handler = j.fn
 	}
@@ -453,6 +473,21 @@ func (d *decoder) env(dst *map[string]string, n *yaml.Node, path string) bool {
 	return ok
 }
 
+// logOutput decodes log_output: the level a command's output is logged at.
+func (d *decoder) logOutput(n *yaml.Node, path string) (slog.Leveler, bool) {
+	n = d.resolve(n)
+	s, ok := d.str(n, path)
+	if !ok {
+		return nil, false
+	}
+	l, ok := logOutputLevels[s]
+	if !ok {
+		d.errorf(n, path, "%q is not one of debug (the default), info", clip(s))
+		return nil, false
+	}
+	return l, true
+}
+
 // httpSpec decodes an http mapping into *h, over what is there (the
 // defaults'): fields the job sets replace the defaults', headers merge.
 func (d *decoder) httpSpec(h *httpSpec, n *yaml.Node, path string) bool {
@@ -492,6 +527,17 @@ func (d *decoder) httpSpec(h *httpSpec, n *yaml.Node, path string) bool {
 			h.body, good = d.str(v, fp)
 		case "expect_status":
 			h.expect, good = d.statuses(v, fp)
+		case "follow_redirects":
+			var f string
+			if f, good = d.str(v, fp); good && !slices.Contains(redirectPolicies, f) {
+				msg := fmt.Sprintf("%q is not one of same_host, all, none", clip(f))
+				if sug := suggest(f, redirectPolicies); sug != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", sug)
+				}
+				d.errorf(v, fp, "%s", msg)
+				good = false
+			}
+			h.followRedirects = f
 		default:
 			return false
 		}

@@ -21,7 +21,8 @@ var (
 	sentinelFields = []string{"master", "addrs", "username", "password"}
 	clusterFields  = []string{"addrs"}
 	redlockFields  = []string{"urls"}
-	adminFields    = []string{"listen", "token", "read_only"}
+	adminFields    = []string{"listen", "token", "allowed_hosts", "rate_limit", "rate_burst", "tls", "read_only", "trace_url"}
+	adminTLSFields = []string{"cert_file", "key_file", "client_ca_file"}
 	modes          = []string{"standalone", "sentinel", "cluster", "redlock"}
 )
 
@@ -58,6 +59,7 @@ func (d *decoder) top(f *File, root *yaml.Node) {
 	if store != nil {
 		modeOK = d.store(&f.Store, store.val, "store")
 	}
+	f.Admin = Admin{RateLimit: DefaultAdminRateLimit, RateBurst: DefaultAdminRateBurst}
 	if admin != nil {
 		d.admin(&f.Admin, admin.val, "admin")
 	}
@@ -508,9 +510,117 @@ func (d *decoder) admin(a *Admin, n *yaml.Node, path string) {
 			if ok {
 				a.ReadOnly = ro
 			}
+		case "trace_url":
+			u, ok := d.str(v, fp)
+			if !ok || u == "" {
+				break
+			}
+			if err := checkTraceURL(u); err != nil {
+				d.add(v.Line, v.Column, fp, err)
+				break
+			}
+			a.TraceURL = u
+		case "allowed_hosts":
+			hosts, ok := d.strList(v, fp)
+			if !ok {
+				break
+			}
+			for i, h := range hosts {
+				if err := checkAllowedHost(h); err != nil {
+					d.add(v.Content[i].Line, v.Content[i].Column, index(fp, i), err)
+				}
+			}
+			a.AllowedHosts = hosts
+		case "rate_limit":
+			n, ok := d.integer(v, fp)
+			switch {
+			case !ok:
+			case n < 0:
+				d.errorf(v, fp, "must be 0 (no limit) or more requests per second, got %d", n)
+			default:
+				a.RateLimit = n
+			}
+		case "rate_burst":
+			n, ok := d.integer(v, fp)
+			switch {
+			case !ok:
+			case n < 1:
+				d.errorf(v, fp, "must be at least 1, got %d", n)
+			default:
+				a.RateBurst = n
+			}
+		case "tls":
+			a.TLS = d.adminTLS(p.val, fp)
 		default:
 			return false
 		}
 		return true
 	})
+}
+
+// checkAllowedHost checks a name of admin.allowed_hosts: a host name or IP
+// address as a Host header carries it, without scheme, port or path.
+func checkAllowedHost(h string) error {
+	switch {
+	case h == "":
+		return errors.New("must not be empty")
+	case strings.ContainsAny(h, "/:@ \t") && net.ParseIP(strings.Trim(h, "[]")) == nil:
+		return fmt.Errorf("%q is not a host name: write the name alone, without scheme, port or path", clip(h))
+	}
+	return nil
+}
+
+// checkTraceURL checks admin.trace_url: an absolute http(s) URL in which
+// {trace_id} stands for the run's trace id.
+func checkTraceURL(u string) error {
+	p, err := url.Parse(strings.ReplaceAll(u, "{trace_id}", "0"))
+	switch {
+	case err != nil || p.Scheme == "" || p.Host == "":
+		return fmt.Errorf("%q is not an absolute URL: want e.g. https://tempo.example/trace/{trace_id}", clip(u))
+	case p.Scheme != "http" && p.Scheme != "https":
+		return fmt.Errorf("must be an http:// or https:// URL, got scheme %q", clip(p.Scheme))
+	case !strings.Contains(u, "{trace_id}"):
+		return fmt.Errorf("must contain {trace_id}, where the run's trace id goes (e.g. https://tempo.example/trace/{trace_id})")
+	}
+	return nil
+}
+
+// adminTLS decodes admin.tls: the listener's certificate and key, and the
+// CAs whose client certificates it requires.
+func (d *decoder) adminTLS(n *yaml.Node, path string) *AdminTLS {
+	t := &AdminTLS{}
+	has := d.subsection(n, path, adminTLSFields, func(p pair, fp string) bool {
+		v := d.resolve(p.val)
+		var dst *string
+		switch p.name {
+		case "cert_file":
+			dst = &t.CertFile
+		case "key_file":
+			dst = &t.KeyFile
+		case "client_ca_file":
+			dst = &t.ClientCAFile
+		}
+		var ok bool
+		if *dst, ok = d.str(v, fp); !ok {
+			return false
+		}
+		if *dst == "" {
+			d.errorf(v, fp, "must not be empty (leave it out instead)")
+			return false
+		}
+		if err := checkFile(*dst); err != nil {
+			d.errorf(v, fp, "%v", err)
+			return false
+		}
+		return true
+	})
+	if has == nil {
+		return nil
+	}
+	for _, f := range []string{"cert_file", "key_file"} {
+		if has[f] == absent {
+			d.errorf(n, field(path, f), "is required: a TLS listener needs its certificate and key")
+		}
+	}
+	return t
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/solocron/solocron/internal/hostcheck"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -46,6 +47,23 @@ type Config struct {
 	Token string
 	// ReadOnly hides the actions (Run now, Pause, Resume) and refuses them.
 	ReadOnly bool
+	// AllowedHosts, when not empty, turns on the Host check the daemon's
+	// admin listener makes (a defence against DNS rebinding): a request
+	// whose Host is none of these names (port ignored), not a loopback name
+	// (localhost, *.localhost) and not an IP address is answered 421.
+	// []string{"localhost"} allows loopback names and IP addresses only.
+	// Leave it empty only when whatever serves the console checks Host
+	// itself (the daemon does, before the console sees a request).
+	AllowedHosts []string
+	// TraceURL, when set, links a run's trace id to a trace viewer: every
+	// "{trace_id}" in it is replaced by the id
+	// ("https://tempo.example/trace/{trace_id}"). It must be an http:// or
+	// https:// URL.
+	TraceURL string
+	// Redact masks the scheduler's secrets (its admin token, its store's
+	// password) in everything the console shows: run output and errors
+	// before they are escaped, then the whole page. nil masks nothing.
+	Redact func(string) string
 	// Replica names the replica serving the console, shown in the header.
 	Replica string
 	// SessionTTL is how long a sign-in lasts. Default 12h.
@@ -78,6 +96,7 @@ type Console struct {
 	sessionKey []byte // signs session cookies
 	csrfKey    []byte // signs the forms' anti-forgery field
 	log        *slog.Logger
+	hosts      *hostcheck.Check // nil: no Host check here
 
 	cacheMu  sync.Mutex
 	cached   []scheduler.Overview
@@ -108,6 +127,9 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Prefix != "" && !strings.HasPrefix(cfg.Prefix, "/") {
 		return nil, errors.New("console: Prefix must start with /")
 	}
+	if err := checkTraceURL(cfg.TraceURL); err != nil {
+		return nil, err
+	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
@@ -124,6 +146,11 @@ func New(cfg Config) (*Console, error) {
 		cfg.Now = time.Now
 	}
 	c := &Console{cfg: cfg, log: cfg.Logger, failures: map[string][]time.Time{}}
+	if len(cfg.AllowedHosts) > 0 {
+		// Not told the listen address: any IP literal is allowed, since a
+		// rebinding page always sends a name.
+		c.hosts = hostcheck.New("", cfg.AllowedHosts)
+	}
 	if cfg.Token != "" {
 		c.tokenHash = sha256.Sum256([]byte(cfg.Token))
 		// Derived from the token: every replica sharing the token accepts
@@ -194,12 +221,17 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, c.cfg.Prefix+"/assets/") {
 		h.Set("Cache-Control", "no-store")
 	}
+	if c.hosts != nil && !c.hosts.Allowed(r.Host) {
+		c.fail(w, r, http.StatusMisdirectedRequest, "This server does not answer to Host "+strconv.Quote(hostcheck.Clip(r.Host))+".")
+		return
+	}
 	c.mux.ServeHTTP(w, r)
 }
 
 // Authenticate reports whether r carries a valid console session cookie,
-// so that the JSON API next to the console can accept it too. Always true
-// without a token.
+// so that the JSON API next to the console can accept it too: it is what
+// the daemon gives its API as the hook for a request without an
+// Authorization header. Always true without a token.
 func (c *Console) Authenticate(r *http.Request) bool {
 	if c.cfg.Token == "" {
 		return true
@@ -274,6 +306,46 @@ func (c *Console) validSession(v string) bool {
 	exp, _, _ := strings.Cut(body, ".")
 	sec, err := strconv.ParseInt(exp, 10, 64)
 	return err == nil && c.cfg.Now().Before(time.Unix(sec, 0))
+}
+
+// checkTraceURL accepts "" or an absolute http(s) URL with {trace_id}.
+func checkTraceURL(u string) error {
+	if u == "" {
+		return nil
+	}
+	p, err := url.Parse(strings.ReplaceAll(u, traceIDPlaceholder, "0"))
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return errors.New("console: TraceURL must be an absolute http:// or https:// URL")
+	}
+	if !strings.Contains(u, traceIDPlaceholder) {
+		return errors.New("console: TraceURL must contain " + traceIDPlaceholder)
+	}
+	return nil
+}
+
+// traceIDPlaceholder is what TraceURL's trace id replaces.
+const traceIDPlaceholder = "{trace_id}"
+
+// traceLink is the link to a run's trace; "" without TraceURL or trace id.
+func (c *Console) traceLink(traceID string) string {
+	if c.cfg.TraceURL == "" || traceID == "" {
+		return ""
+	}
+	return strings.ReplaceAll(c.cfg.TraceURL, traceIDPlaceholder, url.PathEscape(traceID))
+}
+
+// redact masks the scheduler's secrets in s.
+func (c *Console) redact(s string) string {
+	if c.cfg.Redact == nil || s == "" {
+		return s
+	}
+	return c.cfg.Redact(s)
+}
+
+// clean is r with its error and output masked.
+func (c *Console) clean(r scheduler.Run) scheduler.Run {
+	r.Error, r.Output = c.redact(r.Error), c.redact(r.Output)
+	return r
 }
 
 func (c *Console) sign(key []byte, v string) string {

@@ -95,7 +95,13 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name,
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	body := buf.Bytes()
+	if c.cfg.Redact != nil {
+		// After the values were masked before escaping (clean): a secret
+		// anywhere else on the page, as written.
+		body = []byte(c.cfg.Redact(buf.String()))
+	}
+	_, _ = w.Write(body)
 }
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
@@ -104,7 +110,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg str
 
 func (c *Console) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.Warn("console: store error", "err", err)
-	c.fail(w, r, http.StatusServiceUnavailable, "The store did not answer: "+err.Error())
+	c.fail(w, r, http.StatusServiceUnavailable, "The store did not answer: "+c.redact(err.Error()))
 }
 
 // outcomeView is an outcome as shown: a symbol and words, so that the
@@ -196,7 +202,8 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 	}
 	row.LastOutcome = outcomeOf("")
 	if len(o.History) > 0 {
-		row.Last = &o.History[0]
+		last := c.clean(o.History[0]) // a copy: the cache keeps the record
+		row.Last = &last
 		row.LastOutcome = outcomeOf(runOutcome(o.History[0]))
 		ok, started := 0, 0
 		for _, r := range o.History {
@@ -345,6 +352,9 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 	if pg > 1 {
 		v.Prev = pg - 1
 	}
+	for i := range hist {
+		hist[i] = c.clean(hist[i])
+	}
 	v.History = hist
 	if s, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err == nil {
 		t := now
@@ -360,9 +370,10 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 }
 
 type runView struct {
-	Run     scheduler.Run
-	Outcome outcomeView
-	Known   bool // the job is in this replica's table
+	Run       scheduler.Run
+	Outcome   outcomeView
+	Known     bool   // the job is in this replica's table
+	TraceLink string // admin.trace_url with the run's trace id; "" for none
 }
 
 func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
@@ -396,7 +407,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	v := runView{Run: *run, Outcome: outcomeOf(runOutcome(*run))}
+	v := runView{Run: c.clean(*run), Outcome: outcomeOf(runOutcome(*run)), TraceLink: c.traceLink(run.TraceID)}
 	for _, j := range c.cfg.Jobs() {
 		v.Known = v.Known || j.Name == run.Job
 	}

@@ -46,25 +46,42 @@ const (
 // Command is a Job that runs an external program: argv, no shell. Write
 // Args: []string{"sh", "-c", "..."} to get one.
 //
-// The program runs in a process group of its own with the run's identity in
-// its environment (SOLOCRON_JOB, SOLOCRON_RUN_ID, SOLOCRON_SCHEDULED_AT,
-// SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT, SOLOCRON_REPLICA_ID). Its stdout
-// and stderr go, line by line, to Logger(ctx) and to Output(ctx); stdin is
-// /dev/null. See the package documentation for the kill sequence and for what
+// The program runs in a process group of its own. Its environment is
+// built, never copied: the few variables of the scheduler's that Inherited
+// allows (PATH, HOME, LANG, TZ, ...), then Env, then the run's identity
+// (SOLOCRON_JOB, SOLOCRON_RUN_ID, SOLOCRON_SCHEDULED_AT,
+// SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT, SOLOCRON_REPLICA_ID) and its
+// trace context (TRACEPARENT, TRACESTATE; see WithTraceContext). Its stdout
+// and stderr go, line by line, to Logger(ctx) (at LogOutput's level, Debug by
+// default) and to Output(ctx); stdin is /dev/null. See the package
+// documentation for the kill sequence and for what
 // happens when the replica dies.
 type Command struct {
 	// Args is the argv. Args[0] is looked up in the scheduler's PATH unless
 	// it contains a slash; a relative path with a slash is resolved against
 	// Dir.
 	Args []string
-	// Env is added to the scheduler's environment, overriding variables of
-	// the same name. The SOLOCRON_* run variables override Env.
+	// Env is added to the variables inherited from the scheduler (see
+	// Inherited), overriding those of the same name. The SOLOCRON_* run
+	// variables override Env. A secret a job needs goes here, by name.
 	Env map[string]string
 	// Dir is the working directory; "" means the scheduler's.
 	Dir string
 	// KillGrace is how long the process group has between SIGTERM and
 	// SIGKILL once the run's context is done; 0 (or less) means 10s.
 	KillGrace time.Duration
+	// LogOutput is the level the program's output lines are logged at; nil
+	// means slog.LevelDebug, so that what a job prints stays out of a
+	// production log unless the table asks for it (log_output: info).
+	LogOutput slog.Leveler
+}
+
+// logLevel is the level output lines are logged at.
+func (c *Command) logLevel() slog.Level {
+	if c.LogOutput == nil {
+		return slog.LevelDebug
+	}
+	return c.LogOutput.Level()
 }
 
 // Run starts the program and waits for it. It returns only after the
@@ -119,8 +136,8 @@ func (c *Command) prepare(ctx context.Context) ([]string, []string, error) {
 	return append([]string{path}, c.Args[1:]...), env, nil
 }
 
-// environ builds the program's environment: the scheduler's, then Env, then
-// the run's identity.
+// environ builds the program's environment: the scheduler's variables that
+// Inherited allows, then Env, then the run's identity.
 func (c *Command) environ(ctx context.Context) ([]string, error) {
 	vars := make(map[string]string)
 	var order []string
@@ -132,9 +149,10 @@ func (c *Command) environ(ctx context.Context) ([]string, error) {
 	}
 	for _, kv := range os.Environ() {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == envSupervisor {
-			// Never hand the supervisor marker to a job: a job that is
-			// itself a Solocron binary would take itself for a supervisor.
+		if !ok || !Inherited(k) {
+			// Only an allowed few: the scheduler's environment holds its
+			// own secrets (the admin token, the store's password). The
+			// supervisor marker is never among them.
 			continue
 		}
 		set(k, v)
@@ -158,6 +176,9 @@ func (c *Command) environ(ctx context.Context) ([]string, error) {
 		set(envAttempt, strconv.Itoa(info.Attempt))
 		set(envReplicaID, info.ReplicaID)
 	}
+	for _, kv := range traceEnv(ctx) { // TRACEPARENT, TRACESTATE
+		set(kv[0], kv[1])
+	}
 	env := make([]string, 0, len(order))
 	for _, k := range order {
 		env = append(env, k+"="+vars[k])
@@ -179,6 +200,7 @@ type streamer struct {
 	ctx    context.Context
 	out    io.Writer
 	logger *slog.Logger
+	level  slog.Level
 	mu     sync.Mutex
 }
 
@@ -203,8 +225,8 @@ func (s *streamer) emit(line []byte, stream string) {
 	_, _ = s.out.Write(line) // a failing Output must not stop the job
 	// Checking Enabled first keeps a disabled logger free of allocations,
 	// which matters for a job that prints gigabytes.
-	if s.logger.Enabled(s.ctx, slog.LevelInfo) {
+	if s.logger.Enabled(s.ctx, s.level) {
 		text := strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r")
-		s.logger.LogAttrs(s.ctx, slog.LevelInfo, text, slog.String("stream", stream))
+		s.logger.LogAttrs(s.ctx, s.level, text, slog.String("stream", stream))
 	}
 }

@@ -106,14 +106,8 @@ func TestCommandEnvironment(t *testing.T) {
 			Job: "lottery", RunID: "lottery@2026-11-21T20:00:00Z", ScheduledAt: scheduled,
 			FencingToken: 42, Attempt: 2, ReplicaID: "replica-a",
 		})
-		var inherited string // some variable of ours the child must see
-		for _, kv := range os.Environ() {
-			if k, _, _ := strings.Cut(kv, "="); k != "" && !strings.HasPrefix(k, "SOLOCRON_") {
-				inherited = kv
-				break
-			}
-		}
-		inheritedKey, _, _ := strings.Cut(inherited, "=")
+		inheritedKey := "PATH" // a variable of ours the child must see
+		inherited := inheritedKey + "=" + os.Getenv(inheritedKey)
 		c := helper(t, "env", "SOLOCRON_JOB", "SOLOCRON_RUN_ID", "SOLOCRON_SCHEDULED_AT",
 			"SOLOCRON_FENCING_TOKEN", "SOLOCRON_ATTEMPT", "SOLOCRON_REPLICA_ID",
 			"EXTRA", inheritedKey, envSupervisor)
@@ -146,7 +140,9 @@ func TestCommandOutputAndLogs(t *testing.T) {
 	modes(t, func(t *testing.T, ctx context.Context) {
 		var out, logs syncBuffer
 		ctx = WithLogger(WithOutput(ctx, &out), slog.New(slog.NewJSONHandler(&logs, nil)))
-		if err := helper(t, "lines").Run(ctx); err != nil {
+		c := helper(t, "lines")
+		c.LogOutput = slog.LevelInfo // log_output: info
+		if err := c.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 
@@ -483,4 +479,65 @@ func waitDead(t *testing.T, ps ...proc) {
 	for _, p := range ps {
 		waitFor(t, 10*time.Second, "pid "+strconv.Itoa(p.pid)+" to die", func() bool { return !p.alive() })
 	}
+}
+
+// TestCommandEnvironmentAllowlist: a job inherits only the allowed few of
+// the scheduler's variables, never its secrets; Env still passes what the
+// table names. (Not parallel: it sets the process's environment.)
+func TestCommandEnvironmentAllowlist(t *testing.T) {
+	t.Setenv("SOLOCRON_ADMIN_TOKEN", "admin-token-secret")
+	t.Setenv("REDIS_URL", "redis://:store-password@127.0.0.1:1/0")
+	t.Setenv("LC_TIME", "C")
+	t.Setenv("TZ", "UTC")
+	for _, supervised := range []bool{false, true} {
+		ctx := context.WithValue(t.Context(), superviseKey{}, supervised)
+		ctx = WithLogger(ctx, slog.New(slog.DiscardHandler))
+		c := helper(t, "env", "SOLOCRON_ADMIN_TOKEN", "REDIS_URL", "LC_TIME", "TZ", "PATH", "NAMED", envSupervisorGorace)
+		c.Env["NAMED"] = "given by the table"
+		var out syncBuffer
+		if err := c.Run(WithOutput(ctx, &out)); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		for _, want := range []string{"SOLOCRON_ADMIN_TOKEN unset\n", "REDIS_URL unset\n", "LC_TIME=C\n", "TZ=UTC\n",
+			"PATH=" + os.Getenv("PATH") + "\n", "NAMED=given by the table\n", envSupervisorGorace + " unset\n"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("supervised=%v: child saw\n%s\nwant a line %q", supervised, got, want)
+			}
+		}
+	}
+}
+
+// TestCommandOutputLogLevel: by default a job's output is logged at Debug,
+// so an Info log never carries it; LogOutput raises it.
+func TestCommandOutputLogLevel(t *testing.T) {
+	modes(t, func(t *testing.T, ctx context.Context) {
+		for _, tc := range []struct {
+			level   slog.Leveler
+			handler slog.Level
+			want    string // the level of "out one", or "" for none
+		}{
+			{nil, slog.LevelInfo, ""},
+			{nil, slog.LevelDebug, "DEBUG"},
+			{slog.LevelInfo, slog.LevelInfo, "INFO"},
+		} {
+			var logs syncBuffer
+			ctx := WithLogger(ctx, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: tc.handler})))
+			c := helper(t, "lines")
+			c.LogOutput = tc.level
+			if err := c.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for line := range strings.Lines(logs.String()) {
+				var r struct{ Level, Msg string }
+				if json.Unmarshal([]byte(line), &r) == nil && r.Msg == "out one" {
+					got = r.Level
+				}
+			}
+			if got != tc.want {
+				t.Errorf("LogOutput %v, logger at %v: \"out one\" logged at %q, want %q", tc.level, tc.handler, got, tc.want)
+			}
+		}
+	})
 }

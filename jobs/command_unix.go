@@ -64,6 +64,7 @@ func (c *Command) run(ctx context.Context, argv, env []string) error {
 		args = append([]string{supervisorArg0, path}, args...)
 		path = selfExe
 		env = append(env, envSupervisor+"="+strconv.Itoa(os.Getpid()))
+		env = supervisorGorace(env)
 	}
 	w := startWaiter(path, args, &os.ProcAttr{
 		Dir:   c.Dir,
@@ -80,7 +81,7 @@ func (c *Command) run(ctx context.Context, argv, env []string) error {
 	pid := w.proc.Pid
 
 	// Read the output until every writer has closed it.
-	s := &streamer{ctx: ctx, out: Output(ctx), logger: Logger(ctx)}
+	s := &streamer{ctx: ctx, out: Output(ctx), logger: Logger(ctx), level: c.logLevel()}
 	var readers sync.WaitGroup
 	readers.Go(func() { s.copy(outR, "stdout") })
 	readers.Go(func() { s.copy(errR, "stderr") })

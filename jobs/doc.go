@@ -24,19 +24,30 @@
 //     a *PanicError with the stack, so a bad job fails its run instead of
 //     taking the replica (and every other job on it) down.
 //   - Command runs a program: argv, no shell (write sh -c yourself if you
-//     want one), in a process group of its own, stdin /dev/null, Env added to
-//     the scheduler's environment. See below for its environment, output,
-//     and how it is stopped.
+//     want one), in a process group of its own, stdin /dev/null, with an
+//     environment built from a short allowlist of the scheduler's variables
+//     plus Env. See below for its environment, output, and how it is stopped.
 //   - HTTP sends one request and checks the status (any 2xx, or
-//     ExpectStatus). The context bounds it: there is no other timeout.
-//     Redirects are followed. The first 4 KiB of the response go to
-//     Output(ctx); up to 64 KiB more are read and discarded so the connection
-//     can be reused.
+//     ExpectStatus). Timeout (default DefaultHTTPTimeout, 1m) and the
+//     context bound it. Redirects are followed to the same host only, never
+//     from https to http, unless FollowRedirects says all (or none); a
+//     refused redirect fails the run with a *RedirectError. The first 4 KiB
+//     of the response go to Output(ctx); up to 64 KiB more are read and
+//     discarded so the connection can be reused, and no more is read.
 //
 // # What a job is told
 //
+// A command's environment is built, never copied from the scheduler's, which
+// holds the scheduler's own secrets (its admin token, its store's password):
+//
+//  1. the scheduler's PATH, HOME, USER, LOGNAME, SHELL, TMPDIR, TZ, LANG,
+//     LANGUAGE and LC_* (see Inherited), when set;
+//  2. Env, over those: whatever else the job needs, credentials included,
+//     named there;
+//  3. the run's identity, over both.
+//
 // A command finds the run in its environment; these win over Env and over
-// the scheduler's own environment:
+// the inherited variables:
 //
 //	SOLOCRON_JOB             the job's name
 //	SOLOCRON_RUN_ID          <job>@<scheduled time, UTC, RFC 3339>, or <job>@manual-<id>
@@ -49,6 +60,12 @@
 // Solocron-Fencing-Token: <token>, replacing configured headers of the same
 // name. (Without an Info in the context, as when a program calls Run
 // itself, neither the variables nor the headers are added.)
+//
+// When the run's span is traced, the job also gets the run's trace context
+// (WithTraceContext): an HTTP request carries traceparent and tracestate, a
+// command finds TRACEPARENT and TRACESTATE in its environment
+// (OpenTelemetry's environment carrier), and a Go function reads
+// TraceContext(ctx). Whatever the job does next joins the run's trace.
 //
 // # The fencing token
 //
@@ -79,7 +96,9 @@
 // # A command's output
 //
 // Stdout and stderr are read as they are written, never accumulated: each
-// line goes to Logger(ctx) at Info level, the line as the message and
+// line goes to Logger(ctx) at Command.LogOutput's level (Debug by default: a
+// job's output may carry what it should not, and stays out of an Info log
+// unless asked for), the line as the message and
 // stream=stdout or stream=stderr, and the raw bytes go to Output(ctx). Lines
 // longer than 4 KiB are logged in 4 KiB pieces. Memory stays at a few KiB
 // per run however much the program prints; the writer and logger you supply

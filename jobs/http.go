@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const (
@@ -27,16 +28,50 @@ const (
 	headerFencingToken   = "Solocron-Fencing-Token"
 )
 
+// DefaultHTTPTimeout bounds an HTTP job's request when HTTP.Timeout is 0: a
+// server that accepts and never answers must not hold the run's slot (and
+// its lease) forever.
+const DefaultHTTPTimeout = time.Minute
+
 // defaultClient is used when HTTP.Client is nil. It has no timeout of its
-// own: the run's context (the job's timeout, the lease) bounds the request.
+// own: HTTP.Timeout and the run's context bound the request.
 var defaultClient = &http.Client{}
+
+// Redirect policies of HTTP.FollowRedirects.
+const (
+	// RedirectSameHost (the default) follows a redirect only to the same
+	// host (host:port as written in the URL), and never from https to http.
+	RedirectSameHost = "same_host"
+	// RedirectAll follows any redirect, up to 10, as Go's client does.
+	RedirectAll = "all"
+	// RedirectNone follows no redirect.
+	RedirectNone = "none"
+)
+
+// maxRedirects is how many redirects one request follows at most.
+const maxRedirects = 10
+
+// RedirectError is a redirect an HTTP job refused to follow. The URLs are
+// redacted (no user info, query or fragment).
+type RedirectError struct {
+	Status   int    // the redirect's status, e.g. 307
+	From, To string // the URL redirected and where to
+	Policy   string // the job's follow_redirects
+	Reason   string // "another host", "https to http", "redirects not followed", "too many redirects"
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("redirect refused (%s; follow_redirects: %s): %d from %s to %s", e.Reason, e.Policy, e.Status, e.From, e.To)
+}
 
 // HTTP is a Job that sends one HTTP request.
 //
 // Besides Headers it always sends Idempotency-Key: <run id> and
 // Solocron-Fencing-Token: <fencing token> (taken from the context's Info;
 // they replace configured headers of the same name), so the receiver can
-// de-duplicate retried deliveries and refuse a stale run.
+// de-duplicate retried deliveries and refuse a stale run; and the run's
+// trace context (traceparent, tracestate: see WithTraceContext), so the
+// receiver's spans join the run's trace.
 type HTTP struct {
 	// Method is the request method; "" means GET.
 	Method string
@@ -47,17 +82,25 @@ type HTTP struct {
 	// Body is the request body; "" sends none.
 	Body string
 	// ExpectStatus lists the statuses that mean success; empty means any
-	// 2xx. Redirects are followed (the client's policy) before the status
-	// is checked.
+	// 2xx. Redirects are followed (see FollowRedirects) before the status is
+	// checked.
 	ExpectStatus []int
+	// FollowRedirects is RedirectSameHost (""), RedirectAll or
+	// RedirectNone. A redirect it refuses fails the run with a
+	// *RedirectError (permanent): the headers, fencing token and body are
+	// never sent to a host the job did not name, nor over http after https.
+	FollowRedirects string
+	// Timeout bounds the request, response body included; 0 means
+	// DefaultHTTPTimeout (1m), a negative value no bound but the context's.
+	Timeout time.Duration
 	// Client sends the request; nil means a package default client with no
-	// timeout of its own (the context bounds the request).
+	// timeout of its own. Its CheckRedirect is replaced by FollowRedirects'.
 	Client *http.Client
 }
 
 // Run sends the request and checks the response's status. The first 4 KiB
 // of the response body go to Output(ctx); at most 64 KiB more are read and
-// discarded so the connection can be reused.
+// discarded so the connection can be reused; the rest is never read.
 //
 // It returns nil for an expected status; a *StatusError for another one,
 // wrapped in Permanent unless the status is 5xx, 408 or 429; an error
@@ -83,6 +126,19 @@ func (h *HTTP) Run(ctx context.Context) error {
 		return Permanent(fmt.Errorf("jobs: http: bad URL %q: want an absolute http or https URL", redact(u)))
 	}
 	where := method + " " + redact(u)
+	policy := h.FollowRedirects
+	switch policy {
+	case "":
+		policy = RedirectSameHost
+	case RedirectSameHost, RedirectAll, RedirectNone:
+	default:
+		return Permanent(fmt.Errorf("jobs: http %s: follow_redirects %q is not same_host, all or none", where, policy))
+	}
+	if t := h.timeout(); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
 	var body io.Reader
 	if h.Body != "" {
 		body = strings.NewReader(h.Body)
@@ -98,18 +154,29 @@ func (h *HTTP) Run(ctx context.Context) error {
 		}
 		req.Header.Set(k, v)
 	}
+	for k, v := range TraceContext(ctx) {
+		if traceHeader(k, v) {
+			req.Header.Set(k, v)
+		}
+	}
 	if info, ok := FromContext(ctx); ok {
 		req.Header.Set(headerIdempotencyKey, info.RunID)
 		req.Header.Set(headerFencingToken, strconv.FormatInt(info.FencingToken, 10))
 	}
 
-	client := h.Client
-	if client == nil {
-		client = defaultClient
+	base := h.Client
+	if base == nil {
+		base = defaultClient
 	}
+	client := *base // a copy: the caller's client keeps its own policy
+	client.CheckRedirect = checkRedirect(policy)
 	resp, err := client.Do(req)
 	if err != nil {
 		err = stripURL(err)
+		var rerr *RedirectError
+		if errors.As(err, &rerr) {
+			return Permanent(fmt.Errorf("jobs: http %s: %w", where, rerr))
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("jobs: http %s: %w (%w)", where, context.Cause(ctx), err)
 		}
@@ -131,6 +198,42 @@ func (h *HTTP) Run(ctx context.Context) error {
 		return serr
 	}
 	return Permanent(serr)
+}
+
+func (h *HTTP) timeout() time.Duration {
+	if h.Timeout == 0 {
+		return DefaultHTTPTimeout
+	}
+	return h.Timeout
+}
+
+// checkRedirect is the client's redirect policy for policy. req is the
+// request about to be sent; via[0] is the job's own.
+func checkRedirect(policy string) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		prev := via[len(via)-1]
+		refuse := func(reason string) error {
+			status := 0
+			if req.Response != nil {
+				status = req.Response.StatusCode
+			}
+			return &RedirectError{Status: status, From: redact(prev.URL), To: redact(req.URL), Policy: policy, Reason: reason}
+		}
+		first := via[0].URL
+		switch {
+		case policy == RedirectNone:
+			return refuse("redirects not followed")
+		case len(via) >= maxRedirects:
+			return refuse("too many redirects")
+		case policy == RedirectAll:
+			return nil
+		case prev.URL.Scheme == "https" && req.URL.Scheme != "https":
+			return refuse("https to http")
+		case !strings.EqualFold(req.URL.Host, first.Host):
+			return refuse("another host")
+		}
+		return nil
+	}
 }
 
 func (h *HTTP) expected(code int) bool {

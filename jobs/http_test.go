@@ -275,3 +275,137 @@ func TestHTTPCustomClient(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestHTTPRedirectPolicy: by default a redirect to another host, or from
+// https to http, is refused before anything is sent there (custom headers,
+// fencing token, body); all follows it; none follows nothing.
+func TestHTTPRedirectPolicy(t *testing.T) {
+	t.Parallel()
+	var otherHits atomic.Int32
+	var otherHeader atomic.Value
+	other := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		otherHeader.Store(r.Header.Get("X-Api-Key"))
+		_, _ = io.WriteString(w, "answer of the other host")
+	})
+	origin := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			w.Header().Set("Location", other.URL+"/stolen?token=q")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+		case "/here":
+			http.Redirect(w, r, "/ok", http.StatusTemporaryRedirect)
+		default:
+			_, _ = io.WriteString(w, "ok")
+		}
+	})
+	run := func(path, policy string) (error, string) {
+		tail := NewTail(1 << 10)
+		h := &HTTP{Method: "POST", URL: origin.URL + path, Body: "payload", FollowRedirects: policy,
+			Headers: map[string]string{"X-Api-Key": "header-secret"}}
+		err := h.Run(WithOutput(t.Context(), tail))
+		return err, tail.String()
+	}
+
+	for _, policy := range []string{"", RedirectSameHost} {
+		err, out := run("/away", policy)
+		var re *RedirectError
+		if !errors.As(err, &re) || !IsPermanent(err) || re.Status != 307 || re.Reason != "another host" ||
+			re.To != other.URL+"/stolen" || re.Policy != RedirectSameHost {
+			t.Errorf("policy %q, redirect to another host: %v (%+v), want a permanent *RedirectError", policy, err, re)
+		}
+		if strings.Contains(fmt.Sprint(err), "token=q") || strings.Contains(out, "other host") {
+			t.Errorf("policy %q: error %q / output %q carries the other host's query or answer", policy, err, out)
+		}
+		if err, _ := run("/here", policy); err != nil {
+			t.Errorf("policy %q, redirect to the same host: %v", policy, err)
+		}
+	}
+	if n := otherHits.Load(); n != 0 {
+		t.Fatalf("the other host got %d requests under same_host", n)
+	}
+	if err, out := run("/away", RedirectAll); err != nil || out != "answer of the other host" {
+		t.Errorf("all: %v %q", err, out)
+	}
+	if otherHits.Load() != 1 || otherHeader.Load() != "header-secret" {
+		t.Errorf("all: the other host saw %d requests", otherHits.Load())
+	}
+	var re *RedirectError
+	if err, _ := run("/here", RedirectNone); !errors.As(err, &re) || re.Reason != "redirects not followed" {
+		t.Errorf("none: %v, want a *RedirectError", err)
+	}
+	if err := (&HTTP{URL: origin.URL, FollowRedirects: "sometimes"}).Run(t.Context()); !IsPermanent(err) {
+		t.Errorf("a bad policy: %v, want a permanent error", err)
+	}
+}
+
+// TestHTTPRedirectDowngrade: https to http on the same host name is refused
+// under same_host.
+func TestHTTPRedirectDowngrade(t *testing.T) {
+	t.Parallel()
+	var plainHits atomic.Int32
+	plain := newServer(t, func(w http.ResponseWriter, r *http.Request) { plainHits.Add(1) })
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Same host (127.0.0.1), plain http: a downgrade.
+		http.Redirect(w, r, plain.URL+"/", http.StatusFound)
+	}))
+	t.Cleanup(tlsSrv.Close)
+	h := &HTTP{URL: tlsSrv.URL, Client: tlsSrv.Client()}
+	var re *RedirectError
+	if err := h.Run(t.Context()); !errors.As(err, &re) || re.Reason != "https to http" {
+		t.Errorf("Run: %v, want a *RedirectError for https to http", err)
+	}
+	if plainHits.Load() != 0 {
+		t.Error("the request went over plain http")
+	}
+}
+
+// TestHTTPDefaultTimeout: with no timeout of its own and a context without
+// deadline, a request to a server that never answers ends after Timeout
+// (DefaultHTTPTimeout when 0), not never.
+func TestHTTPDefaultTimeout(t *testing.T) {
+	t.Parallel()
+	if DefaultHTTPTimeout != time.Minute {
+		t.Errorf("DefaultHTTPTimeout %v, documented as 1m", DefaultHTTPTimeout)
+	}
+	h := &HTTP{}
+	if h.timeout() != DefaultHTTPTimeout {
+		t.Errorf("the zero HTTP's timeout is %v", h.timeout())
+	}
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	start := time.Now()
+	err := (&HTTP{URL: srv.URL, Timeout: 300 * time.Millisecond}).Run(t.Context())
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Run: %v, want a deadline", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("Run took %v", d)
+	}
+}
+
+// TestHTTPEndlessBodyBounded: a body that never ends is read only up to the
+// bound; Run returns.
+func TestHTTPEndlessBodyBounded(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("z", 8192))
+		for r.Context().Err() == nil {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	done := make(chan error, 1)
+	go func() { done <- (&HTTP{URL: srv.URL, Timeout: -1}).Run(t.Context()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run reads an endless body forever")
+	}
+}

@@ -6,9 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -118,9 +116,7 @@ func supervise(parent string, args []string) int {
 		}
 	}()
 
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, envSupervisor+"=")
-	})
+	env := programEnv(os.Environ())
 	// The program's own parent-death signal (SIGKILL, if the supervisor is
 	// killed) is tied to this thread. This goroutine ends the process, so
 	// it never unlocks.

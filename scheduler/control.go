@@ -92,6 +92,9 @@ type Run struct {
 	Attempts     int       `json:"attempts,omitempty"`
 	Error        string    `json:"error,omitempty"`
 	Output       string    `json:"output,omitempty"`
+	// TraceID is the trace of the run's span (32 hex digits) when spans
+	// were recorded, for finding the run in a tracing backend.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Duration is how long a finished run ran, or 0.
@@ -117,6 +120,7 @@ type wireRun struct {
 	Attempts string `json:"attempts"`
 	Error    string `json:"error"`
 	Output   string `json:"output"`
+	Trace    string `json:"trace"`
 }
 
 func msTime(s string) time.Time {
@@ -134,7 +138,7 @@ func (w wireRun) run() Run {
 		ID: w.ID, Job: w.Job, Kind: kindOf(w.Kind), ScheduledAt: msTime(w.Sched),
 		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
 		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
-		Attempts: attempts, Error: w.Error, Output: w.Output,
+		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -39,6 +40,7 @@ type config struct {
 	logger        *slog.Logger
 	tracer        trace.TracerProvider
 	meter         metric.MeterProvider
+	propagator    propagation.TextMapPropagator
 	shutdownGrace time.Duration
 	closeTimeout  time.Duration
 	syncInterval  time.Duration
@@ -53,7 +55,8 @@ type config struct {
 	ackTimeout     time.Duration
 	redlockTimeout time.Duration
 
-	version string // WithVersion, in replicas.go
+	version string              // WithVersion, in replicas.go
+	redact  func(string) string // see WithRedactor
 }
 
 // WithReplicaID names this replica in run records and logs. Default
@@ -91,6 +94,20 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) {
 		if tp != nil {
 			c.tracer = tp
+		}
+	}
+}
+
+// WithPropagator sets how a run's trace context is handed to its job
+// (traceparent and tracestate headers for HTTP jobs, TRACEPARENT and
+// TRACESTATE for command jobs, jobs.TraceContext for Go functions).
+// Default: the global propagator (otel.SetTextMapPropagator), which sends
+// nothing until the program sets one. Nothing is sent either for a run
+// whose span is not sampled into a valid trace (no TracerProvider).
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(c *config) {
+		if p != nil {
+			c.propagator = p
 		}
 	}
 }
@@ -171,6 +188,7 @@ func newConfig(opts []Option) (config, error) {
 		logger:        slog.Default(),
 		tracer:        otel.GetTracerProvider(),
 		meter:         otel.GetMeterProvider(),
+		propagator:    otel.GetTextMapPropagator(),
 		shutdownGrace: 30 * time.Second,
 		closeTimeout:  5 * time.Second,
 		syncInterval:  time.Second,

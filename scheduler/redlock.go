@@ -749,6 +749,11 @@ func (rl *redlock) status(ctx context.Context, job string, limit int) (*Status, 
 	if err != nil {
 		return nil, err
 	}
+	return rl.mergeStatus(job, sts, limit), nil
+}
+
+// mergeStatus combines the masters' answers about one job.
+func (rl *redlock) mergeStatus(job string, sts []*Status, limit int) *Status {
 	st := &Status{Job: job, Running: []Run{}}
 	paused := 0
 	var running, hist [][]Run
@@ -775,7 +780,7 @@ func (rl *redlock) status(ctx context.Context, job string, limit int) (*Status, 
 	if st.History, _ = mergeRuns(hist); len(st.History) > limit {
 		st.History = st.History[:limit]
 	}
-	return st, nil
+	return st
 }
 
 // mergeRuns merges the masters' lists of run records: one record per run

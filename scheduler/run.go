@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/solocron/solocron/jobs"
@@ -90,6 +91,21 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		_, claimSpan := s.tel.tracer.Start(ctx, "solocron.claim", trace.WithTimestamp(claimStart))
 		claimSpan.End(trace.WithTimestamp(claimEnd))
 	}
+	// The job continues the run's trace: the propagator writes the span's
+	// context once, every attempt hands it on. An unsampled span's context
+	// goes too (downstream then does not sample either), but only a sampled
+	// one's trace id is worth keeping in the record: there is a trace to
+	// find. Without a tracer the span context is invalid, and this costs
+	// nothing.
+	var carrier propagation.MapCarrier
+	var traceID string
+	if sc := span.SpanContext(); sc.IsValid() {
+		if sc.IsSampled() {
+			traceID = sc.TraceID().String()
+		}
+		carrier = propagation.MapCarrier{}
+		s.cfg.propagator.Inject(ctx, carrier)
+	}
 
 	log := s.log.With("job", j.Name, "run_id", r.id)
 	if log.Enabled(ctx, slog.LevelInfo) {
@@ -145,6 +161,9 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		info := jobs.Info{Job: j.Name, RunID: r.id, ScheduledAt: r.sched.UTC(), FencingToken: fence, Attempt: attempt, ReplicaID: s.cfg.replicaID}
 		actx := jobs.NewContext(jobCtx, info)
 		actx = jobs.WithOutput(actx, tail)
+		if len(carrier) > 0 {
+			actx = jobs.WithTraceContext(actx, carrier)
+		}
 		return jobs.WithLogger(actx, log.With("attempt", attempt))
 	}
 	actx := attemptCtx()
@@ -210,7 +229,8 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	}
 
 	outcome, errText := classify(err, jobCtx, lostCause)
-	s.closeRun(r, outcome, attempt, errText, tail.String(), log)
+	errText = s.cfg.redacted(errText) // before the record, the span and the log
+	s.closeRun(r, outcome, attempt, errText, s.cfg.redacted(tail.String()), traceID, log)
 
 	d := time.Since(startedAt)
 	s.tel.ended(context.WithoutCancel(ctx), j, outcome, d)
@@ -236,12 +256,12 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 // are retried until the close timeout. If Redis stays away, the run's lease
 // expires and the heartbeat of any replica closes it as lease_lost — the
 // record is never lost.
-func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, output string, log interface {
+func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, output, traceID string, log interface {
 	Warn(string, ...any)
 }) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
 	defer cancel()
-	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: errText, output: output}
+	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: errText, output: output, traceID: traceID}
 	backoff := 50 * time.Millisecond
 	unacked := false
 	for {

@@ -96,9 +96,9 @@ type Scheduler struct {
 // Options and defaults: WithReplicaID("<hostname>-<pid>"),
 // WithKeyPrefix("solocron"), WithMaxClockSkew(2s), WithClock(system clock),
 // WithLogger(slog.Default()), WithTracerProvider(global),
-// WithMeterProvider(global), WithShutdownGrace(30s), WithSyncInterval(1s),
-// WithMinReplicasAck(0: off), WithVersion(the build info's, for the
-// replica registry: see Control.Replicas).
+// WithMeterProvider(global), WithPropagator(global), WithShutdownGrace(30s),
+// WithSyncInterval(1s), WithMinReplicasAck(0: off), WithVersion(the build
+// info's, for the replica registry: see Control.Replicas).
 func New(client redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
 	if client == nil {
 		return nil, errors.New("scheduler: nil Redis client")
@@ -710,7 +710,7 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 	for {
 		select {
 		case <-ctx.Done():
-			s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", s.log)
+			s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", "", s.log)
 			s.tel.decided(context.WithoutCancel(ctx), r.j, Missed)
 			s.manual.Delete(r.id)
 			return

@@ -645,6 +645,7 @@ type completeReq struct {
 	attempts int
 	errText  string
 	output   string
+	traceID  string // the run span's, "" without tracing
 }
 
 // completeFields is the number of ARGV fields per run in complete.lua.
@@ -665,8 +666,9 @@ func (c completeReq) entry() string {
 		Attempts string `json:"attempts"`
 		Error    string `json:"error"`
 		Output   string `json:"output"`
+		Trace    string `json:"trace,omitempty"`
 	}{r.id, r.j.Name, recordKind(r.kind), strconv.FormatInt(r.sched.UnixMilli(), 10), string(c.outcome), c.replica,
-		strconv.Itoa(c.attempts), c.errText, c.output})
+		strconv.Itoa(c.attempts), c.errText, c.output, c.traceID})
 	return string(b[:len(b)-1])
 }
 

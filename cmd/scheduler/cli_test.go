@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/solocron/solocron/config"
 )
 
 func TestNext(t *testing.T) {
@@ -93,4 +96,21 @@ func TestUsage(t *testing.T) {
 				tc.args, r.code, r.stdout, r.stderr, tc.code, tc.stdout, tc.stderr)
 		}
 	}
+}
+
+// scheduler schema prints the JSON Schema of the job table: the loader's,
+// byte for byte, needing no table.
+func TestSchema(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, nil, env(), "schema", "--config", "/nonexistent/solocron.yaml")
+	r.want(t, 0, "schema")
+	if r.stdout != string(config.JSONSchema()) {
+		t.Errorf("scheduler schema printed something else than config.JSONSchema():\n%.300s", r.stdout)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
+		t.Errorf("not a 2020-12 JSON Schema (%v): %.200s", err, r.stdout)
+	}
+	r = runCLI(t, nil, env(), "schema", "extra")
+	r.want(t, 2, "schema extra")
 }

@@ -159,7 +159,7 @@ jobs:
 		}
 		pausedAt := time.Now()
 		testkit.WaitFor(t, 30*time.Second, "3 runs recorded skipped_paused", func() bool {
-			code, body := httpDo(t, tr, "GET", reps[1].url("/api/v1/jobs/tick/runs?limit=10"), "")
+			code, body := httpDo(t, tr, "GET", reps[1].url("/api/v1/jobs/tick/runs?limit=10"), token)
 			var rl struct{ Runs []scheduler.Run }
 			if code != 200 || json.Unmarshal([]byte(body), &rl) != nil {
 				return false
@@ -264,7 +264,7 @@ jobs:
 		if code, _ := httpDo(t, tr, "GET", r2.url("/healthz"), ""); code != 200 {
 			t.Errorf("/healthz: %d", code)
 		}
-		code, body := httpDo(t, tr, "GET", r2.url("/api/v1/jobs"), "")
+		code, body := httpDo(t, tr, "GET", r2.url("/api/v1/jobs"), token)
 		var list struct {
 			Replica string
 			Jobs    []struct {
@@ -273,16 +273,16 @@ jobs:
 			}
 		}
 		if err := json.Unmarshal([]byte(body), &list); code != 200 || err != nil || list.Replica != "r2" || len(list.Jobs) != 2 ||
-			list.Jobs[0].Name != "tick" || list.Jobs[0].Kind != "command" || list.Jobs[0].Paused == nil || *list.Jobs[0].Paused {
+			list.Jobs[1].Name != "tick" || list.Jobs[1].Kind != "command" || list.Jobs[1].Paused == nil || *list.Jobs[1].Paused { // name order
 			t.Errorf("/api/v1/jobs: %d %s", code, body)
 		}
 		if strings.Contains(body, "ledger") || strings.Contains(body, "SOLOCRON_RUN_ID") {
 			t.Errorf("/api/v1/jobs shows the command line: %s", body)
 		}
-		if code, body = httpDo(t, tr, "GET", r2.url("/api/v1/jobs/nope"), ""); code != 404 || !strings.Contains(body, `"error"`) {
+		if code, body = httpDo(t, tr, "GET", r2.url("/api/v1/jobs/nope"), token); code != 404 || !strings.Contains(body, `"error"`) {
 			t.Errorf("unknown job: %d %s", code, body)
 		}
-		if code, _ = httpDo(t, tr, "GET", r2.url("/api/v1/jobs/manual"), ""); code != 200 {
+		if code, _ = httpDo(t, tr, "GET", r2.url("/api/v1/jobs/manual"), token); code != 200 {
 			t.Errorf("/api/v1/jobs/manual: %d", code)
 		}
 		trigger := r2.url("/api/v1/jobs/manual/trigger")
@@ -379,7 +379,7 @@ jobs:
 		if code := testkit.HTTPStatus(reps[0].url("/healthz")); code != 200 {
 			t.Errorf("/healthz with the store down: %d, want 200", code)
 		}
-		if code, _ := httpDo(t, tr, "GET", reps[0].url("/api/v1/jobs"), ""); code != 503 {
+		if code, _ := httpDo(t, tr, "GET", reps[0].url("/api/v1/jobs"), token); code != 503 {
 			t.Errorf("/api/v1/jobs with the store down: %d, want 503", code)
 		}
 		r := cli(t, 1, "status")

@@ -48,7 +48,8 @@
 //
 // run refuses to start (exit 2) when the admin API would listen on an
 // address other than loopback (127.0.0.0/8, ::1 or "localhost"; ":9090" and
-// host names count as exposed) without admin.token. When Redis is reachable
+// host names count as exposed) without admin.token or client certificates
+// (admin.tls.client_ca_file). When Redis is reachable
 // at start, run checks its maxmemory-policy and warns unless it is
 // noeviction: every key Solocron keeps has a TTL, so the volatile-*
 // policies can evict them as well as allkeys-*, and an evicted run record
@@ -132,6 +133,9 @@
 //	web-1    v1.4.0   2026-11-22 08:40:02Z  312ms ago  1ms           a6c23fb2c71f  3     1
 //	web-2    v1.3.9   2026-11-21 17:02:40Z  870ms ago  -2ms          90d1e2c4b7a0 (differs)  3  0
 //
+// schema prints the JSON Schema (draft 2020-12) of the job table, the one
+// docs/solocron.schema.json holds, for editors; it needs no table.
+//
 // version prints the version (set at build time with -ldflags "-X
 // main.version=v1.2.3"; otherwise the module version Go recorded), the Go
 // version and platform, the module and its checksum when known, and the VCS
@@ -151,16 +155,28 @@
 //
 // # Admin HTTP API
 //
-// Off unless admin.listen or --admin-listen is set. Reads are open to
-// whoever can reach the port; the POST endpoints need
-// "Authorization: Bearer <admin.token>" when a token is set (401 without one,
-// 403 with a wrong one), and refuse cross-origin browser requests (403) in
-// any case, so that a web page cannot drive a loopback admin port. Keep the
-// port on loopback or a private network: the reads show job names,
-// schedules, replica names and run output. Answers never show the store URL,
-// the token, or a job's command line, environment, URL or headers (any of
-// which may hold a ${VAR} secret); run records do carry the tail of a job's
-// output.
+// Off unless admin.listen or --admin-listen is set. With admin.token set,
+// every /api/v1 endpoint, reads included, needs
+// "Authorization: Bearer <admin.token>" (401 without one, 403 with a wrong
+// one); /healthz, /readyz and /metrics stay open (probes and scrapers carry
+// no token; they show no run output). The POST endpoints also refuse
+// cross-origin browser requests (403) in any case, so that a web page cannot
+// drive a loopback admin port. Every request, GETs and probes included, must
+// carry a Host the server answers to: the listen address's host (any IP
+// address when it listens on every interface), a loopback name (localhost,
+// *.localhost, 127.0.0.0/8, ::1) or a name in admin.allowed_hosts; any other
+// Host gets 421, which defeats DNS rebinding (a page that points its own
+// name at 127.0.0.1 still sends its own name). Each client (remote IP) may
+// make admin.rate_limit requests per second to /api/v1 (default 20, bursts
+// of admin.rate_burst, default 40; 0 turns it off); more get 429 with
+// Retry-After. admin.tls {cert_file, key_file} serves HTTPS, and
+// client_ca_file requires client certificates signed by those CAs (mutual
+// TLS). The API reads Redis through a client of its own (a pool of 4
+// connections named solocron-admin), never the one that claims and renews.
+// Keep the port on loopback or a private network. Answers never show the
+// store URL, the token, or a job's command line, environment, URL or headers
+// (any of which may hold a ${VAR} secret); run records carry the tail of a
+// job's output, with the scheduler's secrets masked. See docs/security.md.
 //
 //	GET  /healthz                          200 {"status":"ok"} while the process serves
 //	GET  /readyz                           200 {"status":"ready"} when the table is loaded and Redis
@@ -168,7 +184,9 @@
 //	                                       {"status":"not ready","error":"..."} otherwise, and
 //	                                       during shutdown
 //	GET  /metrics                          Prometheus text format
-//	GET  /api/v1/jobs                      the table in force, with cluster state
+//	GET  /api/v1/jobs[?limit=N&cursor=C]   the table in force, with cluster state, in name
+//	                                       order, N jobs a page (default 100, at most 500);
+//	                                       "next_cursor" in the answer names the next page
 //	GET  /api/v1/jobs/{name}[?limit=N]     one job and its status (N recent runs, default 10)
 //	GET  /api/v1/jobs/{name}/runs[?limit=N] its run records, newest first (default 20, at most 1000)
 //	POST /api/v1/jobs/{name}/trigger       202 {"job":"lottery","run_id":"lottery@manual-..."}
@@ -187,9 +205,10 @@
 //
 // Errors are JSON, {"error":"..."}: 400 for a bad limit, 401 and 403 as
 // above, 404 for a job not in this replica's table or an unknown path, 405
-// for a wrong method (with Allow), 503 when the store does not answer.
+// for a wrong method (with Allow), 421 for an unknown Host, 429 over the
+// rate limit, 503 when the store does not answer.
 //
-//	$ curl -s 127.0.0.1:9090/api/v1/jobs
+//	$ curl -s -H "Authorization: Bearer $SOLOCRON_ADMIN_TOKEN" 127.0.0.1:9090/api/v1/jobs
 //	{"replica":"web-1","jobs":[{"name":"heartbeat","kind":"command","schedule":"@every 5s",
 //	 "timezone":"UTC","next":"2026-11-22T08:50:15Z","concurrency":1,"overlap":"skip","lease":"30s",
 //	 "timeout":"4s","retries":0,"starting_deadline":"10s","history_limit":100,
@@ -248,6 +267,12 @@
 // OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_TRACES_SAMPLER, OTEL_BSP_*, ...). Spans
 // still buffered are flushed at shutdown, for at most 5 seconds.
 //
+// With spans exported, each job continues its run's trace: HTTP jobs send
+// traceparent and tracestate, command jobs get TRACEPARENT and TRACESTATE,
+// and the run record keeps the trace id (when the run was sampled).
+// OTEL_PROPAGATORS chooses the format: tracecontext,baggage by default;
+// none sends nothing.
+//
 // The resource says service.name=solocron and service.instance.id=<replica
 // id>, service.version=<version>; OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES override them.
@@ -263,16 +288,36 @@
 //	OTEL_TRACES_EXPORTER=none     turn it off again
 //	OTEL_SERVICE_NAME,
 //	OTEL_RESOURCE_ATTRIBUTES      override the resource
+//	OTEL_PROPAGATORS              how a run's trace context reaches its job (tracecontext,baggage)
 //
-// Command jobs run with the scheduler's environment plus their env and
-// SOLOCRON_JOB, SOLOCRON_RUN_ID, SOLOCRON_SCHEDULED_AT,
-// SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT and SOLOCRON_REPLICA_ID, in a
-// process group of their own that dies with the replica (see package jobs).
+// Command jobs do not inherit the scheduler's environment, which holds its
+// own secrets. Their environment is built: PATH, HOME, USER, LOGNAME, SHELL,
+// TMPDIR, TZ, LANG, LANGUAGE and LC_* from the scheduler's (when set), then
+// the job's env (a secret the job needs is named there, e.g.
+// env: {API_KEY: "${API_KEY}"}), then SOLOCRON_JOB, SOLOCRON_RUN_ID,
+// SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT and
+// SOLOCRON_REPLICA_ID. They run in a process group of their own that dies
+// with the replica (see package jobs). Their output lines are logged at
+// DEBUG, unless the job says log_output: info; the run record keeps the
+// last 4 KiB either way.
+//
+// HTTP jobs follow redirects only to the same host, never from https to
+// http, unless the job says http.follow_redirects: all (or none: no
+// redirect at all); a refused redirect fails the run (the record's error
+// says "redirect refused" and where to). A job without a timeout gets 1m:
+// a server that never answers cannot hold the slot forever. At most 4 KiB
+// of the answer are kept and 64 KiB more read.
 //
 // # Secrets
 //
-// Passwords in store URLs and sentinel settings are logged as "xxxxx"; the
-// admin token is never logged (the start record says only whether one is
-// set); reload warnings name changed sections, not values. Put secrets in the
-// environment and reference them as ${VAR}.
+// The scheduler's own secrets are the admin token, the store's passwords
+// (in store.url, store.sentinel.password, store.redlock.urls) and the
+// contents of its TLS key files (store.tls.key_file, admin.tls.key_file).
+// Whatever variable they came from, they never reach a job's environment
+// unless its env names them, and they are masked as [REDACTED] in every log
+// line, CLI output, API answer, error, run record, trace and metric, even
+// when a job prints them. Secrets shorter than 4 characters cannot be masked
+// (run warns). Passwords in store URLs are logged as "xxxxx"; reload
+// warnings name changed sections, not values. Put secrets in the
+// environment and reference them as ${VAR}. See docs/security.md.
 package main

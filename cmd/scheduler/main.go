@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/solocron/solocron/config"
+	"github.com/solocron/solocron/internal/redact"
 	"github.com/solocron/solocron/jobs"
 )
 
@@ -51,6 +52,7 @@ func init() {
 		{"pause", "JOB", "stop every replica from starting JOB", pauseFlags},
 		{"resume", "JOB", "undo pause", resumeFlags},
 		{"replicas", "", "list the live replicas: version, heartbeat, clock offset, job table", replicasFlags},
+		{"schema", "", "print the JSON Schema of the job table (for editors)", schemaFlags},
 		{"version", "", "print the version and build information", versionFlags},
 	}
 }
@@ -63,6 +65,19 @@ type cli struct {
 	logLevel       string
 	log            *slog.Logger
 	where          string // the store, without secrets, once opened
+	// redact masks the scheduler's secrets in everything printed or
+	// logged; learnSecrets fills it when a table is loaded.
+	redact *redact.Redactor
+}
+
+// learnSecrets adds f's secrets to the redactor, and warns about those too
+// short to be masked.
+func (c *cli) learnSecrets(f *config.File) {
+	before := c.redact.Short()
+	c.redact.Add(secrets(f)...)
+	if n := c.redact.Short() - before; n > 0 && c.log != nil {
+		c.log.Warn("some secrets of the table (admin.token, a store password) are shorter than 4 characters: too short to be masked in logs and answers; use long random secrets", "count", n)
+	}
 }
 
 // Main runs the command line with args (without the program name) and
@@ -94,7 +109,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitUsage
 	}
-	c := &cli{stdout: stdout, stderr: stderr}
+	// Everything the command prints goes through the redactor, which learns
+	// the scheduler's secrets once the table is loaded.
+	red := redact.New()
+	c := &cli{stdout: red.Writer(stdout), stderr: red.Writer(stderr), redact: red}
 	fs, run := newFlagSet(cmd, c)
 	pos, err := parseInterspersed(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
@@ -216,6 +234,7 @@ func (c *cli) usageError(cmd, format string, args ...any) int {
 func (c *cli) loadTable() (*config.File, int) {
 	f, err := config.Load(c.config)
 	if err == nil {
+		c.learnSecrets(f)
 		return f, exitOK
 	}
 	printConfigError(c.stderr, c.config, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -77,6 +78,7 @@ func (c *cli) run(o runOptions) int {
 		}
 		return exitUsage
 	}
+	c.learnSecrets(f)
 
 	replica := firstNonEmpty(o.replicaID, os.Getenv("SOLOCRON_REPLICA_ID"), f.ReplicaID, defaultReplicaID())
 	listen := f.Admin.Listen
@@ -88,8 +90,8 @@ func (c *cli) run(o runOptions) int {
 			log.Error("bad admin listen address: want host:port", "addr", listen)
 			return exitUsage
 		}
-		if f.Admin.Token == "" && !isLoopback(listen) {
-			log.Error("refusing to start: the admin API would listen on a non-loopback address without a token; set admin.token (e.g. token: ${SOLOCRON_ADMIN_TOKEN}) or listen on 127.0.0.1",
+		if f.Admin.Token == "" && !adminMTLS(f) && !isLoopback(listen) {
+			log.Error("refusing to start: the admin API would listen on a non-loopback address without a token; set admin.token (e.g. token: ${SOLOCRON_ADMIN_TOKEN}), require client certificates (admin.tls.client_ca_file), or listen on 127.0.0.1",
 				"admin_listen", listen)
 			return exitUsage
 		}
@@ -128,8 +130,10 @@ func (c *cli) run(o runOptions) int {
 		scheduler.WithLogger(log),
 		scheduler.WithTracerProvider(tel.tracers),
 		scheduler.WithMeterProvider(tel.meters),
+		scheduler.WithPropagator(tel.propagator),
 		scheduler.WithShutdownGrace(o.grace),
 		scheduler.WithVersion(versionString()),
+		scheduler.WithRedactor(c.redact.String),
 	)
 	if err != nil {
 		log.Error("cannot start the scheduler", "err", err)
@@ -138,7 +142,7 @@ func (c *cli) run(o runOptions) int {
 
 	log.Info("solocron starting", "version", versionString(), "replica", replica, "config", f.Path,
 		"jobs", len(f.Jobs), "store", f.Store, "where", conn.Where, "admin_listen", listen,
-		"admin_token_set", f.Admin.Token != "", "tracing", tel.tracing, "shutdown_grace", o.grace)
+		"admin_token_set", f.Admin.Token != "", "admin_tls", f.Admin.TLS != nil, "tracing", tel.tracing, "shutdown_grace", o.grace)
 	if conn.Embedded != nil {
 		hint := "use this replica's admin API (admin.listen or --admin-listen) to see or change state"
 		if listen == "" {
@@ -159,22 +163,52 @@ func (c *cli) run(o runOptions) int {
 	var draining atomic.Bool
 	var srv *http.Server
 	if listen != "" {
+		var tlsConf *tls.Config
+		if t := f.Admin.TLS; t != nil {
+			if tlsConf, err = admin.TLSConfig(t.CertFile, t.KeyFile, t.ClientCAFile); err != nil {
+				log.Error("cannot serve the admin API", "err", err)
+				return exitUsage
+			}
+		}
+		// The API reads through a client of its own (own pool, named
+		// solocron-admin): requests never take a connection from the
+		// claims and renewals.
+		adm, err := conn.OpenAdmin()
+		if err != nil {
+			log.Error("cannot open the admin API's store client", "err", err)
+			return exitUsage
+		}
+		defer adm.Close()
+		actl, err := adm.NewControl()
+		if err != nil {
+			log.Error("cannot open the admin API's store client", "err", err)
+			return exitUsage
+		}
 		l, err := net.Listen("tcp", listen)
 		if err != nil {
 			log.Error("cannot serve the admin API", "addr", listen, "err", err)
 			return exitFailure
 		}
+		if tlsConf != nil {
+			l = tls.NewListener(l, tlsConf)
+		}
+		// The console reads through the admin client too, and shows
+		// nothing the redactor would mask.
 		con, err := console.New(console.Config{
-			Control: sched.Control(), Jobs: sched.Jobs, Token: f.Admin.Token, ReadOnly: f.Admin.ReadOnly,
-			Replica: replica, Logger: log,
+			Control: actl, Jobs: sched.Jobs, Token: f.Admin.Token, ReadOnly: f.Admin.ReadOnly,
+			TraceURL: f.Admin.TraceURL, Redact: c.redact.String, Replica: replica, Logger: log,
 		})
 		if err != nil {
 			log.Error("cannot serve the console", "err", err)
-			return exitFailure
+			return exitUsage
 		}
 		h := admin.NewHandler(admin.Config{
-			Jobs: sched.Jobs, Control: sched.Control(), ReplicaID: replica, Token: f.Admin.Token,
-			Metrics: tel.metrics, Logger: log, ReadOnly: f.Admin.ReadOnly, Console: con,
+			Jobs: sched.Jobs, Control: actl, ReplicaID: replica, Token: f.Admin.Token,
+			Listen: listen, AllowedHosts: f.Admin.AllowedHosts, RateLimit: f.Admin.RateLimit, RateBurst: f.Admin.RateBurst,
+			Redactor: c.redact, Metrics: tel.metrics, Logger: log, ReadOnly: f.Admin.ReadOnly,
+			// The console's session cookie opens /api/v1 as the token does;
+			// the console sits behind the same Host check and rate limit.
+			Authenticate: con.Authenticate, Console: con,
 			Ready: func() error {
 				if draining.Load() {
 					return errors.New("shutting down")
@@ -188,8 +222,13 @@ func (c *cli) run(o runOptions) int {
 				log.Error("admin API stopped", "err", err)
 			}
 		}()
-		log.Info("admin API and console listening", "addr", l.Addr().String(), "console", "http://"+l.Addr().String()+"/",
-			"mutations_need_token", f.Admin.Token != "", "read_only", f.Admin.ReadOnly)
+		scheme := "http"
+		if tlsConf != nil {
+			scheme = "https"
+		}
+		log.Info("admin API and console listening", "addr", l.Addr().String(), "console", scheme+"://"+l.Addr().String()+"/",
+			"api_needs_token", f.Admin.Token != "", "tls", tlsConf != nil, "client_certificates", tlsConf != nil && tlsConf.ClientCAs != nil,
+			"allowed_hosts", f.Admin.AllowedHosts, "rate_limit", f.Admin.RateLimit, "read_only", f.Admin.ReadOnly)
 	}
 
 	done := make(chan error, 1)
@@ -246,7 +285,7 @@ func reload(path string, started *config.File, sched *scheduler.Scheduler, log *
 	if !reflect.DeepEqual(f.Store, started.Store) {
 		restart = append(restart, "store")
 	}
-	if f.Admin != started.Admin {
+	if !reflect.DeepEqual(f.Admin, started.Admin) {
 		restart = append(restart, "admin")
 	}
 	if f.ReplicaID != started.ReplicaID {
@@ -284,6 +323,10 @@ func difference(a, b []string) []string {
 	}
 	return out
 }
+
+// adminMTLS reports whether the admin API requires client certificates,
+// which authenticate its clients as a token does.
+func adminMTLS(f *config.File) bool { return f.Admin.TLS != nil && f.Admin.TLS.ClientCAFile != "" }
 
 // redisLogger routes go-redis's internal log lines into slog.
 type redisLogger struct{ log *slog.Logger }

@@ -16,6 +16,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -28,6 +29,9 @@ import (
 type telemetry struct {
 	meters  metric.MeterProvider
 	tracers trace.TracerProvider
+	// propagator hands a run's trace context to its job; nil (the
+	// scheduler's default, the global one) when spans are not exported.
+	propagator propagation.TextMapPropagator
 	// metrics serves the Prometheus text format; nil when metrics are off.
 	metrics http.Handler
 	// tracing says whether spans are exported.
@@ -89,6 +93,7 @@ func setupTelemetry(ctx context.Context, replica string, withMetrics bool, geten
 		// always on); the batch settings from OTEL_BSP_*.
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 		t.tracers, t.tracing, t.shutdown = tp, true, append(t.shutdown, tp.Shutdown)
+		t.propagator = propagators(getenv("OTEL_PROPAGATORS"), log)
 	}
 	return t, nil
 }
@@ -127,4 +132,26 @@ func (t *telemetry) Shutdown(ctx context.Context) error {
 		errs = append(errs, f(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// propagators follows OTEL_PROPAGATORS (default "tracecontext,baggage"):
+// how a run's trace context reaches its job. This build knows tracecontext
+// and baggage; "none" sends nothing; others are warned about and skipped.
+func propagators(env string, log *slog.Logger) propagation.TextMapPropagator {
+	if strings.TrimSpace(env) == "" {
+		env = "tracecontext,baggage"
+	}
+	var ps []propagation.TextMapPropagator
+	for _, name := range strings.Split(env, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "tracecontext":
+			ps = append(ps, propagation.TraceContext{})
+		case "baggage":
+			ps = append(ps, propagation.Baggage{})
+		case "none", "":
+		default:
+			log.Warn("OTEL_PROPAGATORS names a propagator this build lacks; only tracecontext and baggage are supported", "propagator", name)
+		}
+	}
+	return propagation.NewCompositeTextMapPropagator(ps...)
 }

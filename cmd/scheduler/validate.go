@@ -20,7 +20,7 @@ func validateFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 		}
 		// What run would refuse with this file's own admin.listen is worth
 		// knowing now; --admin-listen may still override it at run time.
-		if f.Admin.Listen != "" && f.Admin.Token == "" && !isLoopback(f.Admin.Listen) {
+		if f.Admin.Listen != "" && f.Admin.Token == "" && !adminMTLS(f) && !isLoopback(f.Admin.Listen) {
 			fmt.Fprintf(c.stderr, "%s: warning: admin.listen %q is not a loopback address and admin.token is unset: run will refuse to start unless --admin-listen overrides it\n", f.Path, f.Admin.Listen)
 		}
 		fmt.Fprintf(c.stdout, "%s: ok (%d %s)\n", f.Path, len(f.Jobs), plural(len(f.Jobs), "job", "jobs"))

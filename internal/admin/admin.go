@@ -2,13 +2,18 @@
 // probes, Prometheus metrics, and a JSON API over the job table in force and
 // the cluster's run records.
 //
-// Reads are open to anyone who can reach the listener; the mutating
-// endpoints (trigger, pause, resume) require "Authorization: Bearer <token>"
-// when a token is configured, and refuse cross-origin browser requests in
-// any case. The command line refuses to listen on a non-loopback address
-// without a token. Answers never carry secrets: no store URL, no token, no
-// command line, URL, header or environment value of a job (any of them may
-// hold a ${VAR} secret).
+// Every request must carry a Host the server knows: its listen address, a
+// loopback name, or one of Config.AllowedHosts (421 otherwise), so that a web
+// page cannot reach it through DNS rebinding. When a token is configured
+// every /api/v1 endpoint, reads included, requires "Authorization: Bearer
+// <token>" (or what Config.Authenticate accepts); /healthz, /readyz and
+// /metrics stay open. Mutations (trigger, pause, resume) refuse cross-origin
+// browser requests in any case. Each client (remote IP) gets a rate limit on
+// /api/v1. The command line refuses to listen on a non-loopback address
+// without a token or client certificates. Answers never carry secrets: no
+// store URL, no token, no command line, URL, header or environment value of
+// a job (any of them may hold a ${VAR} secret), and Config.Redactor masks
+// the scheduler's secrets in whatever else they hold (run output, errors).
 package admin
 
 import (
@@ -19,10 +24,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/solocron/solocron/internal/hostcheck"
+	"github.com/solocron/solocron/internal/redact"
 	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
@@ -39,9 +47,32 @@ type Config struct {
 	Ready func() error
 	// Metrics serves GET /metrics; nil answers 404.
 	Metrics http.Handler
-	// Token, when not empty, is required as a bearer token by the mutating
-	// endpoints.
+	// Token, when not empty, is required as a bearer token by every /api/v1
+	// endpoint, reads included.
 	Token string
+	// Authenticate, when set, is asked about a request that carries no
+	// Authorization header while a token is configured; true lets it in as
+	// if it carried the token. It is where a console's session (an HttpOnly
+	// SameSite=Strict cookie, never a token in a URL) plugs in. Mutations
+	// still need a same-origin request.
+	Authenticate func(r *http.Request) bool
+	// Listen is the address the server listens on (host:port); its host is
+	// an allowed Host. When it is an unspecified address (0.0.0.0, ::, "")
+	// any IP address is an allowed Host: a rebinding page always sends a
+	// name.
+	Listen string
+	// AllowedHosts are further names a request's Host may carry (port
+	// ignored), besides Listen's host and the loopback names (localhost,
+	// *.localhost, 127.0.0.0/8, ::1). Others are answered 421.
+	AllowedHosts []string
+	// RateLimit is the requests per second each client (remote IP) may make
+	// to /api/v1, with bursts of RateBurst; more are answered 429. 0: no
+	// limit.
+	RateLimit int
+	RateBurst int
+	// Redactor masks the scheduler's secrets in every answer; nil masks
+	// nothing.
+	Redactor *redact.Redactor
 	// ReplicaID names the replica in GET /api/v1/jobs.
 	ReplicaID string
 	// Logger records the mutations asked for. Default slog.Default().
@@ -68,6 +99,9 @@ const (
 	maxRunsLimit      = 1000
 	defaultRunsLimit  = 20
 	defaultHistory    = 10
+	// Pages of GET /api/v1/jobs.
+	defaultPage = 100
+	maxPage     = scheduler.MaxStatuses // 500
 )
 
 // NewServer returns an http.Server for h with the timeouts an exposed admin
@@ -91,6 +125,8 @@ type api struct {
 	cfg       Config
 	tokenHash [sha256.Size]byte
 	log       *slog.Logger
+	hosts     *hostcheck.Check
+	limiter   *limiter
 }
 
 // NewHandler returns the API's handler:
@@ -98,8 +134,8 @@ type api struct {
 //	GET  /healthz                          200 while the process serves
 //	GET  /readyz                           200 ready, 503 with the reason
 //	GET  /metrics                          Prometheus text
+//	GET  /api/v1/jobs?limit=N&cursor=C     the table, with cluster state, a page at a time
 //	GET  /api/v1/replicas                  the live replicas (registry)
-//	GET  /api/v1/jobs                      the table, with cluster state
 //	GET  /api/v1/jobs/{name}               one job and its status
 //	GET  /api/v1/jobs/{name}/runs?limit=N  its run records, newest first
 //	POST /api/v1/jobs/{name}/trigger       202 {"job", "run_id"}
@@ -108,8 +144,9 @@ type api struct {
 //
 // Errors are {"error": "..."} with 400 (bad query), 401 (no bearer token),
 // 403 (wrong token, or a cross-origin browser request), 404 (no such job or
-// path), 405 (wrong method; Allow says which) or 503 (store unreachable, or
-// not ready).
+// path), 405 (wrong method; Allow says which), 421 (a Host the server does
+// not answer to), 429 (rate limit; Retry-After says when) or 503 (store
+// unreachable, or not ready).
 func NewHandler(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -120,10 +157,14 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &api{cfg: cfg, log: cfg.Logger}
+	a := &api{cfg: cfg, log: cfg.Logger, hosts: hostcheck.New(cfg.Listen, cfg.AllowedHosts)}
 	if cfg.Token != "" {
 		a.tokenHash = sha256.Sum256([]byte(cfg.Token))
 	}
+	if cfg.RateLimit > 0 {
+		a.limiter = newLimiter(float64(cfg.RateLimit), max(cfg.RateBurst, 1), time.Now)
+	}
+	read := func(h http.HandlerFunc) http.Handler { return a.limited(a.authorized(h)) }
 
 	// A browser on any web page can send a simple POST to 127.0.0.1; this
 	// refuses such cross-origin requests, token or not.
@@ -131,7 +172,7 @@ func NewHandler(cfg Config) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "cross-origin request refused")
 	}))
-	mutating := func(h http.HandlerFunc) http.Handler { return cop.Handler(a.authorized(a.writable(h))) }
+	mutating := func(h http.HandlerFunc) http.Handler { return a.limited(cop.Handler(a.authorized(a.writable(h)))) }
 
 	mux := http.NewServeMux()
 	route := func(method, path string, h http.Handler) {
@@ -150,10 +191,10 @@ func NewHandler(cfg Config) http.Handler {
 	route("GET", "/healthz", http.HandlerFunc(a.healthz))
 	route("GET", "/readyz", http.HandlerFunc(a.readyz))
 	route("GET", "/metrics", http.HandlerFunc(a.metrics))
-	route("GET", "/api/v1/replicas", http.HandlerFunc(a.listReplicas))
-	route("GET", "/api/v1/jobs", http.HandlerFunc(a.listJobs))
-	route("GET", "/api/v1/jobs/{name}", http.HandlerFunc(a.getJob))
-	route("GET", "/api/v1/jobs/{name}/runs", http.HandlerFunc(a.listRuns))
+	route("GET", "/api/v1/replicas", read(a.listReplicas))
+	route("GET", "/api/v1/jobs", read(a.listJobs))
+	route("GET", "/api/v1/jobs/{name}", read(a.getJob))
+	route("GET", "/api/v1/jobs/{name}/runs", read(a.listRuns))
 	route("POST", "/api/v1/jobs/{name}/trigger", mutating(a.trigger))
 	route("POST", "/api/v1/jobs/{name}/pause", mutating(a.pause))
 	route("POST", "/api/v1/jobs/{name}/resume", mutating(a.resume))
@@ -162,26 +203,45 @@ func NewHandler(cfg Config) http.Handler {
 	})
 	mux.Handle("/api/", notFound)
 	if cfg.Console != nil {
-		mux.Handle("/", cfg.Console)
+		// The console checks its own sign-in (a page without a session
+		// sends the browser to the sign-in form); the Host check below and
+		// the rate limit apply to it as to the API.
+		mux.Handle("/", a.limited(cfg.Console))
 	} else {
 		mux.Handle("/", notFound)
+	}
+	var inner http.Handler = mux
+	if cfg.Redactor != nil {
+		inner = cfg.Redactor.Handler(mux)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
-		mux.ServeHTTP(w, r)
+		if !a.hosts.Allowed(r.Host) {
+			// Not 403: the request reached a server that does not serve
+			// that name (a DNS rebinding page, a misrouted proxy).
+			writeError(w, http.StatusMisdirectedRequest, "this server does not answer to Host "+strconv.Quote(hostcheck.Clip(r.Host))+"; list the name in admin.allowed_hosts")
+			return
+		}
+		inner.ServeHTTP(w, r)
 	})
 }
 
-// authorized checks the bearer token, in constant time, when one is set.
+// authorized checks the bearer token, in constant time, when one is set. A
+// request without an Authorization header may be let in by Authenticate.
 func (a *api) authorized(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if a.cfg.Token == "" {
 			h(w, r)
 			return
 		}
-		scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		authz := r.Header.Get("Authorization")
+		if authz == "" && a.cfg.Authenticate != nil && a.cfg.Authenticate(r) {
+			h(w, r)
+			return
+		}
+		scheme, cred, ok := strings.Cut(authz, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || cred == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="solocron"`)
 			writeError(w, http.StatusUnauthorized, "this endpoint needs Authorization: Bearer <admin.token>")
@@ -282,24 +342,52 @@ func (a *api) info(j scheduler.Job) JobInfo {
 	return in
 }
 
-// JobList is the answer of GET /api/v1/jobs.
+// JobList is the answer of GET /api/v1/jobs: a page of the table, in the
+// order of job names. NextCursor, when set, is the cursor of the next page.
 type JobList struct {
-	Replica string    `json:"replica"`
-	Jobs    []JobInfo `json:"jobs"`
+	Replica    string    `json:"replica"`
+	Jobs       []JobInfo `json:"jobs"`
+	NextCursor string    `json:"next_cursor,omitempty"`
 }
 
+// listJobs answers a page of the table: ?limit= jobs (default 100, at most
+// 500) after the job named by ?cursor= (the last name of the page before),
+// in name order, so a reload between pages neither repeats nor skips a job
+// that stays. The page's state is read in one round trip (Statuses).
 func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
+	limit, ok := intParam(w, r, "limit", defaultPage, maxPage)
+	if !ok {
+		return
+	}
+	cursor := r.URL.Query().Get("cursor")
+	tab := slices.Clone(a.cfg.Jobs())
+	slices.SortFunc(tab, func(x, y scheduler.Job) int { return strings.Compare(x.Name, y.Name) })
+	start, _ := slices.BinarySearchFunc(tab, cursor, func(j scheduler.Job, c string) int {
+		if j.Name <= c {
+			return -1
+		}
+		return 1
+	})
+	page := tab[start:]
+	next := ""
+	if len(page) > limit {
+		page = page[:limit]
+		next = page[limit-1].Name
+	}
+	names := make([]string, len(page))
+	for i, j := range page {
+		names[i] = j.Name
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
 	defer cancel()
-	tab := a.cfg.Jobs()
-	out := JobList{Replica: a.cfg.ReplicaID, Jobs: make([]JobInfo, 0, len(tab))}
-	for _, j := range tab {
-		in := a.info(j)
-		st, err := a.cfg.Control.Status(ctx, j.Name, 1)
-		if err != nil {
-			a.storeError(w, err)
-			return
-		}
+	sts, err := a.cfg.Control.Statuses(ctx, names, 1)
+	if err != nil {
+		a.storeError(w, err)
+		return
+	}
+	out := JobList{Replica: a.cfg.ReplicaID, Jobs: make([]JobInfo, 0, len(page)), NextCursor: next}
+	for i, j := range page {
+		in, st := a.info(j), sts[i]
 		running := len(st.Running)
 		in.Paused, in.Running = &st.Paused, &running
 		if len(st.History) > 0 {
@@ -426,13 +514,17 @@ func (a *api) lookup(w http.ResponseWriter, r *http.Request) (scheduler.Job, boo
 }
 
 func limitParam(w http.ResponseWriter, r *http.Request, def int) (int, bool) {
-	s := r.URL.Query().Get("limit")
+	return intParam(w, r, "limit", def, maxRunsLimit)
+}
+
+func intParam(w http.ResponseWriter, r *http.Request, name string, def, most int) (int, bool) {
+	s := r.URL.Query().Get(name)
 	if s == "" {
 		return def, true
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > maxRunsLimit {
-		writeError(w, http.StatusBadRequest, "limit must be an integer from 1 to "+strconv.Itoa(maxRunsLimit))
+	if err != nil || n < 1 || n > most {
+		writeError(w, http.StatusBadRequest, name+" must be an integer from 1 to "+strconv.Itoa(most))
 		return 0, false
 	}
 	return n, true

@@ -24,6 +24,9 @@ import (
 
 const token = "s3cret-admin-token"
 
+// bearer is the Authorization header with the token.
+const bearer = "Bearer " + token
+
 // secrets are values of the table that no answer may carry.
 var secrets = []string{token, "env-secret-value", "argv-secret", "url-secret", "header-secret"}
 
@@ -63,7 +66,7 @@ func newFixture(t *testing.T, tok string) *fixture {
 	f.stop = func() { cancel(); <-done }
 	t.Cleanup(f.stop)
 	f.h = admin.NewHandler(admin.Config{
-		Jobs: s.Jobs, Control: s.Control(), ReplicaID: s.ReplicaID(), Token: tok, Logger: quiet,
+		Jobs: s.Jobs, Control: s.Control(), ReplicaID: s.ReplicaID(), Token: tok, Logger: quiet, Listen: "127.0.0.1:9090",
 		Ready:   func() error { return f.ready },
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "solocron_runs_total 1\n") }),
 	})
@@ -81,10 +84,15 @@ type answer struct {
 func (f *fixture) do(method, path, auth string, hdr ...string) answer {
 	f.t.Helper()
 	r := httptest.NewRequest(method, path, nil)
+	r.Host = "127.0.0.1:9090" // the listen address; httptest's example.com is refused
 	if auth != "" {
 		r.Header.Set("Authorization", auth)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			r.Host = hdr[i+1]
+			continue
+		}
 		r.Header.Set(hdr[i], hdr[i+1])
 	}
 	w := httptest.NewRecorder()
@@ -156,7 +164,7 @@ func TestProbesAndMetrics(t *testing.T) {
 			t.Errorf("Allow %q", got)
 		}
 		f.do("GET", "/nothing/here", "").wantError(t, 404, "no such endpoint")
-		f.do("GET", "/api/v1/jobs/", "").wantError(t, 404, "no such endpoint")
+		f.do("GET", "/api/v1/jobs/", bearer).wantError(t, 404, "no such endpoint")
 	})
 }
 
@@ -165,7 +173,7 @@ func TestReadEndpoints(t *testing.T) {
 		f := newFixture(t, token)
 
 		var list admin.JobList
-		a := f.do("GET", "/api/v1/jobs", "")
+		a := f.do("GET", "/api/v1/jobs", bearer)
 		if a.code != 200 {
 			t.Fatalf("/api/v1/jobs: %d %s", a.code, a.body)
 		}
@@ -200,16 +208,16 @@ func TestReadEndpoints(t *testing.T) {
 		}
 
 		var js admin.JobStatus
-		a = f.do("GET", "/api/v1/jobs/tick?limit=2", "")
+		a = f.do("GET", "/api/v1/jobs/tick?limit=2", bearer)
 		a.decode(t, &js)
 		if a.code != 200 || js.Job.Name != "tick" || js.Status.Job != "tick" || len(js.Status.History) != 2 || js.Status.Running == nil {
 			t.Errorf("job status: %d %s", a.code, a.body)
 		}
-		f.do("GET", "/api/v1/jobs/nope", "").wantError(t, 404, `no job "nope"`)
-		f.do("GET", "/api/v1/jobs/nope/runs", "").wantError(t, 404, `no job "nope"`)
+		f.do("GET", "/api/v1/jobs/nope", bearer).wantError(t, 404, `no job "nope"`)
+		f.do("GET", "/api/v1/jobs/nope/runs", bearer).wantError(t, 404, `no job "nope"`)
 
 		var runs admin.RunList
-		a = f.do("GET", "/api/v1/jobs/tick/runs?limit=2", "")
+		a = f.do("GET", "/api/v1/jobs/tick/runs?limit=2", bearer)
 		a.decode(t, &runs)
 		if a.code != 200 || runs.Job != "tick" || len(runs.Runs) != 2 {
 			t.Fatalf("runs: %d %s", a.code, a.body)
@@ -217,15 +225,15 @@ func TestReadEndpoints(t *testing.T) {
 		if r0, r1 := runs.Runs[0], runs.Runs[1]; !r0.ScheduledAt.After(r1.ScheduledAt) || r0.Replica != "r1" || r0.FencingToken <= r1.FencingToken {
 			t.Errorf("runs not newest first with rising tokens: %+v", runs.Runs)
 		}
-		a = f.do("GET", "/api/v1/jobs/cmd/runs", "")
+		a = f.do("GET", "/api/v1/jobs/cmd/runs", bearer)
 		a.decode(t, &runs)
 		if a.code != 200 || runs.Runs == nil || len(runs.Runs) != 0 {
 			t.Errorf("runs of a job that never ran: %d %s (want an empty list)", a.code, a.body)
 		}
 		for _, q := range []string{"0", "-1", "x", "1001"} {
-			f.do("GET", "/api/v1/jobs/tick/runs?limit="+q, "").wantError(t, 400, "limit")
+			f.do("GET", "/api/v1/jobs/tick/runs?limit="+q, bearer).wantError(t, 400, "limit")
 		}
-		a = f.do("DELETE", "/api/v1/jobs/tick", "")
+		a = f.do("DELETE", "/api/v1/jobs/tick", bearer)
 		a.wantError(t, 405, "not allowed")
 	})
 }
@@ -265,9 +273,9 @@ func TestMutationsNeedTheToken(t *testing.T) {
 			t.Errorf("pause: %d %s", a.code, a.body)
 		}
 		var list admin.JobList
-		f.do("GET", "/api/v1/jobs", "").decode(t, &list)
-		if !*list.Jobs[0].Paused {
-			t.Errorf("after pause the listing says %s", f.do("GET", "/api/v1/jobs", "").body)
+		f.do("GET", "/api/v1/jobs", bearer).decode(t, &list)
+		if list.Jobs[2].Name != "tick" || !*list.Jobs[2].Paused {
+			t.Errorf("after pause the listing says %s", f.do("GET", "/api/v1/jobs", bearer).body)
 		}
 		a = f.do("POST", "/api/v1/jobs/tick/resume", "bearer "+token) // the scheme is case-insensitive
 		a.decode(t, &p)
@@ -311,9 +319,9 @@ func TestStoreDownIs503(t *testing.T) {
 	}
 	h := admin.NewHandler(admin.Config{Jobs: s.Jobs, Control: s.Control(), Ready: s.Ready, Logger: quiet, StoreTimeout: 2 * time.Second})
 	f := &fixture{t: t, h: h}
-	f.do("GET", "/api/v1/jobs", "").wantError(t, 503, "store unavailable")
-	f.do("GET", "/api/v1/jobs/tick", "").wantError(t, 503, "store unavailable")
-	f.do("GET", "/api/v1/jobs/tick/runs", "").wantError(t, 503, "store unavailable")
+	f.do("GET", "/api/v1/jobs", bearer).wantError(t, 503, "store unavailable")
+	f.do("GET", "/api/v1/jobs/tick", bearer).wantError(t, 503, "store unavailable")
+	f.do("GET", "/api/v1/jobs/tick/runs", bearer).wantError(t, 503, "store unavailable")
 	f.do("POST", "/api/v1/jobs/tick/trigger", "").wantError(t, 503, "store unavailable")
 	f.do("GET", "/readyz", "").wantError(t, 503, "store not reached")
 	if a := f.do("GET", "/healthz", ""); a.code != 200 {

@@ -122,7 +122,33 @@ const (
 // Open connects to the store s names. It does not talk to Redis: a store
 // that is down at start is retried by the scheduler, not fatal. It reads
 // the TLS files s names. Errors never show a password.
-func Open(s config.Store) (*Conn, error) {
+func Open(s config.Store) (*Conn, error) { return open(s, "", 0) }
+
+// AdminClientName is the CLIENT SETNAME of the admin API's connections.
+const AdminClientName = "solocron-admin"
+
+// adminPoolSize bounds the admin API's connections to each server: reads
+// queue behind each other, never behind or in front of a claim.
+const adminPoolSize = 4
+
+// OpenAdmin opens a second, separate connection to the store c was opened
+// on, for the admin API's reads: its own pool of at most 4 connections per
+// server, named "solocron-admin" (CLIENT LIST shows it), so that however
+// many API requests arrive they never take a connection, or a place in a
+// pipeline, from the scheduler's claims and renewals. The embedded store is
+// shared: it lives in this process.
+func (c *Conn) OpenAdmin() (*Conn, error) {
+	if c.Embedded != nil {
+		a := &Conn{store: c.store, Mode: c.Mode, Where: c.Where}
+		a.Client = redis.NewClient(&redis.Options{Addr: c.Embedded.Addr(), ContextTimeoutEnabled: true, ClientName: AdminClientName,
+			PoolSize: adminPoolSize, MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+		return a, nil
+	}
+	return open(c.store, AdminClientName, adminPoolSize)
+}
+
+// open is Open, with a client name and a pool size per server when set.
+func open(s config.Store, name string, pool int) (*Conn, error) {
 	// Redis Enterprise maintenance notifications are not used; their
 	// endpoint detection would also resolve host names at construction.
 	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -143,6 +169,7 @@ func Open(s config.Store) (*Conn, error) {
 			return nil, err
 		}
 		o.MaintNotificationsConfig = maint
+		o.ClientName, o.PoolSize = name, pool
 		conn.Client, conn.Mode, conn.Where = redis.NewClient(o), "standalone", s.Redacted().URL
 		return conn, nil
 	case s.Mode == "sentinel":
@@ -172,6 +199,7 @@ func Open(s config.Store) (*Conn, error) {
 			fo.TLSConfig = tc
 		}
 		fo.ContextTimeoutEnabled = true
+		fo.ClientName, fo.PoolSize = name, pool
 		setTimeouts(&fo.DialTimeout, &fo.ReadTimeout, &fo.WriteTimeout)
 		conn.Client, conn.Mode = redis.NewFailoverClient(fo), "sentinel"
 		conn.Where = fmt.Sprintf("sentinel master %q via %v", s.Sentinel.Master, s.Sentinel.Addrs)
@@ -195,6 +223,7 @@ func Open(s config.Store) (*Conn, error) {
 			co.TLSConfig = tc
 		}
 		setTimeouts(&co.DialTimeout, &co.ReadTimeout, &co.WriteTimeout)
+		co.ClientName, co.PoolSize = name, pool
 		conn.Client, conn.Mode, conn.Where = redis.NewClusterClient(co), "cluster", fmt.Sprintf("cluster %v", s.Cluster.Addrs)
 		return conn, nil
 	case s.Mode == "redlock":
@@ -209,6 +238,7 @@ func Open(s config.Store) (*Conn, error) {
 			// dead master is outvoted, not retried.
 			o.MaxRetries = -1
 			o.MaintNotificationsConfig = maint
+			o.ClientName, o.PoolSize = name, pool
 			conn.Masters = append(conn.Masters, redis.NewClient(o))
 			where = append(where, config.Store{URL: u}.Redacted().URL)
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/solocron/solocron/config"
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/storeconn"
@@ -318,5 +320,44 @@ func TestOptionsFromStore(t *testing.T) {
 	_ = s.Run(ctx)
 	if n := len(ledger.Entries()); n != 0 {
 		t.Errorf("%d runs started without any replica to acknowledge them", n)
+	}
+}
+
+// OpenAdmin is a separate client: its own small pool, named so CLIENT LIST
+// tells it from the scheduler's.
+func TestOpenAdmin(t *testing.T) {
+	srv := redistest.Start(t)
+	conn, err := storeconn.Open(config.Store{URL: "redis://" + srv.Addr() + "/0", Mode: "standalone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	adm, err := conn.OpenAdmin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if adm.Client == conn.Client {
+		t.Fatal("the admin client is the scheduler's")
+	}
+	ctx := t.Context()
+	if err := adm.Client.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Client.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	list, err := srv.Client(t, nil).ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(list, "name="+storeconn.AdminClientName+" "); n != 1 {
+		t.Errorf("CLIENT LIST shows %d admin connections, want 1:\n%s", n, list)
+	}
+	if o := adm.Client.(*redis.Client).Options(); o.PoolSize != 4 || o.ClientName != "solocron-admin" {
+		t.Errorf("admin pool %d, name %q", o.PoolSize, o.ClientName)
+	}
+	if o := conn.Client.(*redis.Client).Options(); o.ClientName != "" {
+		t.Errorf("the scheduler's client is named %q", o.ClientName)
 	}
 }

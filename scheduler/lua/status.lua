@@ -1,0 +1,26 @@
+-- Reads the state of jobs for the admin API and the command line, in one
+-- call: read only, bounded by the number of jobs (a page) and the history
+-- limit.
+-- KEYS   the meta key of each job (on Redis Cluster, one job per call)
+-- ARGV[1] how many history records per job
+-- Returns, per job: {paused, last, waiting, manual, history, running}, where
+-- paused and last are the meta fields ('' when unset), waiting and manual
+-- the sizes of the queue and of the manual requests, history the latest
+-- records (JSON, newest first), and running one {id, {field, value, ...}}
+-- per run holding a slot.
+local limit = tonumber(ARGV[1])
+local out = {}
+for i, meta in ipairs(KEYS) do
+  local base = base_of(meta)
+  local m = redis.call('HMGET', meta, 'paused', 'last')
+  local running = {}
+  for _, id in ipairs(redis.call('ZRANGE', base .. 'slots', 0, -1)) do
+    local h = redis.call('HGETALL', run_key(base, id))
+    if #h > 0 then
+      running[#running + 1] = {id, h}
+    end
+  end
+  out[i] = {m[1] or '', m[2] or '', redis.call('ZCARD', base .. 'queue'), redis.call('ZCARD', base .. 'manual'),
+    redis.call('LRANGE', base .. 'history', 0, limit - 1), running}
+end
+return out

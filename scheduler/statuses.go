@@ -1,0 +1,137 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+)
+
+// statusScript reads many jobs' state at once (see Control.Statuses).
+var statusScript = script("status")
+
+// MaxStatuses is the most jobs one Statuses call reads.
+const MaxStatuses = 500
+
+// Statuses reads the state of the named jobs, each with its latest limit
+// history records, in one round trip: one script call for them all on a
+// standalone or Sentinel store, one per job pipelined on Redis Cluster (per
+// node, one round trip), the same on each master in redlock mode. The answer
+// is in the order of jobs. At most MaxStatuses jobs per call: a caller pages.
+func (c *Control) Statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error) {
+	if len(jobs) > MaxStatuses {
+		return nil, fmt.Errorf("scheduler: Statuses reads at most %d jobs per call, got %d", MaxStatuses, len(jobs))
+	}
+	for _, j := range jobs {
+		if err := checkJob(j); err != nil {
+			return nil, err
+		}
+	}
+	if limit <= 0 {
+		limit = 10
+	}
+	if len(jobs) == 0 {
+		return []*Status{}, nil
+	}
+	switch b := c.store.(type) {
+	case *store:
+		return b.statuses(ctx, jobs, limit)
+	case *redlock:
+		return b.statuses(ctx, jobs, limit)
+	}
+	out := make([]*Status, len(jobs)) // another backend: one job at a time
+	for i, j := range jobs {
+		st, err := c.store.status(ctx, j, limit)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = st
+	}
+	return out, nil
+}
+
+func (s *store) statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error) {
+	var calls []call
+	if s.cluster {
+		for _, j := range jobs {
+			calls = append(calls, call{keys: []string{s.metaKey(j)}, args: []any{limit}})
+		}
+	} else {
+		keys := make([]string, len(jobs))
+		for i, j := range jobs {
+			keys[i] = s.metaKey(j)
+		}
+		calls = []call{{keys: keys, args: []any{limit}}}
+	}
+	res, err := s.exec(ctx, statusScript, calls)
+	if err != nil {
+		return nil, err
+	}
+	var per []any
+	for _, r := range res {
+		list, ok := r.([]any)
+		if !ok {
+			return nil, fmt.Errorf("scheduler: status script answered %T", r)
+		}
+		per = append(per, list...)
+	}
+	if len(per) != len(jobs) {
+		return nil, fmt.Errorf("scheduler: status script answered %d jobs for %d", len(per), len(jobs))
+	}
+	out := make([]*Status, len(jobs))
+	for i, j := range jobs {
+		if out[i], err = decodeStatus(j, per[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// decodeStatus reads one job's part of the status script's answer.
+func decodeStatus(job string, v any) (*Status, error) {
+	f, ok := v.([]any)
+	if !ok || len(f) != 6 {
+		return nil, fmt.Errorf("scheduler: bad status answer for %q", job)
+	}
+	str := func(x any) string { s, _ := x.(string); return s }
+	num := func(x any) int { n, _ := x.(int64); return int(n) }
+	st := &Status{Job: job, Paused: str(f[0]) == "1", LastScheduled: msTime(str(f[1])),
+		Waiting: num(f[2]), PendingManual: num(f[3]), Running: []Run{}}
+	hist, _ := f[4].([]any)
+	raw := make([]string, len(hist))
+	for i, h := range hist {
+		raw[i] = str(h)
+	}
+	var err error
+	if st.History, err = decodeHistory(raw); err != nil {
+		return nil, err
+	}
+	running, _ := f[5].([]any)
+	for _, r := range running {
+		pair, _ := r.([]any)
+		if len(pair) != 2 {
+			continue
+		}
+		flat, _ := pair[1].([]any)
+		h := make(map[string]string, len(flat)/2)
+		for k := 0; k+1 < len(flat); k += 2 {
+			h[str(flat[k])] = str(flat[k+1])
+		}
+		st.Running = append(st.Running, runFromHash(str(pair[0]), h))
+	}
+	return st, nil
+}
+
+func (rl *redlock) statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error) {
+	per, err := read(ctx, rl, "status", func(ctx context.Context, m *store) ([]*Status, error) { return m.statuses(ctx, jobs, limit) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Status, len(jobs))
+	for i, j := range jobs {
+		sts := make([]*Status, 0, len(per))
+		for _, p := range per {
+			sts = append(sts, p[i])
+		}
+		out[i] = rl.mergeStatus(j, sts, limit)
+	}
+	return out, nil
+}
