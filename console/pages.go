@@ -395,13 +395,14 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 			limit = max(j.HistoryLimit, 1)
 		}
 	}
-	// A run's own record keeps no output; its history entry does, while
-	// the job's history still holds it.
-	if run.Output == "" && !run.FinishedAt.IsZero() {
+	// A run's own record keeps neither output nor trace id; its history
+	// entry does, while the job's history still holds it.
+	if (run.Output == "" || run.TraceID == "") && !run.FinishedAt.IsZero() {
 		if hist, err := c.cfg.Control.HistoryPage(ctx, run.Job, 0, limit); err == nil {
 			for _, h := range hist {
 				if h.ID == run.ID {
-					run.Output = h.Output
+					run.Output = cmp.Or(run.Output, h.Output)
+					run.TraceID = cmp.Or(run.TraceID, h.TraceID)
 					break
 				}
 			}
