@@ -575,10 +575,12 @@ func checkAllowedHost(h string) error {
 func checkTraceURL(u string) error {
 	p, err := url.Parse(strings.ReplaceAll(u, "{trace_id}", "0"))
 	switch {
-	case err != nil || p.Scheme == "" || p.Host == "":
+	case err != nil || p.Scheme == "":
 		return fmt.Errorf("%q is not an absolute URL: want e.g. https://tempo.example/trace/{trace_id}", clip(u))
 	case p.Scheme != "http" && p.Scheme != "https":
 		return fmt.Errorf("must be an http:// or https:// URL, got scheme %q", clip(p.Scheme))
+	case p.Host == "":
+		return fmt.Errorf("%q names no host: want e.g. https://tempo.example/trace/{trace_id}", clip(u))
 	case !strings.Contains(u, "{trace_id}"):
 		return fmt.Errorf("must contain {trace_id}, where the run's trace id goes (e.g. https://tempo.example/trace/{trace_id})")
 	}

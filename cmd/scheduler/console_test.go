@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
@@ -143,6 +150,7 @@ func TestConsoleCluster(t *testing.T) {
 	tr := &transcript{}
 	token := "tok" + randomHex(t)
 	srv := redistest.Start(t)
+	sink := newOTLPSink(t) // runs are traced: their records keep trace ids
 	dir := t.TempDir()
 	table := filepath.Join(dir, "solocron.yaml")
 	writeFile(t, table, fmt.Sprintf(`
@@ -151,6 +159,7 @@ store:
   key_prefix: console
 admin:
   token: ${TEST_ADMIN_TOKEN}
+  trace_url: https://tempo.example/trace/{trace_id}?org=ops
 jobs:
   - name: heartbeat
     schedule: "@every 2s"
@@ -163,7 +172,7 @@ jobs:
     timezone: Europe/Paris
     command: ["sh", "-c", "echo report done; sleep 0.5"]
 `, srv.Addr()))
-	cenv := env("TEST_ADMIN_TOKEN=" + token)
+	cenv := env("TEST_ADMIN_TOKEN="+token, "OTEL_EXPORTER_OTLP_ENDPOINT="+sink.URL, "OTEL_BSP_SCHEDULE_DELAY=100")
 	var reps []replica
 	for i := 1; i <= 3; i++ {
 		id, addr := fmt.Sprintf("r%d", i), freeAddr(t)
@@ -204,10 +213,72 @@ jobs:
 				t.Errorf("replica %s runs table %s, the file is %s", x.ID, x.Table, a.FileTable)
 			}
 		}
-		if code, _ := httpDo(t, tr, "GET", reps[0].url("/api/v1/replicas"), ""); code != 401 && code != 403 {
-			// The security work makes every read need the token; until then
-			// the list is open like the other reads.
-			t.Logf("GET /api/v1/replicas without a token: %d", code)
+		// Like every /api/v1 read, the list needs the token.
+		if code, _, body := consoleDo(t, tr, "GET", reps[0].url("/api/v1/replicas"), nil); code != 401 {
+			t.Errorf("GET /api/v1/replicas without the token: %d %s, want 401", code, body)
+		}
+	})
+
+	// The console's session opens /api/v1 as the token does (on every
+	// replica sharing the token); a forged one opens nothing; a foreign
+	// Host gets 421 from the console as from the API.
+	t.Run("session_and_host", func(t *testing.T) {
+		session := signInHTTP(t, tr, reps[0], token)
+		forged := session[:strings.LastIndexByte(session, '.')+1] + strings.Repeat("0", 64)
+		for _, r := range reps[:2] {
+			for _, path := range []string{"/api/v1/jobs", "/api/v1/jobs/heartbeat/runs", "/api/v1/replicas"} {
+				if code, _, body := consoleDo(t, tr, "GET", r.url(path), map[string]string{"Cookie": session}); code != 200 {
+					t.Errorf("%s GET %s with the console's session: %d %s", r.id, path, code, body)
+				}
+				if code, _, _ := consoleDo(t, tr, "GET", r.url(path), map[string]string{"Cookie": forged}); code != 401 {
+					t.Errorf("%s GET %s with a forged session: %d, want 401", r.id, path, code)
+				}
+			}
+			if code, _, _ := consoleDo(t, tr, "GET", r.url("/replicas"), map[string]string{"Cookie": session}); code != 200 {
+				t.Errorf("%s console with the session: %d", r.id, code)
+			}
+			if code, hdr, _ := consoleDo(t, tr, "GET", r.url("/replicas"), map[string]string{"Cookie": forged}); code != 303 || !strings.HasPrefix(hdr.Get("Location"), "/signin?next=") {
+				t.Errorf("%s console with a forged session: %d %s, want the sign-in form", r.id, code, hdr.Get("Location"))
+			}
+		}
+		evil := map[string]string{"Host": "rebind.evil.example:" + strings.Split(reps[0].addr, ":")[1], "Cookie": session}
+		for _, path := range []string{"/", "/signin", "/runs/heartbeat@1", "/api/v1/replicas"} {
+			if code, _, _ := consoleDo(t, tr, "GET", reps[0].url(path), evil); code != http.StatusMisdirectedRequest {
+				t.Errorf("GET %s with Host rebind.evil.example: %d, want 421", path, code)
+			}
+		}
+	})
+
+	// The console reads the store through the admin API's own client
+	// (solocron-admin), never the one that claims and renews: every command
+	// of its jobs page (HMGET ... paused last) and of its replica list (the
+	// registry script in "list" mode) comes from a connection of that name.
+	t.Run("admin_client", func(t *testing.T) {
+		session := signInHTTP(t, tr, reps[0], token)
+		mon := monitor(t, srv.Addr())
+		var lines []string
+		testkit.WaitFor(t, 30*time.Second, "the console's reads in MONITOR", func() bool {
+			for _, path := range []string{"/", "/replicas"} {
+				if code, _, _ := consoleDo(t, tr, "GET", reps[0].url(path), map[string]string{"Cookie": session}); code != 200 {
+					return false
+				}
+			}
+			lines = mon.matching(`"hmget" "console:`, `"paused" "last"`)
+			list := mon.matching(`"list"`, `{replicas}`)
+			lines = append(lines, list...)
+			return len(lines) > len(list) && len(list) > 0
+		})
+		names := clientNames(t, srv.Addr())
+		wrong := 0
+		for _, l := range lines {
+			if addr := monitorAddr(l); names[addr] != "solocron-admin" {
+				if wrong++; wrong == 1 {
+					t.Errorf("console read from connection %s named %q, want solocron-admin: %.200s", addr, names[addr], l)
+				}
+			}
+		}
+		if wrong > 0 {
+			t.Errorf("%d of %d console reads were not on the admin client", wrong, len(lines))
 		}
 	})
 
@@ -256,6 +327,15 @@ jobs:
 		b.do(t, "run page", chromedp.Navigate(href), chromedp.WaitVisible(chromedp.ID("output")))
 		if out := text("#output"); !strings.Contains(out, "<script>alert(1)</script> exporting") {
 			t.Errorf("run output shown as %q", out)
+		}
+		// admin.trace_url: the run's trace id links to the trace viewer.
+		trace := get(t, b, "the trace link", chromedp.Evaluate[string](`(document.querySelector("a.trace") || {href: ""}).href`))
+		if !regexp.MustCompile(`^https://tempo\.example/trace/[0-9a-f]{32}\?org=ops$`).MatchString(trace) {
+			t.Errorf("run page's trace link %q", trace)
+		}
+		// The session reads the JSON API from the page's own origin.
+		if code := get(t, b, "the API with the session", chromedp.Evaluate[int](`fetch("/api/v1/jobs", {credentials: "same-origin"}).then(r => r.status)`, chromedp.EvalAwaitPromise)); code != 200 {
+			t.Errorf("GET /api/v1/jobs from the signed-in page: %d", code)
 		}
 
 		// Run now: the request shows at once, the run in the history soon.
@@ -343,4 +423,149 @@ func TestConsoleEmbedded(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `"version":"`+testVersion+`"`) {
 		t.Errorf("GET /api/v1/replicas: %d %s", code, body)
 	}
+}
+
+// consoleDo sends a request with headers ("Host" sets the Host) and follows
+// no redirect; a 429 of the default rate limit is waited out.
+func consoleDo(t *testing.T, tr *transcript, method, url string, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
+	c := http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for try := 0; ; try++ {
+		req, err := http.NewRequest(method, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range hdr {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, url, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		tr.addText(string(b))
+		if resp.StatusCode == http.StatusTooManyRequests && try < 20 {
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		return resp.StatusCode, resp.Header, string(b)
+	}
+}
+
+// signInHTTP posts the token to r's sign-in form and returns the session
+// cookie ("solocron_session=...").
+func signInHTTP(t *testing.T, tr *transcript, r replica, token string) string {
+	t.Helper()
+	c := http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for try := 0; ; try++ {
+		resp, err := c.PostForm(r.url("/signin"), url.Values{"token": {token}, "next": {"/"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests && try < 20 {
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		for _, ck := range resp.Cookies() {
+			if ck.Name == "solocron_session" && resp.StatusCode == http.StatusSeeOther {
+				tr.addText("signed in on " + r.id)
+				return ck.Name + "=" + ck.Value
+			}
+		}
+		t.Fatalf("sign-in on %s: %d, no session cookie", r.id, resp.StatusCode)
+	}
+}
+
+// monitorLog is what MONITOR showed on one connection, read until cleanup.
+type monitorLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// monitor opens a MONITOR connection to the Redis at addr.
+func monitor(t *testing.T, addr string) *monitorLog {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	m := &monitorLog{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(conn)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			m.mu.Lock()
+			m.lines = append(m.lines, sc.Text())
+			m.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { conn.Close(); <-done })
+	return m
+}
+
+// matching returns the lines that contain every one of subs.
+func (m *monitorLog) matching(subs ...string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+next:
+	for _, l := range m.lines {
+		for _, s := range subs {
+			if !strings.Contains(l, s) {
+				continue next
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// monitorAddr is the client address of a MONITOR line
+// ("+1732540000.123456 [0 127.0.0.1:54321] ...").
+func monitorAddr(line string) string {
+	_, rest, _ := strings.Cut(line, "[")
+	f := strings.Fields(rest)
+	if len(f) < 2 {
+		return ""
+	}
+	return strings.TrimSuffix(f[1], "]")
+}
+
+// clientNames maps each connection's address to its CLIENT SETNAME name.
+func clientNames(t *testing.T, addr string) map[string]string {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	list, err := rdb.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, l := range strings.Split(list, "\n") {
+		var a, n string
+		for _, kv := range strings.Fields(l) {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "addr":
+				a = v
+			case "name":
+				n = v
+			}
+		}
+		if a != "" {
+			out[a] = n
+		}
+	}
+	return out
 }
