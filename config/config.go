@@ -127,7 +127,8 @@ type Admin struct {
 	Listen string
 	// Token, when set, is required as "Authorization: Bearer <token>" by
 	// every /api/v1 endpoint, reads included (/healthz, /readyz and
-	// /metrics stay open). String, GoString and LogValue never show it.
+	// /metrics stay open), and by the console, whose sign-in form exchanges
+	// it for a session. String, GoString and LogValue never show it.
 	Token string
 	// ReadOnly refuses every action (trigger, pause, resume) on the JSON API
 	// and hides them on the console.
@@ -142,8 +143,8 @@ type Admin struct {
 	// defence). Names only, no port.
 	AllowedHosts []string
 	// RateLimit is how many requests per second one client (remote IP) may
-	// make; more are answered 429. Default DefaultAdminRateLimit (20); 0
-	// turns the limit off.
+	// make to /api/v1 and the console; more are answered 429. Default
+	// DefaultAdminRateLimit (20); 0 turns the limit off.
 	RateLimit int
 	// RateBurst is how many requests a client may make at once; default
 	// DefaultAdminRateBurst (40).

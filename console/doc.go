@@ -8,9 +8,18 @@
 //
 //	c, err := console.New(console.Config{
 //		Control: sched.Control(), Jobs: sched.Jobs, Prefix: "/ops/solocron",
-//		Token: os.Getenv("OPS_TOKEN"),
+//		Token: os.Getenv("OPS_TOKEN"), AllowedHosts: []string{"ops.example.com"},
 //	})
 //	mux.Handle("/ops/solocron/", c)
+//
+// Mounted by a service, the console does what the daemon's admin listener
+// does around it only when told: set Config.AllowedHosts (a request naming
+// any other Host, a DNS-rebinding page's, gets 421) or check Host in front
+// of it; set Config.Token whenever it is reachable beyond loopback; give it
+// Config.Redact for the secrets it must never show, and a Control on a
+// Redis client of its own so that its reads never queue in front of the
+// scheduler's claims. Console.Authenticate lets an API next to it accept
+// its session.
 //
 // Everything is rendered with html/template (job names, output and errors
 // are escaped), the style sheet and the small script are embedded, and a

@@ -167,9 +167,9 @@
 // *.localhost, 127.0.0.0/8, ::1) or a name in admin.allowed_hosts; any other
 // Host gets 421, which defeats DNS rebinding (a page that points its own
 // name at 127.0.0.1 still sends its own name). Each client (remote IP) may
-// make admin.rate_limit requests per second to /api/v1 (default 20, bursts
-// of admin.rate_burst, default 40; 0 turns it off); more get 429 with
-// Retry-After. admin.tls {cert_file, key_file} serves HTTPS, and
+// make admin.rate_limit requests per second to /api/v1 and the console
+// (default 20, bursts of admin.rate_burst, default 40; 0 turns it off); more
+// get 429 with Retry-After. admin.tls {cert_file, key_file} serves HTTPS, and
 // client_ca_file requires client certificates signed by those CAs (mutual
 // TLS). The API reads Redis through a client of its own (a pool of 4
 // connections named solocron-admin), never the one that claims and renews.
@@ -201,7 +201,12 @@
 // Every other path is the operator console (docs/console.md): / lists the
 // jobs, /jobs/{name} shows a job's timeline and history, /runs/{id} a run,
 // /replicas the replicas. With admin.token set it shows a sign-in form; the
-// token buys an HttpOnly, SameSite=Strict session cookie for 12 hours.
+// token buys an HttpOnly, SameSite=Strict session cookie for 12 hours, which
+// also opens the /api/v1 reads to that browser. The console is under the
+// same Host check, rate limit and redaction as the API, and reads through
+// the solocron-admin client. admin.trace_url (a URL with {trace_id}, e.g.
+// https://tempo.example/trace/{trace_id}) links a traced run's page to its
+// trace.
 //
 // Errors are JSON, {"error":"..."}: 400 for a bad limit, 401 and 403 as
 // above, 404 for a job not in this replica's table or an unknown path, 405

@@ -55,4 +55,14 @@ func TestConsoleUnderPrefix(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(page, `href="/ops/solocron/jobs/cleanup"`) || !strings.Contains(page, "invoice-run") {
 		t.Fatalf("after sign-in: %d\n%s", resp.StatusCode, page)
 	}
+	// A DNS-rebinding page sends its own name: 421, session or not.
+	req, _ = http.NewRequest("GET", base+"/ops/solocron/", nil)
+	req.Host = "rebind.evil.example"
+	if resp, err = c.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a foreign Host: %d, want 421", resp.StatusCode)
+	}
 }

@@ -69,13 +69,25 @@ func run(ctx context.Context, ln net.Listener, token string) error {
 		return err
 	}
 
-	// --- The console: one http.Handler over the scheduler's controls. ---
+	// --- The console: one http.Handler over the cluster's controls. ---
+	// Its reads go through a Redis client of their own, so that a busy
+	// console never delays the scheduler's claims and renewals.
+	opsRDB := redis.NewClient(&redis.Options{Addr: store.Addr(), ContextTimeoutEnabled: true, PoolSize: 4, ClientName: "example-console"})
+	defer opsRDB.Close()
+	ctl, err := scheduler.NewControl(opsRDB)
+	if err != nil {
+		return err
+	}
 	ops, err := console.New(console.Config{
-		Control: sched.Control(),
+		Control: ctl,
 		Jobs:    sched.Jobs, // the table in force, reloads included
 		Prefix:  "/ops/solocron",
 		Token:   token,
 		Replica: sched.ReplicaID(),
+		// The Host check the daemon makes (DNS rebinding): loopback names
+		// and IP addresses only here; list the names the service is
+		// reached by.
+		AllowedHosts: []string{"localhost"},
 	})
 	if err != nil {
 		return err

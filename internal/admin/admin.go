@@ -9,8 +9,9 @@
 // <token>" (or what Config.Authenticate accepts); /healthz, /readyz and
 // /metrics stay open. Mutations (trigger, pause, resume) refuse cross-origin
 // browser requests in any case. Each client (remote IP) gets a rate limit on
-// /api/v1. The command line refuses to listen on a non-loopback address
-// without a token or client certificates. Answers never carry secrets: no
+// /api/v1. Config.Console, the operator console, answers the other paths
+// under the same Host check and rate limit. The command line refuses to
+// listen on a non-loopback address without a token or client certificates. Answers never carry secrets: no
 // store URL, no token, no command line, URL, header or environment value of
 // a job (any of them may hold a ${VAR} secret), and Config.Redactor masks
 // the scheduler's secrets in whatever else they hold (run output, errors).
@@ -66,8 +67,8 @@ type Config struct {
 	// *.localhost, 127.0.0.0/8, ::1). Others are answered 421.
 	AllowedHosts []string
 	// RateLimit is the requests per second each client (remote IP) may make
-	// to /api/v1, with bursts of RateBurst; more are answered 429. 0: no
-	// limit.
+	// to /api/v1 and the Console, with bursts of RateBurst; more are
+	// answered 429. 0: no limit.
 	RateLimit int
 	RateBurst int
 	// Redactor masks the scheduler's secrets in every answer; nil masks
@@ -83,8 +84,11 @@ type Config struct {
 	Now func() time.Time
 	// ReadOnly refuses trigger, pause and resume (403).
 	ReadOnly bool
-	// Console, when set, serves every path the API does not (the operator
-	// console, package console), behind the same checks.
+	// Console, when set, serves every path outside /api/ that the API does
+	// not (the operator console, package console), behind the Host check,
+	// the rate limit and the Redactor. It checks its sign-in itself: give it
+	// the same Token, and its Authenticate as Authenticate so that its
+	// session opens /api/v1 too.
 	Console http.Handler
 }
 
