@@ -15,15 +15,37 @@ import (
 	"github.com/solocron/solocron/scheduler"
 )
 
-// tripCounter counts round trips: one per command or pipeline sent.
+// tripCounter counts round trips: one per command or pipeline sent. A new
+// connection's handshake (HELLO, CLIENT SETINFO, CLIENT MAINT_NOTIFICATIONS)
+// passes through the hooks too when the pool dials during the measured
+// call; it is the client's, not the operation's, and is not counted.
 type tripCounter struct{ n atomic.Int64 }
+
+func handshake(cmds ...redis.Cmder) bool {
+	for _, c := range cmds {
+		if n := c.Name(); n != "hello" && n != "client" {
+			return false
+		}
+	}
+	return len(cmds) > 0
+}
 
 func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !handshake(cmd) {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
 }
 func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !handshake(cmds...) {
+			c.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // The overview of a thousand jobs, one of them running, costs two round
