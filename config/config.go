@@ -127,16 +127,24 @@ type Admin struct {
 	Listen string
 	// Token, when set, is required as "Authorization: Bearer <token>" by
 	// every /api/v1 endpoint, reads included (/healthz, /readyz and
-	// /metrics stay open). String, GoString and LogValue never show it.
+	// /metrics stay open), and by the console, whose sign-in form exchanges
+	// it for a session. String, GoString and LogValue never show it.
 	Token string
+	// ReadOnly refuses every action (trigger, pause, resume) on the JSON API
+	// and hides them on the console.
+	ReadOnly bool
+	// TraceURL, when set, links each run's page on the console to its
+	// trace: "{trace_id}" in it is replaced by the run's trace id
+	// ("https://tempo.example/trace/{trace_id}").
+	TraceURL string
 	// AllowedHosts are the names, besides the listen address and the
 	// loopback names (localhost, 127.0.0.1, ::1), that a request's Host
 	// header may carry; any other Host is answered 421 (a DNS rebinding
 	// defence). Names only, no port.
 	AllowedHosts []string
 	// RateLimit is how many requests per second one client (remote IP) may
-	// make; more are answered 429. Default DefaultAdminRateLimit (20); 0
-	// turns the limit off.
+	// make to /api/v1 and the console; more are answered 429. Default
+	// DefaultAdminRateLimit (20); 0 turns the limit off.
 	RateLimit int
 	// RateBurst is how many requests a client may make at once; default
 	// DefaultAdminRateBurst (40).
@@ -259,7 +267,8 @@ func (r Redlock) GoString() string { return "config.Redlock" + r.String() }
 
 // String describes a; the token shows only as set ("xxxxx") or unset ("").
 func (a Admin) String() string {
-	out := fmt.Sprintf("{Listen:%s Token:%s AllowedHosts:%v RateLimit:%d RateBurst:%d", a.Listen, a.maskedToken(), a.AllowedHosts, a.RateLimit, a.RateBurst)
+	out := fmt.Sprintf("{Listen:%s Token:%s AllowedHosts:%v RateLimit:%d RateBurst:%d ReadOnly:%t TraceURL:%s",
+		a.Listen, a.maskedToken(), a.AllowedHosts, a.RateLimit, a.RateBurst, a.ReadOnly, a.TraceURL)
 	if a.TLS != nil {
 		out += fmt.Sprintf(" TLS:%+v", *a.TLS)
 	}
@@ -272,7 +281,8 @@ func (a Admin) GoString() string { return "config.Admin" + a.String() }
 // LogValue logs a without its token.
 func (a Admin) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("listen", a.Listen), slog.Bool("token_set", a.Token != ""),
-		slog.Any("allowed_hosts", a.AllowedHosts), slog.Int("rate_limit", a.RateLimit), slog.Bool("tls", a.TLS != nil))
+		slog.Any("allowed_hosts", a.AllowedHosts), slog.Int("rate_limit", a.RateLimit), slog.Bool("tls", a.TLS != nil),
+		slog.Bool("read_only", a.ReadOnly), slog.String("trace_url", a.TraceURL))
 }
 
 func (a Admin) maskedToken() string {

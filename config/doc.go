@@ -105,23 +105,33 @@
 //	  rate_limit: 20
 //	  rate_burst: 40
 //	  tls: {cert_file: admin.pem, key_file: admin.key, client_ca_file: clients-ca.pem}
+//	  read_only: false
+//	  trace_url: https://tempo.example/trace/{trace_id}
 //
 // listen is host:port with a numeric port (":9090" listens on every
 // interface); leave it out to turn the server off. token, when set, is
 // required as "Authorization: Bearer <token>" by every /api/v1 endpoint,
-// reads included (/healthz, /readyz and /metrics stay open); it must not
+// reads included (/healthz, /readyz and /metrics stay open), and by the
+// console (whose sign-in form exchanges it for a session); it must not
 // contain whitespace. The token never appears in errors, in Admin.String or
 // in logs.
 //
 // allowed_hosts lists host names (no scheme, port or path) that a request's
 // Host header may carry besides the listen address and the loopback names;
 // any other Host is answered 421. rate_limit (integer, default 20, 0 = no
-// limit) is the requests per second each client IP may make to /api/v1;
+// limit) is the requests per second each client IP may make to /api/v1 and
+// the console;
 // rate_burst (integer >= 1, default 40) how many it may make at once. tls
 // serves the admin API over HTTPS: cert_file and key_file (PEM, both
 // required, must exist) are the server's certificate and key; client_ca_file
 // (PEM CAs, optional) requires every client to present a certificate signed
 // by one of them.
+//
+// read_only (boolean, default false) refuses trigger, pause and resume on
+// the JSON API (403) and hides and refuses them on the console. trace_url,
+// when set, links each traced run's page on the console to its trace: an
+// http:// or https:// URL in which {trace_id} is replaced by the run's trace
+// id.
 //
 // # jobs
 //

@@ -211,9 +211,11 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"listen":        {desc: "host:port to serve on; \":9090\" means every interface. --admin-listen overrides it.", schema: text},
 		"token":         {desc: "Bearer token every /api/v1 request and the console require (reads included; /healthz, /readyz and /metrics stay open); run refuses a non-loopback listen address without one or a client_ca_file. Use ${VAR}.", schema: text},
 		"allowed_hosts": {desc: "Host names (no scheme, port or path) the admin server answers besides its listen address and loopback names; requests naming another Host get 421 (DNS rebinding).", schema: list(text, 0)},
-		"rate_limit":    {desc: "Requests per second each client IP may make to /api/v1; beyond it 429. 0 means no limit.", schema: integer(0), def: 20},
+		"rate_limit":    {desc: "Requests per second each client IP may make to /api/v1 and the console; beyond it 429. 0 means no limit.", schema: integer(0), def: 20},
 		"rate_burst":    {desc: "Requests a client may make at once before rate_limit applies.", schema: integer(1), def: 40},
 		"tls":           {desc: "HTTPS on the admin listener, for teams that expose it beyond loopback.", schema: ref("admin_tls")},
+		"read_only":     {desc: "true refuses trigger, pause and resume on the JSON API (403) and hides and refuses them on the console; reads are unchanged.", schema: boolean(), def: false},
+		"trace_url":     {desc: "A link from each run's page on the console to its trace: an http:// or https:// URL in which {trace_id} is replaced by the run's trace id, e.g. https://tempo.example/trace/{trace_id}.", schema: orVariable(map[string]any{"type": "string", "pattern": `^https?://[^/?#].*\{trace_id\}`})},
 	},
 	"admin_tls": {
 		"cert_file":      {desc: "PEM certificate the admin server presents; needs key_file.", schema: text},

@@ -21,7 +21,7 @@ var (
 	sentinelFields = []string{"master", "addrs", "username", "password"}
 	clusterFields  = []string{"addrs"}
 	redlockFields  = []string{"urls"}
-	adminFields    = []string{"listen", "token", "allowed_hosts", "rate_limit", "rate_burst", "tls"}
+	adminFields    = []string{"listen", "token", "allowed_hosts", "rate_limit", "rate_burst", "tls", "read_only", "trace_url"}
 	adminTLSFields = []string{"cert_file", "key_file", "client_ca_file"}
 	modes          = []string{"standalone", "sentinel", "cluster", "redlock"}
 )
@@ -505,6 +505,21 @@ func (d *decoder) admin(a *Admin, n *yaml.Node, path string) {
 				d.add(v.Line, v.Column, fp, errors.New("must not contain whitespace or control characters (a trailing newline from a secret file?)"))
 			}
 			a.Token = token
+		case "read_only":
+			ro, ok := d.boolean(v, fp)
+			if ok {
+				a.ReadOnly = ro
+			}
+		case "trace_url":
+			u, ok := d.str(v, fp)
+			if !ok || u == "" {
+				break
+			}
+			if err := checkTraceURL(u); err != nil {
+				d.add(v.Line, v.Column, fp, err)
+				break
+			}
+			a.TraceURL = u
 		case "allowed_hosts":
 			hosts, ok := d.strList(v, fp)
 			if !ok {
@@ -551,6 +566,23 @@ func checkAllowedHost(h string) error {
 		return errors.New("must not be empty")
 	case strings.ContainsAny(h, "/:@ \t") && net.ParseIP(strings.Trim(h, "[]")) == nil:
 		return fmt.Errorf("%q is not a host name: write the name alone, without scheme, port or path", clip(h))
+	}
+	return nil
+}
+
+// checkTraceURL checks admin.trace_url: an absolute http(s) URL in which
+// {trace_id} stands for the run's trace id.
+func checkTraceURL(u string) error {
+	p, err := url.Parse(strings.ReplaceAll(u, "{trace_id}", "0"))
+	switch {
+	case err != nil || p.Scheme == "":
+		return fmt.Errorf("%q is not an absolute URL: want e.g. https://tempo.example/trace/{trace_id}", clip(u))
+	case p.Scheme != "http" && p.Scheme != "https":
+		return fmt.Errorf("must be an http:// or https:// URL, got scheme %q", clip(p.Scheme))
+	case p.Host == "":
+		return fmt.Errorf("%q names no host: want e.g. https://tempo.example/trace/{trace_id}", clip(u))
+	case !strings.Contains(u, "{trace_id}"):
+		return fmt.Errorf("must contain {trace_id}, where the run's trace id goes (e.g. https://tempo.example/trace/{trace_id})")
 	}
 	return nil
 }

@@ -96,8 +96,9 @@ type Scheduler struct {
 // Options and defaults: WithReplicaID("<hostname>-<pid>"),
 // WithKeyPrefix("solocron"), WithMaxClockSkew(2s), WithClock(system clock),
 // WithLogger(slog.Default()), WithTracerProvider(global),
-// WithMeterProvider(global), WithPropagator(global), WithShutdownGrace(30s), WithSyncInterval(1s),
-// WithMinReplicasAck(0: off).
+// WithMeterProvider(global), WithPropagator(global), WithShutdownGrace(30s),
+// WithSyncInterval(1s), WithMinReplicasAck(0: off), WithVersion(the build
+// info's, for the replica registry: see Control.Replicas).
 func New(client redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
 	if client == nil {
 		return nil, errors.New("scheduler: nil Redis client")
@@ -257,6 +258,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.loops.Go(func() { s.heartbeat(ctx) })
 	s.loops.Go(func() { s.dispatch(ctx, first) })
 	s.loops.Go(func() { s.recordMisses(ctx) })
+	s.loops.Go(func() { s.register(ctx) }) // replicas.go
 	<-ctx.Done()
 	s.log.Info("replica stopping: no new claims; waiting for runs in flight", "grace", s.cfg.shutdownGrace)
 	s.loops.Wait()

@@ -126,6 +126,19 @@
 // table stays paused on the replicas that load that table whatever the flag
 // says.
 //
+// replicas lists the live replicas as they registered in the store (each
+// writes a record once per heartbeat; one that stops beating drops out after
+// five heartbeats, at least 10s): id, version, start, last heartbeat, clock
+// offset to Redis, a fingerprint of its job table, jobs, runs in flight. A
+// replica whose table differs from most (a rolling deploy half done, a stale
+// config) is marked "(differs)"; the fingerprint of the given file is
+// printed too, to compare with. --json prints {"file_table", "replicas"}.
+//
+//	$ scheduler replicas
+//	REPLICA  VERSION  STARTED               HEARTBEAT  CLOCK OFFSET  TABLE         JOBS  RUNNING
+//	web-1    v1.4.0   2026-11-22 08:40:02Z  312ms ago  1ms           a6c23fb2c71f  3     1
+//	web-2    v1.3.9   2026-11-21 17:02:40Z  870ms ago  -2ms          90d1e2c4b7a0 (differs)  3  0
+//
 // schema prints the JSON Schema (draft 2020-12) of the job table, the one
 // docs/solocron.schema.json holds, for editors; it needs no table.
 //
@@ -160,9 +173,9 @@
 // *.localhost, 127.0.0.0/8, ::1) or a name in admin.allowed_hosts; any other
 // Host gets 421, which defeats DNS rebinding (a page that points its own
 // name at 127.0.0.1 still sends its own name). Each client (remote IP) may
-// make admin.rate_limit requests per second to /api/v1 (default 20, bursts
-// of admin.rate_burst, default 40; 0 turns it off); more get 429 with
-// Retry-After. admin.tls {cert_file, key_file} serves HTTPS, and
+// make admin.rate_limit requests per second to /api/v1 and the console
+// (default 20, bursts of admin.rate_burst, default 40; 0 turns it off); more
+// get 429 with Retry-After. admin.tls {cert_file, key_file} serves HTTPS, and
 // client_ca_file requires client certificates signed by those CAs (mutual
 // TLS). The API reads Redis through a client of its own (a pool of 4
 // connections named solocron-admin), never the one that claims and renews.
@@ -185,6 +198,21 @@
 //	POST /api/v1/jobs/{name}/trigger       202 {"job":"lottery","run_id":"lottery@manual-..."}; 429 when 100 are pending
 //	POST /api/v1/jobs/{name}/pause         200 {"job":"lottery","paused":true}
 //	POST /api/v1/jobs/{name}/resume        200 {"job":"lottery","paused":false}
+//	GET  /api/v1/replicas                  {"replica":"web-1","replicas":[{"id":"web-1","version":...,
+//	                                       "table":"a6c23fb2c71f","table_differs":false,...}],
+//	                                       "tables_differ":false}
+//
+// admin.read_only: true refuses trigger, pause and resume (403).
+//
+// Every other path is the operator console (docs/console.md): / lists the
+// jobs, /jobs/{name} shows a job's timeline and history, /runs/{id} a run,
+// /replicas the replicas. With admin.token set it shows a sign-in form; the
+// token buys an HttpOnly, SameSite=Strict session cookie for 12 hours, which
+// also opens the /api/v1 reads to that browser. The console is under the
+// same Host check, rate limit and redaction as the API, and reads through
+// the solocron-admin client. admin.trace_url (a URL with {trace_id}, e.g.
+// https://tempo.example/trace/{trace_id}) links a traced run's page to its
+// trace.
 //
 // Errors are JSON, {"error":"..."}: 400 for a bad limit, 401 and 403 as
 // above, 404 for a job not in this replica's table or an unknown path, 405

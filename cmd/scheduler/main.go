@@ -51,6 +51,7 @@ func init() {
 		{"trigger", "JOB", "ask the cluster to run JOB now, once", triggerFlags},
 		{"pause", "JOB", "stop every replica from starting JOB", pauseFlags},
 		{"resume", "JOB", "undo pause", resumeFlags},
+		{"replicas", "", "list the live replicas: version, heartbeat, clock offset, job table", replicasFlags},
 		{"schema", "", "print the JSON Schema of the job table (for editors)", schemaFlags},
 		{"version", "", "print the version and build information", versionFlags},
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/config"
+	"github.com/solocron/solocron/console"
 	"github.com/solocron/solocron/internal/admin"
 	"github.com/solocron/solocron/internal/storeconn"
 	"github.com/solocron/solocron/scheduler"
@@ -131,6 +132,7 @@ func (c *cli) run(o runOptions) int {
 		scheduler.WithMeterProvider(tel.meters),
 		scheduler.WithPropagator(tel.propagator),
 		scheduler.WithShutdownGrace(o.grace),
+		scheduler.WithVersion(versionString()),
 		scheduler.WithRedactor(c.redact.String),
 	)
 	if err != nil {
@@ -190,10 +192,23 @@ func (c *cli) run(o runOptions) int {
 		if tlsConf != nil {
 			l = tls.NewListener(l, tlsConf)
 		}
+		// The console reads through the admin client too, and shows
+		// nothing the redactor would mask.
+		con, err := console.New(console.Config{
+			Control: actl, Jobs: sched.Jobs, Token: f.Admin.Token, ReadOnly: f.Admin.ReadOnly,
+			TraceURL: f.Admin.TraceURL, Redact: c.redact.String, Replica: replica, Logger: log,
+		})
+		if err != nil {
+			log.Error("cannot serve the console", "err", err)
+			return exitUsage
+		}
 		h := admin.NewHandler(admin.Config{
 			Jobs: sched.Jobs, Control: actl, ReplicaID: replica, Token: f.Admin.Token,
 			Listen: listen, AllowedHosts: f.Admin.AllowedHosts, RateLimit: f.Admin.RateLimit, RateBurst: f.Admin.RateBurst,
-			Redactor: c.redact, Metrics: tel.metrics, Logger: log,
+			Redactor: c.redact, Metrics: tel.metrics, Logger: log, ReadOnly: f.Admin.ReadOnly,
+			// The console's session cookie opens /api/v1 as the token does;
+			// the console sits behind the same Host check and rate limit.
+			Authenticate: con.Authenticate, Console: con,
 			Ready: func() error {
 				if draining.Load() {
 					return errors.New("shutting down")
@@ -207,8 +222,13 @@ func (c *cli) run(o runOptions) int {
 				log.Error("admin API stopped", "err", err)
 			}
 		}()
-		log.Info("admin API listening", "addr", l.Addr().String(), "api_needs_token", f.Admin.Token != "", "tls", tlsConf != nil,
-			"client_certificates", tlsConf != nil && tlsConf.ClientCAs != nil, "allowed_hosts", f.Admin.AllowedHosts, "rate_limit", f.Admin.RateLimit)
+		scheme := "http"
+		if tlsConf != nil {
+			scheme = "https"
+		}
+		log.Info("admin API and console listening", "addr", l.Addr().String(), "console", scheme+"://"+l.Addr().String()+"/",
+			"api_needs_token", f.Admin.Token != "", "tls", tlsConf != nil, "client_certificates", tlsConf != nil && tlsConf.ClientCAs != nil,
+			"allowed_hosts", f.Admin.AllowedHosts, "rate_limit", f.Admin.RateLimit, "read_only", f.Admin.ReadOnly)
 	}
 
 	done := make(chan error, 1)

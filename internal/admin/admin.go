@@ -9,8 +9,9 @@
 // <token>" (or what Config.Authenticate accepts); /healthz, /readyz and
 // /metrics stay open. Mutations (trigger, pause, resume) refuse cross-origin
 // browser requests in any case. Each client (remote IP) gets a rate limit on
-// /api/v1. The command line refuses to listen on a non-loopback address
-// without a token or client certificates. Answers never carry secrets: no
+// /api/v1. Config.Console, the operator console, answers the other paths
+// under the same Host check and rate limit. The command line refuses to
+// listen on a non-loopback address without a token or client certificates. Answers never carry secrets: no
 // store URL, no token, no command line, URL, header or environment value of
 // a job (any of them may hold a ${VAR} secret), and Config.Redactor masks
 // the scheduler's secrets in whatever else they hold (run output, errors).
@@ -29,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/solocron/solocron/internal/hostcheck"
 	"github.com/solocron/solocron/internal/redact"
 	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/jobs"
@@ -65,8 +67,8 @@ type Config struct {
 	// *.localhost, 127.0.0.0/8, ::1). Others are answered 421.
 	AllowedHosts []string
 	// RateLimit is the requests per second each client (remote IP) may make
-	// to /api/v1, with bursts of RateBurst; more are answered 429. 0: no
-	// limit.
+	// to /api/v1 and the Console, with bursts of RateBurst; more are
+	// answered 429. 0: no limit.
 	RateLimit int
 	RateBurst int
 	// Redactor masks the scheduler's secrets in every answer; nil masks
@@ -80,6 +82,14 @@ type Config struct {
 	StoreTimeout time.Duration
 	// Now tells the time for "next"; default time.Now.
 	Now func() time.Time
+	// ReadOnly refuses trigger, pause and resume (403).
+	ReadOnly bool
+	// Console, when set, serves every path outside /api/ that the API does
+	// not (the operator console, package console), behind the Host check,
+	// the rate limit and the Redactor. It checks its sign-in itself: give it
+	// the same Token, and its Authenticate as Authenticate so that its
+	// session opens /api/v1 too.
+	Console http.Handler
 }
 
 // Server timeouts. Requests are small and answers quick; these keep a slow
@@ -119,7 +129,7 @@ type api struct {
 	cfg       Config
 	tokenHash [sha256.Size]byte
 	log       *slog.Logger
-	hosts     *hostCheck
+	hosts     *hostcheck.Check
 	limiter   *limiter
 }
 
@@ -129,6 +139,7 @@ type api struct {
 //	GET  /readyz                           200 ready, 503 with the reason
 //	GET  /metrics                          Prometheus text
 //	GET  /api/v1/jobs?limit=N&cursor=C     the table, with cluster state, a page at a time
+//	GET  /api/v1/replicas                  the live replicas (registry)
 //	GET  /api/v1/jobs/{name}               one job and its status
 //	GET  /api/v1/jobs/{name}/runs?limit=N  its run records, newest first
 //	POST /api/v1/jobs/{name}/trigger       202 {"job", "run_id"}; 429 when
@@ -152,7 +163,7 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &api{cfg: cfg, log: cfg.Logger, hosts: newHostCheck(cfg.Listen, cfg.AllowedHosts)}
+	a := &api{cfg: cfg, log: cfg.Logger, hosts: hostcheck.New(cfg.Listen, cfg.AllowedHosts)}
 	if cfg.Token != "" {
 		a.tokenHash = sha256.Sum256([]byte(cfg.Token))
 	}
@@ -167,7 +178,7 @@ func NewHandler(cfg Config) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "cross-origin request refused")
 	}))
-	mutating := func(h http.HandlerFunc) http.Handler { return a.limited(cop.Handler(a.authorized(h))) }
+	mutating := func(h http.HandlerFunc) http.Handler { return a.limited(cop.Handler(a.authorized(a.writable(h)))) }
 
 	mux := http.NewServeMux()
 	route := func(method, path string, h http.Handler) {
@@ -186,15 +197,25 @@ func NewHandler(cfg Config) http.Handler {
 	route("GET", "/healthz", http.HandlerFunc(a.healthz))
 	route("GET", "/readyz", http.HandlerFunc(a.readyz))
 	route("GET", "/metrics", http.HandlerFunc(a.metrics))
+	route("GET", "/api/v1/replicas", read(a.listReplicas))
 	route("GET", "/api/v1/jobs", read(a.listJobs))
 	route("GET", "/api/v1/jobs/{name}", read(a.getJob))
 	route("GET", "/api/v1/jobs/{name}/runs", read(a.listRuns))
 	route("POST", "/api/v1/jobs/{name}/trigger", mutating(a.trigger))
 	route("POST", "/api/v1/jobs/{name}/pause", mutating(a.pause))
 	route("POST", "/api/v1/jobs/{name}/resume", mutating(a.resume))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
+	mux.Handle("/api/", notFound)
+	if cfg.Console != nil {
+		// The console checks its own sign-in (a page without a session
+		// sends the browser to the sign-in form); the Host check below and
+		// the rate limit apply to it as to the API.
+		mux.Handle("/", a.limited(cfg.Console))
+	} else {
+		mux.Handle("/", notFound)
+	}
 	var inner http.Handler = mux
 	if cfg.Redactor != nil {
 		inner = cfg.Redactor.Handler(mux)
@@ -203,21 +224,14 @@ func NewHandler(cfg Config) http.Handler {
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
-		if !a.hosts.allowed(r.Host) {
+		if !a.hosts.Allowed(r.Host) {
 			// Not 403: the request reached a server that does not serve
 			// that name (a DNS rebinding page, a misrouted proxy).
-			writeError(w, http.StatusMisdirectedRequest, "this server does not answer to Host "+strconv.Quote(clipHost(r.Host))+"; list the name in admin.allowed_hosts")
+			writeError(w, http.StatusMisdirectedRequest, "this server does not answer to Host "+strconv.Quote(hostcheck.Clip(r.Host))+"; list the name in admin.allowed_hosts")
 			return
 		}
 		inner.ServeHTTP(w, r)
 	})
-}
-
-func clipHost(h string) string {
-	if len(h) > 100 {
-		return h[:100] + "..."
-	}
-	return h
 }
 
 // authorized checks the bearer token, in constant time, when one is set. A

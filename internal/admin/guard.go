@@ -9,56 +9,9 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
-
-// hostCheck decides which Host headers the server answers to.
-type hostCheck struct {
-	names   map[string]bool // lower case, no port
-	anyIP   bool            // listening on every address: any IP literal is ours
-	listenI net.IP
-}
-
-func newHostCheck(listen string, allowed []string) *hostCheck {
-	h := &hostCheck{names: map[string]bool{"localhost": true}}
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		host = listen
-	}
-	host = strings.ToLower(strings.Trim(host, "[]"))
-	if ip := net.ParseIP(host); ip != nil {
-		h.anyIP = ip.IsUnspecified()
-		h.listenI = ip
-	} else if host == "" {
-		h.anyIP = true
-	} else {
-		h.names[host] = true
-	}
-	for _, n := range allowed {
-		h.names[strings.ToLower(strings.TrimSuffix(n, "."))] = true
-	}
-	return h
-}
-
-// allowed reports whether the server answers to Host host (with or without
-// a port). A page that rebinds its own name to this address sends that
-// name: it is refused unless the name is listed.
-func (h *hostCheck) allowed(hostport string) bool {
-	host := hostport
-	if hp, _, err := net.SplitHostPort(hostport); err == nil {
-		host = hp
-	}
-	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-	if host == "" {
-		return false
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.IsLoopback() || h.anyIP || ip.Equal(h.listenI)
-	}
-	return h.names[host] || strings.HasSuffix(host, ".localhost")
-}
 
 // limiter is a token bucket per client (remote IP).
 type limiter struct {

@@ -1,0 +1,486 @@
+package console
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/solocron/solocron/internal/schedule"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Prefix   string
+	Replica  string
+	Nav      string // which tab is current
+	SignedIn bool   // a token is set and this visitor holds a session
+	ReadOnly bool
+	CSRF     string
+	Flash    string
+	Now      time.Time
+	Data     any
+}
+
+var funcs = template.FuncMap{
+	"utc": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"dur": func(d time.Duration) string {
+		if d == 0 {
+			return "—"
+		}
+		return human(d)
+	},
+	"path":    url.PathEscape,
+	"query":   url.QueryEscape,
+	"outcome": outcomeOf,
+	"add":     func(a, b int) int { return a + b },
+	// offset says a clock offset: "+1.2ms" ahead of Redis, "-30ms" behind.
+	"offset": func(d time.Duration) string {
+		if d >= 0 {
+			return "+" + d.Round(100*time.Microsecond).String()
+		}
+		return d.Round(100 * time.Microsecond).String()
+	},
+}
+
+func parsePages() (map[string]*template.Template, error) {
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*template.Template{}
+	for _, name := range []string{"jobs", "job", "run", "replicas", "signin", "error"} {
+		t, err := template.Must(base.Clone()).ParseFS(templateFiles, "templates/"+name+".html")
+		if err != nil {
+			return nil, err
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
+	p := page{
+		Title: title, Prefix: c.cfg.Prefix, Replica: c.cfg.Replica, Nav: name,
+		SignedIn: c.cfg.Token != "" && c.Authenticate(r), ReadOnly: c.cfg.ReadOnly,
+		CSRF: c.csrf(r), Now: c.cfg.Now().UTC(), Data: data,
+	}
+	switch r.URL.Query().Get("done") {
+	case "trigger":
+		p.Flash = "Run requested: a replica picks it up within a heartbeat."
+	case "pause":
+		p.Flash = "Paused cluster-wide."
+	case "resume":
+		p.Flash = "Resumed cluster-wide."
+	}
+	var buf bytes.Buffer
+	if err := c.pages[name].ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		c.log.Error("console: cannot render a page", "page", name, "err", err)
+		http.Error(w, "cannot render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	body := buf.Bytes()
+	if c.cfg.Redact != nil {
+		// After the values were masked before escaping (clean): a secret
+		// anywhere else on the page, as written.
+		body = []byte(c.cfg.Redact(buf.String()))
+	}
+	_, _ = w.Write(body)
+}
+
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	c.render(w, r, code, "error", http.StatusText(code), msg)
+}
+
+func (c *Console) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.Warn("console: store error", "err", err)
+	c.fail(w, r, http.StatusServiceUnavailable, "The store did not answer: "+c.redact(err.Error()))
+}
+
+// outcomeView is an outcome as shown: a symbol and words, so that the
+// colour (its Class) is never the only sign.
+type outcomeView struct {
+	Class, Symbol, Words string
+}
+
+func outcomeOf(o scheduler.Outcome) outcomeView {
+	switch o {
+	case scheduler.Succeeded:
+		return outcomeView{"ok", "✓", "succeeded"}
+	case scheduler.Failed:
+		return outcomeView{"bad", "✗", "failed"}
+	case scheduler.TimedOut:
+		return outcomeView{"bad", "◷", "timed out"}
+	case scheduler.LeaseLost:
+		return outcomeView{"bad", "⚠", "lease lost"}
+	case scheduler.Interrupted:
+		return outcomeView{"warn", "■", "interrupted"}
+	case scheduler.Replaced:
+		return outcomeView{"warn", "↻", "replaced"}
+	case scheduler.SkippedOverlap:
+		return outcomeView{"skip", "–", "skipped (overlap)"}
+	case scheduler.SkippedPaused:
+		return outcomeView{"skip", "–", "skipped (paused)"}
+	case scheduler.Missed:
+		return outcomeView{"bad", "○", "missed"}
+	case scheduler.Running, scheduler.Started:
+		return outcomeView{"run", "▶", "running"}
+	case scheduler.Waiting:
+		return outcomeView{"run", "…", "waiting for a slot"}
+	case "":
+		return outcomeView{"none", "·", "never ran"}
+	}
+	return outcomeView{"none", "?", string(o)}
+}
+
+// runOutcome is a record's outcome, or its decision when it did not start.
+func runOutcome(r scheduler.Run) scheduler.Outcome {
+	if r.Outcome != "" {
+		return r.Outcome
+	}
+	return r.Decision
+}
+
+type runningView struct {
+	ID, Replica string
+	Since       time.Time
+	Token       int64
+	LeaseLeft   string
+}
+
+type jobRow struct {
+	Name, Schedule, Words, Zone, Kind string
+	NextUTC, NextLocal, NextIn        string
+	Last                              *scheduler.Run
+	LastOutcome                       outcomeView
+	Ratio                             string
+	Running                           []runningView
+	Slots                             string
+	Queued                            int
+	Paused, PausedInTable             bool
+}
+
+type jobsView struct {
+	Rows           []jobRow
+	Total          int
+	Query, Outcome string
+	OutcomeFilters []string
+	Replicas       int // live replicas
+	Differ         int // of which run a different job table
+}
+
+var outcomeFilters = []string{"", "succeeded", "failed", "running", "paused", "never"}
+
+func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobRow {
+	row := jobRow{
+		Name: j.Name, Schedule: j.Schedule, Words: words(j.Schedule), Zone: cmp.Or(j.Timezone, "UTC"),
+		Kind: kindOf(j), Paused: o.Paused, PausedInTable: j.Paused, Queued: o.Waiting + o.PendingManual,
+		Slots: fmt.Sprintf("%d/%d", len(o.Running), max(j.Concurrency, 1)),
+	}
+	if s, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err == nil {
+		if next := s.Next(now); !next.IsZero() {
+			row.NextUTC = next.UTC().Format("2006-01-02 15:04:05Z")
+			row.NextLocal = next.In(s.Location()).Format("15:04:05 MST")
+			row.NextIn = relative(next, now)
+		}
+	}
+	row.LastOutcome = outcomeOf("")
+	if len(o.History) > 0 {
+		last := c.clean(o.History[0]) // a copy: the cache keeps the record
+		row.Last = &last
+		row.LastOutcome = outcomeOf(runOutcome(o.History[0]))
+		ok, started := 0, 0
+		for _, r := range o.History {
+			if r.Decision == scheduler.Started {
+				started++
+				if r.Outcome == scheduler.Succeeded {
+					ok++
+				}
+			}
+		}
+		if started > 0 {
+			row.Ratio = fmt.Sprintf("%d%% of %d", 100*ok/started, started)
+		}
+	}
+	for _, r := range o.Running {
+		v := runningView{ID: r.ID, Replica: r.Replica, Since: r.StartedAt, Token: r.FencingToken}
+		if until, ok := o.LeaseUntil[r.ID]; ok {
+			v.LeaseLeft = human(max(until.Sub(now), 0))
+		}
+		row.Running = append(row.Running, v)
+	}
+	return row
+}
+
+func kindOf(j scheduler.Job) string {
+	t := fmt.Sprintf("%T", j.Handler)
+	switch {
+	case strings.HasSuffix(t, ".Command"):
+		return "command"
+	case strings.HasSuffix(t, ".HTTP"):
+		return "http"
+	}
+	return "func"
+}
+
+func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	want := r.URL.Query().Get("outcome")
+	if !slices.Contains(outcomeFilters, want) {
+		want = ""
+	}
+	tab := c.cfg.Jobs()
+	names := make([]string, len(tab))
+	for i, j := range tab {
+		names[i] = j.Name
+	}
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	ov, rs, err := c.overview(ctx, names)
+	if err != nil {
+		c.storeFailed(w, r, err)
+		return
+	}
+	now := c.cfg.Now()
+	v := jobsView{Total: len(tab), Query: q, Outcome: want, OutcomeFilters: outcomeFilters, Rows: []jobRow{}, Replicas: len(rs)}
+	for _, x := range rs {
+		if x.TableDiffers {
+			v.Differ++
+		}
+	}
+	for i, j := range tab {
+		if q != "" && !strings.Contains(strings.ToLower(j.Name), strings.ToLower(q)) {
+			continue
+		}
+		row := c.row(j, ov[i], now)
+		switch want {
+		case "succeeded", "failed":
+			if row.Last == nil || (row.LastOutcome.Class == "ok") != (want == "succeeded") {
+				continue
+			}
+		case "running":
+			if len(row.Running) == 0 {
+				continue
+			}
+		case "paused":
+			if !row.Paused && !row.PausedInTable {
+				continue
+			}
+		case "never":
+			if row.Last != nil {
+				continue
+			}
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	c.render(w, r, http.StatusOK, "jobs", "Jobs", v)
+}
+
+type jobView struct {
+	jobRow
+	Job      scheduler.Job
+	Next     []nextView
+	Timeline *timeline
+	History  []scheduler.Run
+	Page     int
+	Prev     int // 0: none
+	NextPage int // 0: none
+	Waiting  int
+	Manual   int
+}
+
+type nextView struct{ UTC, Local, In string }
+
+func (c *Console) lookup(w http.ResponseWriter, r *http.Request) (scheduler.Job, bool) {
+	name := r.PathValue("name")
+	for _, j := range c.cfg.Jobs() {
+		if j.Name == name {
+			return j, true
+		}
+	}
+	c.fail(w, r, http.StatusNotFound, "No job "+strconv.Quote(name)+" in the table.")
+	return scheduler.Job{}, false
+}
+
+func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
+	j, ok := c.lookup(w, r)
+	if !ok {
+		return
+	}
+	pg := 1
+	if s := r.URL.Query().Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 10000 {
+			c.fail(w, r, http.StatusBadRequest, "page must be a whole number from 1.")
+			return
+		}
+		pg = n
+	}
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	ov, err := c.cfg.Control.Overview(ctx, []string{j.Name}, timelineRuns)
+	if err != nil {
+		c.storeFailed(w, r, err)
+		return
+	}
+	hist, err := c.cfg.Control.HistoryPage(ctx, j.Name, (pg-1)*historyPage, historyPage+1)
+	if err != nil {
+		c.storeFailed(w, r, err)
+		return
+	}
+	now := c.cfg.Now()
+	v := jobView{jobRow: c.row(j, ov[0], now), Job: j, Page: pg, Waiting: ov[0].Waiting, Manual: ov[0].PendingManual}
+	if len(hist) > historyPage {
+		hist, v.NextPage = hist[:historyPage], pg+1
+	}
+	if pg > 1 {
+		v.Prev = pg - 1
+	}
+	for i := range hist {
+		hist[i] = c.clean(hist[i])
+	}
+	v.History = hist
+	if s, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err == nil {
+		t := now
+		for range nextInstants {
+			if t = s.Next(t); t.IsZero() {
+				break
+			}
+			v.Next = append(v.Next, nextView{UTC: t.UTC().Format("2006-01-02 15:04:05Z"), Local: t.In(s.Location()).Format("2006-01-02 15:04:05 MST"), In: relative(t, now)})
+		}
+	}
+	v.Timeline = drawTimeline(ov[0].History, ov[0].Running, now)
+	c.render(w, r, http.StatusOK, "job", j.Name, v)
+}
+
+type runView struct {
+	Run       scheduler.Run
+	Outcome   outcomeView
+	Known     bool   // the job is in this replica's table
+	TraceLink string // admin.trace_url with the run's trace id; "" for none
+}
+
+func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	run, err := c.cfg.Control.Get(ctx, id)
+	if err != nil && !strings.Contains(err.Error(), "not a run id") {
+		c.storeFailed(w, r, err)
+		return
+	}
+	if run == nil {
+		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, expired, or not a run id.")
+		return
+	}
+	limit := scheduler.DefaultHistoryLimit
+	for _, j := range c.cfg.Jobs() {
+		if j.Name == run.Job {
+			limit = max(j.HistoryLimit, 1)
+		}
+	}
+	// A run's own record keeps neither output nor trace id; its history
+	// entry does, while the job's history still holds it.
+	if (run.Output == "" || run.TraceID == "") && !run.FinishedAt.IsZero() {
+		if hist, err := c.cfg.Control.HistoryPage(ctx, run.Job, 0, limit); err == nil {
+			for _, h := range hist {
+				if h.ID == run.ID {
+					run.Output = cmp.Or(run.Output, h.Output)
+					run.TraceID = cmp.Or(run.TraceID, h.TraceID)
+					break
+				}
+			}
+		}
+	}
+	v := runView{Run: c.clean(*run), Outcome: outcomeOf(runOutcome(*run)), TraceLink: c.traceLink(run.TraceID)}
+	for _, j := range c.cfg.Jobs() {
+		v.Known = v.Known || j.Name == run.Job
+	}
+	c.render(w, r, http.StatusOK, "run", "Run "+run.ID, v)
+}
+
+type replicasView struct {
+	Replicas []scheduler.Replica
+	Differ   int
+	Tables   int
+}
+
+func (c *Console) replicasPage(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	rs, err := c.cfg.Control.Replicas(ctx)
+	if err != nil {
+		c.storeFailed(w, r, err)
+		return
+	}
+	v := replicasView{Replicas: rs}
+	tables := map[string]bool{}
+	for _, x := range rs {
+		tables[x.Table] = true
+		if x.TableDiffers {
+			v.Differ++
+		}
+	}
+	v.Tables = len(tables)
+	c.render(w, r, http.StatusOK, "replicas", "Replicas", v)
+}
+
+// act runs Run now, Pause or Resume, then sends the browser back to the
+// job's page (303: a reload does not post again).
+func (c *Console) act(w http.ResponseWriter, r *http.Request) {
+	j, ok := c.lookup(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	action := r.PathValue("action")
+	var err error
+	switch action {
+	case "trigger":
+		var id string
+		if id, err = c.cfg.Control.Trigger(ctx, j.Name); err == nil {
+			c.log.Info("console: manual run requested", "job", j.Name, "run_id", id, "remote", r.RemoteAddr)
+		}
+	case "pause":
+		if err = c.cfg.Control.Pause(ctx, j.Name); err == nil {
+			c.log.Info("console: job paused cluster-wide", "job", j.Name, "remote", r.RemoteAddr)
+		}
+	case "resume":
+		if err = c.cfg.Control.Resume(ctx, j.Name); err == nil {
+			c.log.Info("console: job resumed cluster-wide", "job", j.Name, "remote", r.RemoteAddr)
+		}
+	default:
+		c.fail(w, r, http.StatusNotFound, "No such action.")
+		return
+	}
+	if err != nil {
+		c.storeFailed(w, r, err)
+		return
+	}
+	c.forget()
+	http.Redirect(w, r, c.cfg.Prefix+"/jobs/"+url.PathEscape(j.Name)+"?done="+action, http.StatusSeeOther)
+}
+
+// forget drops the cached overview: an action shows at once.
+func (c *Console) forget() {
+	c.cacheMu.Lock()
+	c.cached = nil
+	c.cacheMu.Unlock()
+}

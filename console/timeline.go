@@ -1,0 +1,170 @@
+package console
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/solocron/solocron/scheduler"
+)
+
+// The timeline of a job's recent runs, drawn on the server as SVG: one lane
+// per replica, a bar per started run from its start to its end (or now),
+// marks for the instants that were skipped or missed. Overlap skips,
+// takeovers after a crash and retries show as shapes, and every bar carries
+// its outcome in words (a <title>, and a symbol when it is wide enough).
+
+const (
+	tlWidth  = 1000.0 // the SVG's user units; it scales to the page
+	tlLabel  = 140.0  // room for the lane names
+	tlLaneH  = 30.0
+	tlTop    = 8.0
+	tlAxis   = 22.0
+	tlMinBar = 3.0
+)
+
+type timeline struct {
+	Width, Height float64
+	Lanes         []tlLane
+	Bars          []tlBar
+	Marks         []tlMark
+	Ticks         []tlTick
+	Empty         bool
+	From, To      time.Time
+	AxisY         float64
+}
+
+type tlLane struct {
+	Name  string
+	Y, TY float64
+}
+
+type tlBar struct {
+	ID         string
+	X, Y, W, H float64
+	TX, TY     float64 // where the symbol goes
+	Label      string  // the outcome's symbol
+	Sym        bool    // the bar is wide enough for it
+	Title      string
+	Class      string
+	Running    bool
+}
+
+type tlMark struct {
+	ID, Title, Class, Symbol string
+	X, Y                     float64
+	Path                     string
+}
+
+type tlTick struct {
+	X      float64
+	Label  string
+	Anchor string // text-anchor: the first and last labels stay inside
+}
+
+func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
+	runs := append(slices.Clone(running), hist...)
+	t := &timeline{Width: tlWidth}
+	if len(runs) == 0 {
+		t.Empty, t.Height = true, 40
+		return t
+	}
+	// The window: from the earliest instant shown to now.
+	from, to := now, now
+	lanes := map[string]int{}
+	var names []string
+	for _, r := range runs {
+		at := cmp.Or(r.StartedAt, r.ScheduledAt)
+		if !at.IsZero() && at.Before(from) {
+			from = at
+		}
+		if r.FinishedAt.After(to) {
+			to = r.FinishedAt
+		}
+		lane := r.Replica
+		if r.Decision != scheduler.Started {
+			continue // marks go on the decisions lane
+		}
+		if _, ok := lanes[lane]; !ok {
+			lanes[lane] = 0
+			names = append(names, lane)
+		}
+	}
+	slices.Sort(names)
+	names = append(names, "not started")
+	for i, n := range names {
+		lanes[n] = i
+		y := tlTop + float64(i)*tlLaneH
+		t.Lanes = append(t.Lanes, tlLane{Name: n, Y: y, TY: y + tlLaneH/2 + 4})
+	}
+	span := to.Sub(from)
+	if span < 10*time.Second {
+		span = 10 * time.Second
+		from = to.Add(-span)
+	}
+	// 2% of room either side.
+	pad := span / 50
+	from, to = from.Add(-pad), to.Add(pad)
+	span = to.Sub(from)
+	t.From, t.To = from, to
+	x := func(at time.Time) float64 {
+		return tlLabel + float64(at.Sub(from))/float64(span)*(tlWidth-tlLabel-8)
+	}
+	for _, r := range runs {
+		oc := outcomeOf(runOutcome(r))
+		title := fmt.Sprintf("%s — %s", r.ID, oc.Words)
+		if r.Decision != scheduler.Started {
+			y := tlTop + float64(lanes["not started"])*tlLaneH + tlLaneH/2
+			mx := x(r.ScheduledAt)
+			t.Marks = append(t.Marks, tlMark{
+				ID: r.ID, Title: title + " at " + r.ScheduledAt.UTC().Format("15:04:05Z"), Class: oc.Class, Symbol: oc.Symbol,
+				X: mx, Y: y, Path: fmt.Sprintf("M%.1f %.1f l6 10 h-12 z", mx, y-6),
+			})
+			continue
+		}
+		start := cmp.Or(r.StartedAt, r.ScheduledAt)
+		end, running := r.FinishedAt, false
+		if end.IsZero() {
+			end, running = now, true
+		}
+		x0, x1 := x(start), x(end)
+		y := tlTop + float64(lanes[r.Replica])*tlLaneH + 5
+		b := tlBar{
+			ID: r.ID, X: x0, Y: y, W: max(x1-x0, tlMinBar), H: tlLaneH - 10, Class: oc.Class, Running: running,
+			Label: oc.Symbol, Title: fmt.Sprintf("%s: %s → %s (%s), token %d, attempt %d",
+				title, start.UTC().Format("15:04:05Z"), endLabel(r, running), human(end.Sub(start)), r.FencingToken, r.Attempts),
+		}
+		b.Sym = b.W >= 14
+		b.TX, b.TY = x0+b.W/2, y+(tlLaneH-10)/2+4
+		t.Bars = append(t.Bars, b)
+	}
+	t.AxisY = tlTop + float64(len(names))*tlLaneH + 4
+	t.Height = t.AxisY + tlAxis
+	for i := range 5 {
+		at := from.Add(span * time.Duration(i) / 4)
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 4:
+			anchor = "end"
+		}
+		t.Ticks = append(t.Ticks, tlTick{X: x(at), Label: at.UTC().Format(tickFormat(span)), Anchor: anchor})
+	}
+	return t
+}
+
+func endLabel(r scheduler.Run, running bool) string {
+	if running {
+		return "still running"
+	}
+	return r.FinishedAt.UTC().Format("15:04:05Z")
+}
+
+func tickFormat(span time.Duration) string {
+	if span > 36*time.Hour {
+		return "01-02 15:04Z"
+	}
+	return "15:04:05Z"
+}

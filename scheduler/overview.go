@@ -1,0 +1,148 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Overview is a job's cluster-wide state as a page of many jobs shows it.
+type Overview struct {
+	Status
+	// LeaseUntil holds, per run id in Running, when its lease runs out by
+	// Redis' clock (unless renewed). Empty on Redlock.
+	LeaseUntil map[string]time.Time `json:"lease_until,omitempty"`
+}
+
+// Overview reads the state of many jobs at once, each with its latest
+// recent finished runs (History). On one Redis deployment it costs two
+// pipelined round trips (per Cluster node) whatever the number of jobs,
+// where Status costs one or two per job; Redlock reads job by job.
+// Unknown job names read as jobs that never ran.
+func (c *Control) Overview(ctx context.Context, jobs []string, recent int) ([]Overview, error) {
+	for _, j := range jobs {
+		if err := checkJob(j); err != nil {
+			return nil, err
+		}
+	}
+	if recent <= 0 {
+		recent = 10
+	}
+	if st, ok := c.store.(*store); ok {
+		return st.overview(ctx, jobs, recent)
+	}
+	out := make([]Overview, len(jobs))
+	for i, j := range jobs {
+		st, err := c.store.status(ctx, j, recent)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Overview{Status: *st}
+	}
+	return out, nil
+}
+
+// overviewChunk bounds the commands of one pipeline: 5 per job.
+const overviewChunk = 2000
+
+func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Overview, error) {
+	out := make([]Overview, len(jobs))
+	type reads struct {
+		meta    *redis.SliceCmd
+		slots   *redis.ZSliceCmd
+		waiting *redis.IntCmd
+		manual  *redis.IntCmd
+		hist    *redis.StringSliceCmd
+	}
+	rs := make([]reads, len(jobs))
+	for lo := 0; lo < len(jobs); lo += overviewChunk {
+		hi := min(lo+overviewChunk, len(jobs))
+		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := lo; i < hi; i++ {
+				j := jobs[i]
+				rs[i] = reads{
+					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last"),
+					slots:   p.ZRangeWithScores(ctx, s.key(j, "slots"), 0, -1),
+					waiting: p.ZCard(ctx, s.key(j, "queue")),
+					manual:  p.ZCard(ctx, s.key(j, "manual")),
+					hist:    p.LRange(ctx, s.key(j, "history"), 0, int64(recent-1)),
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	type held struct {
+		i   int
+		id  string
+		cmd *redis.MapStringStringCmd
+	}
+	var running []held
+	for i, r := range rs {
+		o := &out[i]
+		o.Status = Status{Job: jobs[i], Waiting: int(r.waiting.Val()), PendingManual: int(r.manual.Val()), Running: []Run{}}
+		if m := r.meta.Val(); len(m) == 2 {
+			o.Paused = m[0] == "1"
+			if v, ok := m[1].(string); ok {
+				o.LastScheduled = msTime(v)
+			}
+		}
+		var err error
+		if o.History, err = decodeHistory(r.hist.Val()); err != nil {
+			return nil, err
+		}
+		for _, z := range r.slots.Val() {
+			id, _ := z.Member.(string)
+			if o.LeaseUntil == nil {
+				o.LeaseUntil = map[string]time.Time{}
+			}
+			o.LeaseUntil[id] = time.UnixMilli(int64(z.Score)).UTC()
+			running = append(running, held{i: i, id: id})
+		}
+	}
+	for lo := 0; lo < len(running); lo += overviewChunk {
+		hi := min(lo+overviewChunk, len(running))
+		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for k := lo; k < hi; k++ {
+				h := &running[k]
+				h.cmd = p.HGetAll(ctx, s.key(jobs[h.i], "run:"+suffixOf(h.id)))
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range running {
+		if m := h.cmd.Val(); len(m) > 0 {
+			out[h.i].Running = append(out[h.i].Running, runFromHash(h.id, m))
+		}
+	}
+	return out, nil
+}
+
+// HistoryPage returns the job's finished run records newest first, skipping
+// the first offset of them, at most limit (the store keeps the job's
+// history_limit). One round trip on one Redis deployment.
+func (c *Control) HistoryPage(ctx context.Context, job string, offset, limit int) ([]Run, error) {
+	if err := checkJob(job); err != nil {
+		return nil, err
+	}
+	offset = max(offset, 0)
+	if limit <= 0 {
+		limit = DefaultHistoryLimit
+	}
+	if st, ok := c.store.(*store); ok {
+		raw, err := st.c.LRange(ctx, st.key(job, "history"), int64(offset), int64(offset+limit-1)).Result()
+		if err != nil {
+			return nil, err
+		}
+		return decodeHistory(raw)
+	}
+	runs, err := c.store.history(ctx, job, offset+limit)
+	if err != nil || offset >= len(runs) {
+		return nil, err
+	}
+	return runs[offset:], nil
+}

@@ -1,0 +1,351 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/solocron/solocron/jobs"
+)
+
+// The replica registry. Every replica writes a small record to the store
+// once per heartbeat period (one script call, one round trip) with a time
+// to live, and reads everyone else's in the same call: who is up, which
+// version, how far its clock is from Redis', and a fingerprint of the job
+// table it loaded. Replicas whose tables differ (a rolling deploy half done,
+// a stale ConfigMap) schedule different things; each of them says so in its
+// log, in a metric, and on the console.
+
+var replicasScript = script("replicas")
+
+// Replica is one live replica as the registry shows it.
+type Replica struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	// Started is when the replica started, by its own clock.
+	Started time.Time `json:"started"`
+	// LastHeartbeat is when it last wrote its record, by Redis' clock.
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+	// HeartbeatAge is how long ago that was when the registry was read.
+	HeartbeatAge time.Duration `json:"heartbeat_age_ns"`
+	// ClockOffset is how far the replica's clock runs ahead of Redis'
+	// (negative: behind), by its last reading.
+	ClockOffset time.Duration `json:"clock_offset_ns"`
+	// Table fingerprints the job table the replica loaded (see
+	// TableFingerprint).
+	Table string `json:"table"`
+	// Jobs counts the jobs in that table.
+	Jobs int `json:"jobs"`
+	// Running counts the runs in flight on the replica.
+	Running int `json:"running"`
+	// TableDiffers is set when the replica's table is not the one most live
+	// replicas have (every replica's, on a tie).
+	TableDiffers bool `json:"table_differs"`
+}
+
+// replicaRecord is a replica's record as the store keeps it.
+type replicaRecord struct {
+	Version string `json:"v"`
+	Started int64  `json:"s"` // unix ms, the replica's clock
+	TTL     int64  `json:"ttl"`
+	Offset  int64  `json:"off_us"` // µs
+	Table   string `json:"t"`
+	Jobs    int    `json:"j"`
+	Running int    `json:"r"`
+}
+
+// Registry modes, replicas.lua's ARGV[1].
+const (
+	registryBeat  = "beat"
+	registryLeave = "leave"
+	registryList  = "list"
+)
+
+// replicaTTL is how long a replica stays listed after its last heartbeat:
+// a few missed beats (a slow Redis, a GC pause) must not drop it.
+func replicaTTL(syncInterval time.Duration) time.Duration {
+	return max(5*syncInterval, 10*time.Second)
+}
+
+func (s *store) registryKeys() []string {
+	return []string{s.prefix + ":{replicas}:ids", s.prefix + ":{replicas}:records"}
+}
+
+// registry runs replicas.lua once and decodes its answer.
+func (s *store) registry(ctx context.Context, mode, id string, rec *replicaRecord) ([]Replica, error) {
+	args := []any{mode, id, "", 0}
+	if rec != nil {
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return nil, err
+		}
+		args[2], args[3] = string(b), rec.TTL
+	}
+	v, err := replicasScript.Run(ctx, s.c, s.registryKeys(), args...).StringSlice()
+	if err != nil {
+		return nil, err
+	}
+	return decodeReplicas(v)
+}
+
+func decodeReplicas(v []string) ([]Replica, error) {
+	if len(v) == 0 || (len(v)-1)%3 != 0 {
+		return nil, fmt.Errorf("scheduler: bad replica registry answer (%d fields)", len(v))
+	}
+	now := msTime(v[0])
+	out := make([]Replica, 0, (len(v)-1)/3)
+	for i := 1; i+2 < len(v); i += 3 {
+		var rec replicaRecord
+		if err := json.Unmarshal([]byte(v[i+2]), &rec); err != nil {
+			// A record this version cannot read (written by a newer one):
+			// list the replica with what is known.
+			rec = replicaRecord{Version: "?"}
+		}
+		exp, _ := strconv.ParseInt(v[i+1], 10, 64)
+		beat := time.UnixMilli(exp - rec.TTL).UTC()
+		r := Replica{
+			ID: v[i], Version: rec.Version, LastHeartbeat: beat, HeartbeatAge: max(now.Sub(beat), 0),
+			ClockOffset: time.Duration(rec.Offset) * time.Microsecond, Table: rec.Table, Jobs: rec.Jobs, Running: rec.Running,
+		}
+		if rec.Started > 0 {
+			r.Started = time.UnixMilli(rec.Started).UTC()
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Replica) int { return cmp.Compare(a.ID, b.ID) })
+	markDiffering(out)
+	return out, nil
+}
+
+// markDiffering flags the replicas whose table is not the one most of them
+// have; on a tie for the most common, every replica is flagged.
+func markDiffering(rs []Replica) {
+	count := map[string]int{}
+	for _, r := range rs {
+		count[r.Table]++
+	}
+	if len(count) < 2 {
+		return
+	}
+	best, tie := "", false
+	for t, n := range count {
+		switch {
+		case n > count[best] || best == "":
+			best, tie = t, false
+		case n == count[best]:
+			tie = true
+		}
+	}
+	for i := range rs {
+		rs[i].TableDiffers = tie || rs[i].Table != best
+	}
+}
+
+// Redlock keeps the registry on the first master that answers: it is
+// advisory, and needs no quorum.
+func (rl *redlock) registry(ctx context.Context, mode, id string, rec *replicaRecord) ([]Replica, error) {
+	var errs []error
+	for _, m := range rl.masters {
+		rs, err := m.registry(ctx, mode, id, rec)
+		if err == nil {
+			return rs, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+type registrar interface {
+	registry(ctx context.Context, mode, id string, rec *replicaRecord) ([]Replica, error)
+}
+
+var (
+	_ registrar = (*store)(nil)
+	_ registrar = (*redlock)(nil)
+)
+
+// Replicas lists the live replicas, sorted by id, flagging those whose job
+// table differs from most others'. One round trip.
+func (c *Control) Replicas(ctx context.Context) ([]Replica, error) {
+	reg, ok := c.store.(registrar)
+	if !ok {
+		return nil, errors.New("scheduler: this store keeps no replica registry")
+	}
+	return reg.registry(ctx, registryList, "", nil)
+}
+
+// TableFingerprint is a short hash of a job table: equal for tables that
+// schedule and run the same things, whatever the order of their jobs. It
+// covers every field of every job with defaults applied, and what each
+// handler runs (a command's arguments and directory, an HTTP job's method,
+// host and path) but no value that may hold a secret (environment values,
+// headers, bodies, query strings).
+func TableFingerprint(tab []Job) string {
+	lines := make([]string, 0, len(tab))
+	for _, j := range tab {
+		j = j.withDefaults()
+		h := j.Handler
+		j.Handler = nil
+		line := fmt.Sprintf("%+v|%T", j, h)
+		switch h := h.(type) {
+		case *jobs.Command:
+			line += handlerShape(h.Args, h.Dir, h.Env, h.KillGrace)
+		case *jobs.HTTP:
+			u, _ := url.Parse(h.URL)
+			if u != nil {
+				line += fmt.Sprintf("|%s|%s|%s|%v", h.Method, u.Host, u.Path, h.ExpectStatus)
+			}
+		}
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	sum := sha256.New()
+	for _, l := range lines {
+		sum.Write([]byte(l))
+		sum.Write([]byte{0})
+	}
+	return hex.EncodeToString(sum.Sum(nil))[:12]
+}
+
+func handlerShape(args []string, dir string, env map[string]string, grace time.Duration) string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return fmt.Sprintf("|%q|%q|%q|%s", args, dir, keys, grace)
+}
+
+// WithVersion names the version of the program this replica runs, as the
+// replica registry shows it. Default: the main module's version from the
+// build info, or "(devel)".
+func WithVersion(v string) Option { return func(c *config) { c.version = v } }
+
+func defaultVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// registration is this replica's view of the registry.
+type registration struct {
+	mismatch atomic.Bool   // a live replica's table differs from ours (read by the gauge)
+	warned   string        // the differing replicas last warned about
+	warnedAt time.Time     // and when
+	started  time.Time     // when Run began
+	table    string        // fingerprint of the table in force
+	gen      int           // table generation the fingerprint is of, +1
+	version  string        // what the registry shows
+	ttl      time.Duration // record lifetime
+}
+
+// register keeps this replica's record in the registry, once per sync
+// interval, until ctx is done; then it removes it.
+func (s *Scheduler) register(ctx context.Context) {
+	reg, ok := s.store.(registrar)
+	if !ok {
+		return
+	}
+	r := &registration{started: s.now(), version: cmp.Or(s.cfg.version, defaultVersion()), ttl: replicaTTL(s.cfg.syncInterval)}
+	if unreg := s.registryGauge(r); unreg != nil {
+		defer unreg()
+	}
+	t := time.NewTicker(s.cfg.syncInterval)
+	defer t.Stop()
+	for {
+		s.beat(ctx, reg, r)
+		select {
+		case <-ctx.Done():
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_, _ = reg.registry(lctx, registryLeave, s.cfg.replicaID, nil)
+			cancel()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// beat writes this replica's record and checks the others' tables.
+func (s *Scheduler) beat(ctx context.Context, reg registrar, r *registration) {
+	tab, gen := s.table()
+	if r.gen != gen+1 {
+		jobs := make([]Job, len(tab))
+		for i, j := range tab {
+			jobs[i] = j.Job
+		}
+		r.table, r.gen = TableFingerprint(jobs), gen+1
+	}
+	mine := r.table
+	running := 0
+	s.active.Range(func(any, any) bool { running++; return true })
+	rec := &replicaRecord{
+		Version: r.version, Started: r.started.UnixMilli(), TTL: r.ttl.Milliseconds(),
+		Table: mine, Jobs: len(tab), Running: running,
+	}
+	if off, ok := s.redisClock.offset(s.now()); ok {
+		rec.Offset = off.Microseconds()
+	}
+	cctx, cancel := context.WithTimeout(ctx, max(s.cfg.syncInterval, time.Second))
+	defer cancel()
+	live, err := reg.registry(cctx, registryBeat, s.cfg.replicaID, rec)
+	if err != nil {
+		return // the heartbeat reports the store's failures
+	}
+	var differ []string
+	for _, o := range live {
+		if o.Table != mine {
+			differ = append(differ, o.ID+"="+o.Table)
+		}
+	}
+	r.mismatch.Store(len(differ) > 0)
+	key := fmt.Sprint(differ)
+	switch {
+	case len(differ) == 0:
+		if r.warned != "" {
+			s.log.Info("every live replica has this replica's job table again", "table", mine)
+		}
+		r.warned = ""
+	case key != r.warned || time.Since(r.warnedAt) > 5*time.Minute:
+		s.log.Warn("live replicas run a different job table than this one (a rolling deploy in progress, or a stale config?)",
+			"table", mine, "differing", differ)
+		r.warned, r.warnedAt = key, time.Now()
+	}
+}
+
+// registryGauge exports solocron.replica.table_mismatch: 1 while a live
+// replica's table differs from this one's. It returns the function that
+// stops the export.
+func (s *Scheduler) registryGauge(r *registration) func() {
+	m := s.cfg.meter.Meter(ScopeName)
+	g, err := m.Int64ObservableGauge("solocron.replica.table_mismatch",
+		metric.WithDescription("1 while a live replica runs a job table different from this replica's, else 0."))
+	if err == nil {
+		var reg metric.Registration
+		reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			var v int64
+			if r.mismatch.Load() {
+				v = 1
+			}
+			o.ObserveInt64(g, v)
+			return nil
+		}, g)
+		if err == nil {
+			return func() { _ = reg.Unregister() }
+		}
+	}
+	s.log.Warn("cannot register the table mismatch metric", "err", err)
+	return nil
+}
