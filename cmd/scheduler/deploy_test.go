@@ -110,7 +110,7 @@ func TestDeployMetricsExist(t *testing.T) {
 	writeFile(t, table, `
 jobs:
   - {name: quick, schedule: "@every 1s", command: ["true"]}
-  - {name: slow, schedule: "@every 2s", lease: 600ms, command: ["sleep", "1"]}
+  - {name: slow, schedule: "@every 2s", lease: 600ms, kill_grace: 100ms, command: ["sleep", "1"]}
 `)
 	addr := freeAddr(t)
 	p := start(t, nil, "replica", env(), "run", "--config", table, "--admin-listen", addr, "--log-format", "json")

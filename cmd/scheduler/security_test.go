@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -99,7 +100,9 @@ jobs:
 		if err := json.Unmarshal([]byte(body), &rl); err != nil {
 			t.Fatal(err)
 		}
-		return rl.Runs
+		// A fresh store records its first seconds' instants missed (the
+		// data-loss floor, issue 12): only runs that started say anything.
+		return slices.DeleteFunc(rl.Runs, func(r map[string]any) bool { return r["outcome"] == "missed" })
 	}
 	testkit.WaitFor(t, 60*time.Second, "runs of every job", func() bool {
 		return len(runs("envdump")) > 0 && len(runs("named")) > 0 && len(runs("hook")) > 0
