@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -45,6 +46,9 @@ func TestSimulation(t *testing.T) {
 		t.Skip("SOLOCRON_SIM_SEEDS=0")
 	}
 	single := os.Getenv("SOLOCRON_SIM_SEED") != ""
+	if d, err := time.ParseDuration(os.Getenv("SOLOCRON_SIM_WATCHDOG")); err == nil && d > 0 {
+		simWatchdog = d
+	}
 	var failed []string
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -54,8 +58,25 @@ func TestSimulation(t *testing.T) {
 			}
 			var violations []simViolation
 			var report string
+			var world atomic.Pointer[simWorld]
+			// A call that never returns (a script that loops) stops fake
+			// time: the watchdog, on the real clock, says which.
+			watchdog := time.AfterFunc(simWatchdog, func() {
+				var calls []string
+				if w := world.Load(); w != nil {
+					w.flightMu.Lock()
+					for _, c := range w.flight {
+						calls = append(calls, c)
+					}
+					w.flightMu.Unlock()
+				}
+				panic(fmt.Sprintf("simulation seed %d: no progress after %s of real time; calls still running on the store: %q\nplan of %s",
+					seed, simWatchdog, calls, plan))
+			})
+			defer watchdog.Stop()
 			synctest.Test(t, func(t *testing.T) {
 				w := newSimWorld(t, plan)
+				world.Store(w)
 				w.run()
 				violations = w.check()
 				if len(violations) > 0 || single {
@@ -83,6 +104,10 @@ func TestSimulation(t *testing.T) {
 		t.Logf("failing seeds: %s", strings.Join(failed, " "))
 	}
 }
+
+// simWatchdog bounds one seed's real time (it takes about a second);
+// SOLOCRON_SIM_WATCHDOG changes it.
+var simWatchdog = 3 * time.Minute
 
 // simKnown lists seeds that fail on a scheduler defect not fixed yet, each
 // keyed to that defect and to the one invariant it breaks: such a seed is
@@ -175,6 +200,10 @@ type simWorld struct {
 	bg   sync.WaitGroup // follow-ups of events, stalled calls
 	incs []*simInc      // every incarnation, to wait for at the end
 
+	flightMu sync.Mutex
+	flight   map[int]string // calls running on the store now, for the watchdog
+	flightN  int
+
 	mu          sync.Mutex
 	outageUntil time.Time
 	stallUntil  time.Time
@@ -188,12 +217,26 @@ func newSimWorld(t *testing.T, plan *simPlan) *simWorld {
 		t.Fatal(err)
 	}
 	w := &simWorld{t: t, plan: plan, m: m, admin: admin, ctl: ctl, start: time.Now(), ledger: testkit.NewLedger(),
-		trace: os.Getenv("SOLOCRON_SIM_TRACE") == "1", obs: newSimObs()}
+		trace: os.Getenv("SOLOCRON_SIM_TRACE") == "1", obs: newSimObs(), flight: map[int]string{}}
 	w.log = slog.New(slog.NewTextHandler(simLog(), &slog.HandlerOptions{Level: slog.LevelDebug})).With("seed", plan.seed)
 	for i := range plan.replicas {
 		w.reps = append(w.reps, &simReplica{w: w, idx: i, id: fmt.Sprintf("r%d", i), changed: make(chan struct{}), offset: plan.offsets[i]})
 	}
 	return w
+}
+
+// inFlight notes a call running on the store until done is called.
+func (w *simWorld) inFlight(what string) (done func()) {
+	w.flightMu.Lock()
+	defer w.flightMu.Unlock()
+	w.flightN++
+	n := w.flightN
+	w.flight[n] = fmt.Sprintf("t=%s %s", w.rel(time.Now()), what)
+	return func() {
+		w.flightMu.Lock()
+		delete(w.flight, n)
+		w.flightMu.Unlock()
+	}
 }
 
 // rel is t as an offset from the simulation's start.
@@ -264,15 +307,19 @@ func (w *simWorld) table(in *simInc) []Job {
 	return out
 }
 
-// startReplica starts a new incarnation of r.
+// startReplica starts a new incarnation of r, unless r is up already.
 func (w *simWorld) startReplica(r *simReplica) {
 	r.mu.Lock()
-	n := 1
 	if r.cur != nil {
-		n = r.cur.n + 1
+		r.mu.Unlock()
+		return
 	}
+	r.incs++
+	n := r.incs
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &simInc{r: r, n: n, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{})}
+	r.cur = in // taken: a second restart of r now finds it up
 	r.mu.Unlock()
-	in := &simInc{r: r, n: n, done: make(chan struct{}), dead: make(chan struct{})}
 	cfg, err := newConfig([]Option{WithReplicaID(r.id), WithClock(ClockFunc(r.now)), WithMaxClockSkew(w.plan.skew),
 		WithShutdownGrace(w.plan.grace), WithLogger(w.log.With("replica", in.String()))})
 	if err != nil {
@@ -286,13 +333,10 @@ func (w *simWorld) startReplica(r *simReplica) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	in.s = s
-	ctx, cancel := context.WithCancel(context.Background())
-	in.cancel = cancel
-	go func() { _ = s.Run(ctx); close(in.done) }()
 	r.mu.Lock()
-	r.cur = in
+	in.s = s
 	r.mu.Unlock()
+	go func() { _ = s.Run(ctx); close(in.done) }()
 	w.mu.Lock()
 	w.incs = append(w.incs, in)
 	w.mu.Unlock()
@@ -333,12 +377,7 @@ func (w *simWorld) restartAfter(r *simReplica, old *simInc, d time.Duration) {
 		if old != nil {
 			<-old.done
 		}
-		r.mu.Lock()
-		up := r.cur != nil
-		r.mu.Unlock()
-		if !up {
-			w.startReplica(r)
-		}
+		w.startReplica(r)
 	})
 }
 
@@ -370,9 +409,7 @@ func (w *simWorld) run() {
 			already := r.frozen
 			r.mu.Unlock()
 			if !already {
-				r.setFrozen(true)
-				w.noteFreeze(r, true)
-				w.after(e.dur, func() { r.setFrozen(false); w.noteFreeze(r, false) })
+				r.freezeNow(e.dur)
 			}
 		case evOutage:
 			w.mu.Lock()
@@ -392,15 +429,26 @@ func (w *simWorld) run() {
 			r.mu.Unlock()
 		case evFlush:
 			w.collect()
-			w.noteLoss(false)
+			w.noteLoss("flush")
 			w.admin.FlushAll(ctx)
+		case evAllCrash:
+			var old []*simInc
+			for _, r := range w.reps {
+				old = append(old, w.down(r, true))
+			}
+			r.mu.Lock()
+			r.freezeAtCatchup = e.arg
+			r.mu.Unlock()
+			for i, r := range w.reps {
+				w.restartAfter(r, old[i], e.dur)
+			}
 		case evAllDown:
 			var old []*simInc
 			for _, r := range w.reps {
 				old = append(old, w.down(r, true))
 			}
 			w.collect()
-			w.noteLoss(true)
+			w.noteLoss(simAllDown)
 			w.admin.FlushAll(ctx)
 			for i, r := range w.reps {
 				w.restartAfter(r, old[i], e.dur)
@@ -409,12 +457,19 @@ func (w *simWorld) run() {
 			w.snapshot()
 			w.after(e.dur, func() {
 				w.collect()
-				w.noteLoss(false)
-				w.mu.Lock()
-				w.obs.events = append(w.obs.events, simEvent{at: w.rel(time.Now()), kind: evFailover, replica: -1})
-				w.mu.Unlock()
+				w.noteLoss("failover to the copy of t=" + e.at.String())
 				w.m.DB(0).FlushDB()
 				w.m.SwapDB(0, 1)
+			})
+		case evSkewLoss:
+			r.mu.Lock()
+			r.offset += e.arg
+			r.lossyUntil = simLater(r.lossyUntil, time.Now().Add(e.dur))
+			r.mu.Unlock()
+			w.after(e.dur, func() {
+				r.mu.Lock()
+				r.offset -= e.arg
+				r.mu.Unlock()
 			})
 		case evClockStep:
 			r.mu.Lock()
@@ -437,9 +492,13 @@ func (w *simWorld) run() {
 		case evReload:
 			r.mu.Lock()
 			in := r.cur
-			r.mu.Unlock()
+			var s *Scheduler
 			if in != nil {
-				if err := in.s.Reload(w.table(in)); err != nil {
+				s = in.s
+			}
+			r.mu.Unlock()
+			if s != nil {
+				if err := s.Reload(w.table(in)); err != nil {
 					w.t.Errorf("reload: %v", err)
 				}
 			}

@@ -58,15 +58,18 @@ type simPause struct {
 }
 
 type simLoss struct {
-	at      time.Time
-	allDown bool // every replica was down: nobody remembers the job's state
+	at   time.Time
+	what string // flush, failover..., or "every replica down": nobody remembers the job's state
 }
+
+const simAllDown = "every replica down"
 
 type simObs struct {
 	events  []simEvent
 	life    []string
 	faults  []string
-	runs    map[string][]string // run id -> what the store decided about it, in order
+	runs    map[string][]string     // run id -> what the store decided about it, in order
+	span    map[string][2]time.Time // run id -> first and last time it was noted
 	grants  []simGrant
 	tokens  []simToken
 	records map[string][]Run // run id -> its distinct records
@@ -78,7 +81,7 @@ type simObs struct {
 }
 
 func newSimObs() simObs {
-	return simObs{runs: map[string][]string{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
+	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
 		killed: map[*simInc]time.Time{}, frozen: map[int][][2]time.Time{}}
 }
 
@@ -97,7 +100,14 @@ func (o *simObs) addRecord(r Run) {
 func (w *simWorld) notef(id, format string, args ...any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.obs.runs[id] = append(w.obs.runs[id], fmt.Sprintf("t=%-8s ", w.rel(time.Now()))+fmt.Sprintf(format, args...))
+	now := time.Now()
+	w.obs.runs[id] = append(w.obs.runs[id], fmt.Sprintf("t=%-8s ", w.rel(now))+fmt.Sprintf(format, args...))
+	sp, ok := w.obs.span[id]
+	if !ok {
+		sp[0] = now
+	}
+	sp[1] = now
+	w.obs.span[id] = sp
 }
 
 func (w *simWorld) noteClaim(in *simInc, r *claimReq, res claimRes) {
@@ -112,7 +122,7 @@ func (w *simWorld) noteClaim(in *simInc, r *claimReq, res claimRes) {
 	}
 	w.notef(r.id, "%s", line)
 	if res.status == "started" {
-		w.noteGrant(in, r, res.fence, "claim")
+		w.noteGrant(in, r, res.fence, fmt.Sprintf("claim %c", r.kind))
 	}
 }
 
@@ -122,7 +132,7 @@ func (w *simWorld) noteAdmit(in *simInc, r *claimReq, status string, n int64) {
 	}
 	w.notef(r.id, "%s admit -> %s %d", in, status, n)
 	if status == "started" {
-		w.noteGrant(in, r, n, "admit")
+		w.noteGrant(in, r, n, fmt.Sprintf("admit %c", r.kind))
 	}
 }
 
@@ -162,11 +172,25 @@ func (w *simWorld) noteFreeze(r *simReplica, on bool) {
 	}
 }
 
-func (w *simWorld) noteLoss(allDown bool) {
+func (w *simWorld) noteLoss(what string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.obs.losses = append(w.obs.losses, simLoss{at: time.Now(), allDown: allDown})
-	w.obs.life = append(w.obs.life, fmt.Sprintf("t=%-8s store lost its data (every replica down: %v)", w.rel(time.Now()), allDown))
+	w.obs.losses = append(w.obs.losses, simLoss{at: time.Now(), what: what})
+	w.obs.life = append(w.obs.life, fmt.Sprintf("t=%-8s store lost its data: %s", w.rel(time.Now()), what))
+}
+
+// lossesBetween describes the store's losses in [from, to].
+func (w *simWorld) lossesBetween(from, to time.Time) string {
+	var out []string
+	for _, l := range w.obs.losses {
+		if !l.at.Before(from) && !l.at.After(to) {
+			out = append(out, fmt.Sprintf("%s at t=%s", l.what, w.rel(l.at)))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; in between, the store lost data: " + strings.Join(out, ", ")
 }
 
 // impaired reports whether in could not act on a run between from and to:
@@ -183,11 +207,11 @@ func (o *simObs) impaired(in *simInc, from, to time.Time) bool {
 	return false
 }
 
-// lossBetween reports whether the store lost data in (from, to]; with
+// lossBetween reports whether the store lost data in [from, to]; with
 // allDown, only a loss while every replica was down counts.
 func (o *simObs) lossBetween(from, to time.Time, allDown bool) bool {
 	for _, l := range o.losses {
-		if l.at.After(from) && !l.at.After(to) && (l.allDown || !allDown) {
+		if !l.at.Before(from) && !l.at.After(to) && (l.what == simAllDown || !allDown) {
 			return true
 		}
 	}
@@ -222,7 +246,14 @@ func (w *simWorld) check() []simViolation {
 			for _, i := range idx {
 				on = append(on, fmt.Sprintf("%s token %d at t=%s", entries[i].Replica, entries[i].Token, w.rel(entries[i].Start)))
 			}
-			add(invOneStart, id, "run %s started %d times: %s", id, len(idx), strings.Join(on, "; "))
+			from := entries[idx[0]].Start
+			for _, g := range o.grants {
+				if g.id == id && g.at.Before(from) {
+					from = g.at
+				}
+			}
+			add(invOneStart, id, "run %s started %d times: %s%s", id, len(idx), strings.Join(on, "; "),
+				w.lossesBetween(from, entries[idx[len(idx)-1]].Start))
 		}
 	}
 
@@ -238,12 +269,17 @@ func (w *simWorld) check() []simViolation {
 	}
 	for id, m := range owners {
 		if len(m) > 1 {
-			var gs []string
+			var gs []simGrant
 			for _, g := range m {
-				gs = append(gs, fmt.Sprintf("%s (%s) fence %d at t=%s", g.in, g.via, g.fence, w.rel(g.at)))
+				gs = append(gs, g)
 			}
-			sort.Strings(gs)
-			add(invOneGrant, id, "run %s granted to %d claims: %s", id, len(m), strings.Join(gs, "; "))
+			sort.Slice(gs, func(a, b int) bool { return gs[a].at.Before(gs[b].at) })
+			var ds []string
+			for _, g := range gs {
+				ds = append(ds, fmt.Sprintf("%s (%s) fence %d at t=%s", g.in, g.via, g.fence, w.rel(g.at)))
+			}
+			add(invOneGrant, id, "run %s granted to %d claims: %s%s", id, len(m), strings.Join(ds, "; "),
+				w.lossesBetween(gs[0].at, gs[len(gs)-1].at))
 		}
 	}
 
@@ -254,7 +290,8 @@ func (w *simWorld) check() []simViolation {
 			for _, r := range rs {
 				ds = append(ds, fmt.Sprintf("%s->%s by %s fence %d", r.Decision, r.Outcome, r.Replica, r.FencingToken))
 			}
-			add(invOneRecord, id, "run %s has %d decisions: %s", id, len(rs), strings.Join(ds, "; "))
+			span := o.span[id]
+			add(invOneRecord, id, "run %s has %d decisions: %s%s", id, len(rs), strings.Join(ds, "; "), w.lossesBetween(span[0], span[1]))
 		}
 		for _, r := range rs {
 			if r.Decision == "" || r.Outcome == "" || r.Replica == "" {
@@ -334,8 +371,15 @@ func (w *simWorld) check() []simViolation {
 	// unless the store lost the job's state while every replica was down,
 	// when nobody remembers the old tokens.
 	byJob := map[string][]simToken{}
+	seen := map[string]bool{}
 	for _, t := range o.tokens {
-		byJob[t.job] = append(byJob[t.job], t)
+		// One grant answered again (a retried claim, a repeated admit)
+		// is one token.
+		k := fmt.Sprintf("%s|%d", t.id, t.fence)
+		if !seen[k] {
+			seen[k] = true
+			byJob[t.job] = append(byJob[t.job], t)
+		}
 	}
 	for job, ts := range byJob {
 		sort.SliceStable(ts, func(a, b int) bool { return ts[a].at.Before(ts[b].at) })
@@ -343,15 +387,12 @@ func (w *simWorld) check() []simViolation {
 		for b := range ts {
 			for a := 0; a < b && reported < 3; a++ {
 				ta, tb := ts[a], ts[b]
-				if ta.id == tb.id && ta.fence == tb.fence {
-					continue // one grant, answered again (a retried claim, a repeated admit)
-				}
 				if o.lossBetween(ta.at, tb.at, true) {
 					continue
 				}
 				if (ta.at.Before(tb.at) && tb.fence <= ta.fence) || ta.fence == tb.fence {
-					add(invFenceRises, tb.id, "job %s: token %d (%s, %s) at t=%s after token %d (%s, %s) at t=%s",
-						job, tb.fence, tb.id, tb.via, w.rel(tb.at), ta.fence, ta.id, ta.via, w.rel(ta.at))
+					add(invFenceRises, tb.id, "job %s: token %d (%s, %s) at t=%s after token %d (%s, %s) at t=%s%s",
+						job, tb.fence, tb.id, tb.via, w.rel(tb.at), ta.fence, ta.id, ta.via, w.rel(ta.at), w.lossesBetween(ta.at, tb.at))
 					reported++
 				}
 			}
@@ -383,7 +424,8 @@ func (w *simWorld) check() []simViolation {
 			}
 			paused, since = p.on, p.at
 		}
-		if paused && g.at.Sub(since) > 100*time.Millisecond {
+		// A pause the store lost with its data is no pause.
+		if paused && g.at.Sub(since) > 100*time.Millisecond && !o.lossBetween(since, g.at, false) {
 			add(invPausedNoStart, g.id, "run %s granted (%s, %s) at t=%s while its job was paused (since t=%s)",
 				g.id, g.via, g.in, w.rel(g.at), w.rel(since))
 		}

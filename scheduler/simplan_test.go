@@ -42,6 +42,14 @@ const (
 	evReload    simEventKind = "reload"     // the replica reloads its table (unchanged)
 	evStopStart simEventKind = "stopstart"  // stop then start at once (a rolling restart)
 	evLateClaim simEventKind = "lateanswer" // for dur, every answer to a replica arrives arg late
+	// every replica dies and restarts after dur, the store keeps its data;
+	// with arg > 0, replica r freezes for arg when it sends its first
+	// catch-up claim (a SIGSTOP between the heartbeat that read the gap
+	// and the claim)
+	evAllCrash simEventKind = "allcrash"
+	// a replica's clock jumps ahead by arg (beyond the skew) while a
+	// seeded share of its calls fail, for dur
+	evSkewLoss simEventKind = "skewloss"
 )
 
 // simEvent is one planned fault or action.
@@ -158,36 +166,44 @@ func newSimPlan(seed uint64) *simPlan {
 	for range n {
 		e := simEvent{at: at(), replica: -1}
 		switch k := rng.IntN(100); {
-		case k < 12:
+		case k < 11:
 			e.kind, e.replica, e.dur = evCrash, replica(), dur(500*time.Millisecond, 20*time.Second)
-		case k < 22:
+		case k < 20:
 			e.kind, e.replica, e.dur = evStop, replica(), dur(0, 15*time.Second)
-		case k < 32:
+		case k < 29:
 			e.kind, e.replica, e.dur = evFreeze, replica(), dur(time.Second, 45*time.Second)
-		case k < 38:
+		case k < 35:
 			e.kind, e.dur = evOutage, dur(500*time.Millisecond, 15*time.Second)
-		case k < 44:
+		case k < 41:
 			e.kind, e.dur = evStall, dur(500*time.Millisecond, 12*time.Second)
-		case k < 54:
+		case k < 50:
 			e.kind, e.replica, e.dur = evLossy, replica(), dur(2*time.Second, 30*time.Second)
-		case k < 58:
+		case k < 54:
 			e.kind, e.replica, e.dur, e.arg = evLateClaim, replica(), dur(2*time.Second, 20*time.Second), dur(500*time.Millisecond, 8*time.Second)
-		case k < 61:
+		case k < 57:
 			e.kind = evFlush
-		case k < 64:
+		case k < 60:
 			e.kind, e.dur = evAllDown, dur(0, 8*time.Second)
-		case k < 68:
+		case k < 65:
+			e.kind, e.replica, e.dur = evAllCrash, replica(), dur(3*time.Second, 30*time.Second)
+			if rng.IntN(2) == 0 {
+				e.arg = dur(5*time.Second, 40*time.Second)
+			}
+		case k < 69:
 			e.kind, e.dur = evSnapshot, dur(time.Second, 25*time.Second)
 		case k < 72:
 			e.kind, e.replica, e.dur = evClockStep, replica(), dur(2*time.Second, 30*time.Second)
 			e.arg = pick(-time.Hour, -time.Minute, -10*time.Second, 10*time.Second, time.Minute, time.Hour)
-		case k < 82:
+		case k < 75:
+			e.kind, e.replica, e.dur = evSkewLoss, replica(), dur(2*time.Second, 20*time.Second)
+			e.arg = dur(time.Second, 15*time.Second)
+		case k < 84:
 			e.kind, e.job = evTrigger, job()
-		case k < 88:
+		case k < 89:
 			e.kind, e.job = evTriggers, "slow"
-		case k < 93:
+		case k < 94:
 			e.kind, e.job, e.dur = evPause, job(), dur(time.Second, 20*time.Second)
-		case k < 96:
+		case k < 97:
 			e.kind, e.replica = evReload, replica()
 		default:
 			e.kind, e.replica = evStopStart, replica()

@@ -56,6 +56,7 @@ type simReplica struct {
 
 	mu      sync.Mutex
 	cur     *simInc // nil while down
+	incs    int     // incarnations so far
 	frozen  bool
 	changed chan struct{} // closed and replaced when frozen changes
 	offset  time.Duration // clock offset
@@ -63,6 +64,8 @@ type simReplica struct {
 	lossyUntil time.Time
 	lateUntil  time.Time
 	lateBy     time.Duration
+	// freeze for this long at the next catch-up claim (0: no)
+	freezeAtCatchup time.Duration
 }
 
 func (r *simReplica) now() time.Time {
@@ -78,6 +81,24 @@ func (r *simReplica) setFrozen(v bool) {
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
+}
+
+func (r *simReplica) takeFreezeAtCatchup() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.freezeAtCatchup
+	r.freezeAtCatchup = 0
+	return d
+}
+
+// freezeNow freezes r for d (0: not at all).
+func (r *simReplica) freezeNow(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	r.setFrozen(true)
+	r.w.noteFreeze(r, true)
+	r.w.after(d, func() { r.setFrozen(false); r.w.noteFreeze(r, false) })
 }
 
 // runnable waits while the replica is frozen; false if in died meanwhile.
@@ -181,7 +202,9 @@ func simCall[T any](w *simStore, ctx context.Context, op, key string, exec func(
 			return zero, ctx.Err()
 		}
 	}
+	done := world.inFlight(fmt.Sprintf("%s %s %s", in, op, key))
 	v, err := exec(context.WithoutCancel(ctx))
+	done()
 	switch f {
 	case faultLost:
 		world.tracef("%s %s %s: ran on the store; answer lost", in, op, key)
@@ -230,6 +253,12 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	key := ""
 	if len(reqs) > 0 {
 		key = reqs[0].id
+	}
+	for _, r := range reqs {
+		if r.kind == 'c' {
+			w.in.r.freezeNow(w.in.r.takeFreezeAtCatchup())
+			break
+		}
 	}
 	return simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
 		res, err := w.backend.claim(ctx, replica, skew, waiterTTL, reqs)
