@@ -36,6 +36,7 @@ import (
 //	SOLOCRON_SIM_SEEDS=K   run K seeds (default 2, 1 with -short; 0 skips)
 //	SOLOCRON_SIM_FIRST=F   starting at seed F (default 1)
 //	SOLOCRON_SIM_TRACE=1   also print every fault injected on a call
+//	SOLOCRON_SIM_RUN=s     also print the trace of every run whose id contains s
 //	SOLOCRON_SIM_LOG=path  append the replicas' logs (debug) to path
 func TestSimulation(t *testing.T) {
 	seeds, err := simSeeds(testing.Short())
@@ -602,8 +603,18 @@ func (w *simWorld) report(vs []simViolation) string {
 		}
 	}
 	sort.Strings(ids)
+	if want := os.Getenv("SOLOCRON_SIM_RUN"); want != "" {
+		var more []string
+		for id := range w.obs.runs {
+			if strings.Contains(id, want) && !runs[id] {
+				more = append(more, id)
+			}
+		}
+		sort.Strings(more)
+		ids = append(more, ids...)
+	}
 	for i, id := range ids {
-		if i == 8 {
+		if i == 8 && os.Getenv("SOLOCRON_SIM_RUN") == "" {
 			fmt.Fprintf(&b, "  (traces of %d more runs left out)\n", len(ids)-i)
 			break
 		}

@@ -185,7 +185,7 @@ func newSimPlan(seed uint64) *simPlan {
 		case k < 60:
 			e.kind, e.dur = evAllDown, dur(0, 8*time.Second)
 		case k < 65:
-			e.kind, e.replica, e.dur = evAllCrash, replica(), dur(3*time.Second, 30*time.Second)
+			e.kind, e.replica, e.dur = evAllCrash, replica(), dur(15*time.Second, 35*time.Second)
 			if rng.IntN(2) == 0 {
 				e.arg = dur(5*time.Second, 40*time.Second)
 			}
