@@ -6,7 +6,9 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +40,7 @@ import (
 //	SOLOCRON_SIM_TRACE=1   also print every fault injected on a call
 //	SOLOCRON_SIM_RUN=s     also print the trace of every run whose id contains s
 //	SOLOCRON_SIM_LOG=path  append the replicas' logs (debug) to path
+//	SOLOCRON_SIM_KNOWN=0   fail on known defects too (see simKnownDefects)
 func TestSimulation(t *testing.T) {
 	seeds, err := simSeeds(testing.Short())
 	if err != nil {
@@ -88,14 +91,13 @@ func TestSimulation(t *testing.T) {
 				if single {
 					t.Log(report)
 				}
-				if k, ok := simKnown[seed]; ok {
-					t.Logf("seed %d is on the known-failure list (%s) but passed: take it off", seed, k.defect)
-				}
 				return
 			}
-			if k, ok := simKnown[seed]; ok && !single && onlyInvariant(violations, k.invariant) {
-				t.Skipf("known failure, %s: %d violation(s) of %s; replay: SOLOCRON_SIM_SEED=%d SOLOCRON_SIM_TRACE=1 go test -run TestSimulation ./scheduler/",
-					k.defect, len(violations), k.invariant, seed)
+			if keys := simKnownFor(plan); len(keys) > 0 && !single && os.Getenv("SOLOCRON_SIM_KNOWN") != "0" {
+				if names, ok := simKnownOnly(violations, keys); ok {
+					t.Skipf("known scheduler defect(s) %s: %d violation(s); replay: SOLOCRON_SIM_SEED=%d SOLOCRON_SIM_TRACE=1 go test -run TestSimulation ./scheduler/",
+						strings.Join(names, ", "), len(violations), seed)
+				}
 			}
 			failed = append(failed, strconv.FormatUint(seed, 10))
 			t.Errorf("%s", report)
@@ -110,20 +112,99 @@ func TestSimulation(t *testing.T) {
 // SOLOCRON_SIM_WATCHDOG changes it.
 var simWatchdog = 3 * time.Minute
 
-// simKnown lists seeds that fail on a scheduler defect not fixed yet, each
-// keyed to that defect and to the one invariant it breaks: such a seed is
-// skipped only when every violation it shows is of that invariant, so the
-// list never hides anything new. Replaying a seed (SOLOCRON_SIM_SEED)
-// ignores the list. Empty: no known failures.
-var simKnown = map[uint64]struct{ defect, invariant string }{}
+// simKnownDefect is a scheduler defect the search finds that is not fixed
+// yet: the invariants it breaks and how its violations read.
+type simKnownDefect struct {
+	name       string
+	invariants []string
+	match      func(v simViolation) bool
+	exposed    func(p *simPlan) bool // the plan has the faults that trip it
+}
 
-func onlyInvariant(vs []simViolation, inv string) bool {
-	for _, v := range vs {
-		if v.invariant != inv {
-			return false
+// simKnownDefects are reported to the maintainers (docs/reliability.md,
+// "What the search found"). Each matches only violations of its own
+// invariants that carry its own signature.
+var simKnownDefects = map[string]simKnownDefect{
+	// A claim (or admit) the store ran whose answer came after the
+	// client's deadline: the retry, with the same owner token, finds the
+	// run closed lease_lost by the cluster (its lease ran out meanwhile)
+	// and answers "decided"; the run never started but its record says
+	// started -> lease_lost (issue 12 defect 12 covers only answers that
+	// arrive).
+	"D12-lost-answer": {
+		name:       "issue 12 defect 12, remainder: a claim answered after the client's deadline is recorded started -> lease_lost although it never ran",
+		invariants: []string{invLeaseLostRan, invManualOnce},
+		match: func(v simViolation) bool {
+			return strings.Contains(v.detail, "lease expired: its replica stopped renewing it")
+		},
+		exposed: func(p *simPlan) bool { return simPlanHas(p, evLossy, evLateClaim, evSkewLoss, evStall) },
+	},
+	// A failover to a copy that missed writes is noticed only when a
+	// replica that saw one of the lost writes next talks to the new
+	// primary (README, bad-day table): until then another replica's claim
+	// can start a run again, and the copy's stale running and waiting
+	// entries are closed a second time. min_replicas_ack is the remedy.
+	"D3-failover-window": {
+		name:       "issue 12 defect 3, documented window: a failover to a stale copy before a replica that saw the lost writes talks to it",
+		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises},
+		match: func(v simViolation) bool {
+			return strings.Contains(v.detail, "failover to the copy")
+		},
+		exposed: func(p *simPlan) bool { return simPlanHas(p, evSnapshot) },
+	},
+}
+
+// simKnownFor lists the known defects seed's plan exposes the engine to:
+// a seed is skipped only when every violation it shows matches one of
+// them, so nothing new is hidden. The engine's goroutines interleave as Go
+// schedules them, so whether an exposed seed trips a defect varies from
+// run to run: the plan's faults, not a list of seeds seen failing, say
+// which may. Replaying a seed (SOLOCRON_SIM_SEED) ignores this. Remove a
+// defect from simKnownDefects once it is fixed.
+func simKnownFor(p *simPlan) []string {
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(simKnownDefects)) {
+		if simKnownDefects[k].exposed(p) {
+			keys = append(keys, k)
 		}
 	}
-	return true
+	return keys
+}
+
+// simPlanHas reports whether p has an event of one of kinds.
+func simPlanHas(p *simPlan, kinds ...simEventKind) bool {
+	for _, e := range p.events {
+		if slices.Contains(kinds, e.kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// simKnownOnly reports whether every violation matches one of the known
+// defects keys names, and which of them.
+func simKnownOnly(vs []simViolation, keys []string) ([]string, bool) {
+	used := map[string]bool{}
+	for _, v := range vs {
+		ok := false
+		for _, k := range keys {
+			d := simKnownDefects[k]
+			if slices.Contains(d.invariants, v.invariant) && d.match(v) {
+				ok, used[k] = true, true
+				break
+			}
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	var names []string
+	for _, k := range keys {
+		if used[k] {
+			names = append(names, k)
+		}
+	}
+	return names, true
 }
 
 // simSeeds reads which seeds to run from the environment.
