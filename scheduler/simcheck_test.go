@@ -109,12 +109,13 @@ type simObs struct {
 	pauses  map[string][]simPause
 	losses  []simLoss
 	killed  map[*simInc]time.Time
+	stopped map[*simInc]time.Time  // graceful stops (SIGTERM)
 	frozen  map[int][][2]time.Time // replica -> freeze spans (end zero: still frozen)
 }
 
 func newSimObs() simObs {
 	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
-		killed: map[*simInc]time.Time{}, frozen: map[int][][2]time.Time{}}
+		killed: map[*simInc]time.Time{}, stopped: map[*simInc]time.Time{}, frozen: map[int][][2]time.Time{}}
 }
 
 // addRecord keeps r unless an identical decision of its run is kept: a
@@ -184,8 +185,11 @@ func (w *simWorld) noteToken(in *simInc, job, id string, fence int64, via string
 func (w *simWorld) noteLife(in *simInc, what string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if what == "killed" {
+	switch what {
+	case "killed":
 		w.obs.killed[in] = time.Now()
+	case "stopping":
+		w.obs.stopped[in] = time.Now()
 	}
 	w.obs.life = append(w.obs.life, fmt.Sprintf("t=%-8s %s %s", w.rel(time.Now()), in, what))
 }
@@ -375,6 +379,9 @@ func (w *simWorld) check() []simViolation {
 			how := "no grant observed"
 			if g != nil {
 				how = fmt.Sprintf("granted to %s (%s) at t=%s", g.in, g.via, w.rel(g.at))
+				if st, ok := o.stopped[g.in]; ok && !st.After(end) {
+					how += fmt.Sprintf(", which was stopping (SIGTERM) from t=%s", w.rel(st))
+				}
 			}
 			add(invLeaseLostRan, id, "run %s recorded started -> lease_lost by %s but never ran; %s, its replica alive and not frozen (error %q)",
 				id, r.Replica, how, r.Error)
