@@ -241,6 +241,10 @@ func TestSentinelFailoverKeepsRunsOnce(t *testing.T) {
 	for _, r := range mustHistory(t, ctl, "long") {
 		switch {
 		case r.Outcome == scheduler.Succeeded || r.Decision == scheduler.SkippedOverlap || r.Decision == scheduler.Missed:
+		case r.Outcome == scheduler.Missed && strings.HasPrefix(r.Error, "never started"):
+			// Its claim was answered after its lease, during the switch,
+			// and the lease could not be taken back: it never ran.
+			t.Logf("%s never started: %s", r.ID, r.Error)
 		case r.Outcome == scheduler.LeaseLost && r.Error != "":
 			t.Logf("%s lost its lease cleanly across the failover: %s", r.ID, r.Error)
 		case r.Outcome == scheduler.Interrupted && r.StartedAt.After(end.Add(-3*time.Second)):

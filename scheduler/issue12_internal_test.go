@@ -145,3 +145,45 @@ func TestCatchupRefusedOnceItsReadingIsStale(t *testing.T) {
 		t.Fatalf("catch-up read just now: %+v, %v; want started", res, err)
 	}
 }
+
+// A loss is noticed once: after Redis lost a job's state, the replicas'
+// higher tokens (seen before the loss) raise the store's token but draw no
+// new epoch and no later floor.
+func TestLossNoticedOnce(t *testing.T) {
+	s, c := benchStore(t)
+	ctx := context.Background()
+	j := testJob(t, s, "once", "@every 1s", nil)
+	seed(t, c, j)
+	at := time.Now().Truncate(time.Second)
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{claimOf(j, at, 's', "o1")})
+	if err != nil || res[0].status != "started" {
+		t.Fatalf("claim: %+v, %v", res, err)
+	}
+	j.memo.observe(res[0].epoch, res[0].fence)
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	known, fence := j.memo.snapshot()
+	sr, err := s.sync(ctx, "r1", 2*time.Second, time.Hour, []syncReq{{j: j, known: known, fence: fence}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sr[0].epoch == known || sr[0].fence < fence {
+		t.Fatalf("after the loss: epoch %s (known %s), token %d (seen %d)", sr[0].epoch, known, sr[0].fence, fence)
+	}
+	floor := sr[0].floor
+	// Another replica, which saw a higher token before the loss.
+	other := claimOf(j, at.Add(time.Hour), 's', "o2") // answered early, with the epoch
+	other.known, other.fenceFloor = "", fence+1000
+	res, err = s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].epoch != sr[0].epoch {
+		t.Errorf("a second replica's token drew a new epoch %s after the loss was noticed (%s)", res[0].epoch, sr[0].epoch)
+	}
+	f, _ := c.HGet(ctx, j.metaKey, "floor").Int64()
+	if f != floor.UnixMilli() {
+		t.Errorf("floor moved from %d to %d", floor.UnixMilli(), f)
+	}
+}

@@ -37,7 +37,11 @@
 // On SIGINT or SIGTERM, run stops claiming, lets runs in flight finish for
 // the grace period, cancels the rest (their commands get SIGTERM, then SIGKILL
 // after kill_grace; their records say interrupted), closes every record,
-// flushes telemetry and exits 0. /readyz answers 503 from the signal on.
+// flushes telemetry and exits 0. A scheduled run whose claim was answered
+// during the shutdown still starts within the grace period; manual runs this
+// replica claimed but has not started (queued for a slot, or just won) go
+// back to the cluster's pending requests, and another replica runs them.
+// /readyz answers 503 from the signal on.
 //
 // On SIGHUP, run reads the file again. A good file puts its jobs in force at
 // once (runs in flight finish under the old definition); a bad one is

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/scheduler"
 )
 
 // Manual runs queued behind a run that lasts longer than the lease, on a
@@ -175,5 +178,33 @@ jobs:
 		if rec.Decision == "started" && len(ran[rec.ID]) == 0 && rec.Outcome != "missed" {
 			t.Errorf("%s recorded started, %s (%s), but it never ran", rec.ID, rec.Outcome, rec.Error)
 		}
+	}
+}
+
+// A job's pending manual runs are bounded; the CLI says so clearly when
+// they are at their bound (issue 12, defect 11).
+func TestTriggerQueueFullMessage(t *testing.T) {
+	tr := &transcript{}
+	srv := redistest.Start(t)
+	rdb := srv.Client(t, nil)
+	dir := t.TempDir()
+	table := filepath.Join(dir, "solocron.yaml")
+	writeFile(t, table, fmt.Sprintf(`
+store:
+  url: redis://%s/0
+jobs:
+  - name: full
+    schedule: "@yearly"
+    command: [true]
+`, srv.Addr()))
+	for i := range scheduler.MaxPendingManual {
+		if err := rdb.ZAdd(t.Context(), "solocron:{full}:manual", redis.Z{Score: float64(i), Member: fmt.Sprintf("full@manual-%d", i)}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, tr, env(), "trigger", "full", "--wait", "0", "--config", table)
+	r.want(t, 1, "trigger")
+	if !strings.Contains(r.stderr, "100 manual runs of \"full\" are already waiting") || r.stdout != "" {
+		t.Errorf("stdout %q, stderr %q: want a clear message that the queue is full", r.stdout, r.stderr)
 	}
 }

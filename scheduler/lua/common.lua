@@ -152,18 +152,29 @@ local function check_epoch(meta, known, now, margin, fresh, seen)
   local epoch, floor, lost = m[1], tonumber(m[2]) or 0, tonumber(m[8]) or 0
   local fence = tonumber(m[6]) or 0
   local day = int(math.floor(now / 86400000))
+  seen = tonumber(seen) or 0
   if not epoch then
-    epoch, floor, lost = fresh, now + margin, now
-    redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost))
+    -- The tokens keep rising past what the asking replica saw, and the
+    -- others' higher ones (seen before this loss) are not a new loss.
+    epoch, floor, lost, fence = fresh, now + margin, now, math.max(fence, seen)
+    redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
+      'fence', int(fence))
   elseif known ~= '' and known ~= epoch and m[3] ~= '1' then
     floor, lost = math.max(floor, now + margin), now
     redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1', 'lost', int(lost))
   end
-  seen = tonumber(seen) or 0
-  if m[1] and seen > fence then
-    epoch, floor, lost, fence = fresh, math.max(floor, now + margin), now, seen
-    redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
-      'fence', int(fence))
+  if seen > fence then
+    if floor > now then
+      -- A loss noticed less than a margin ago: the writes this replica saw
+      -- were lost in it (they were made before it), and its floor covers
+      -- them. Only the token catches up.
+      fence = seen
+      redis.call('HSET', meta, 'fence', int(fence))
+    else
+      epoch, floor, lost, fence = fresh, now + margin, now, seen
+      redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
+        'fence', int(fence))
+    end
   end
   if m[7] ~= day then
     -- Once a day, not on every call: keep the job's long-lived keys alive
