@@ -1,0 +1,341 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+)
+
+// The seeded fault search's store: every replica reaches the one in-process
+// store (miniredis) through a simStore, which wraps the engine's own seam
+// (backend) by embedding it — a method added to backend passes through
+// untouched — and injects the faults of the plan on the calls a replica
+// makes: a frozen replica's calls stall, a dead one's never arrive, an
+// outage refuses them, a stall answers late, and inside a lossy window a
+// seeded share of calls lose their answer after the store ran them, answer
+// late, or fail before they reach it. It also notes what the store decided
+// (every start granted, every fencing token issued), whether or not the
+// replica ever heard the answer: the invariants are checked on that.
+
+var (
+	errSimDead    = errors.New("sim: replica killed (kill -9)")
+	errSimOutage  = errors.New("sim: store unreachable (outage)")
+	errSimRefused = errors.New("sim: connection reset before the call reached the store")
+	errSimLost    = errors.New("sim: connection reset: the store ran the call, its answer was lost")
+)
+
+// simInc is one incarnation of a replica: one process, from start to exit.
+type simInc struct {
+	r      *simReplica
+	n      int
+	s      *Scheduler
+	cancel context.CancelFunc
+	done   chan struct{} // Run returned
+	dead   chan struct{} // closed when the process is killed
+}
+
+func (in *simInc) isDead() bool {
+	select {
+	case <-in.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+func (in *simInc) String() string { return fmt.Sprintf("r%d#%d", in.r.idx, in.n) }
+
+// simReplica is one replica id across its incarnations.
+type simReplica struct {
+	w   *simWorld
+	idx int
+	id  string
+
+	mu      sync.Mutex
+	cur     *simInc // nil while down
+	incs    int     // incarnations so far
+	frozen  bool
+	changed chan struct{} // closed and replaced when frozen changes
+	offset  time.Duration // clock offset
+	// faults on this replica's calls, until these times
+	lossyUntil time.Time
+	lateUntil  time.Time
+	lateBy     time.Duration
+	// freeze for this long at the next catch-up claim (0: no)
+	freezeAtCatchup time.Duration
+}
+
+func (r *simReplica) now() time.Time {
+	r.mu.Lock()
+	off := r.offset
+	r.mu.Unlock()
+	return time.Now().Add(off)
+}
+
+func (r *simReplica) setFrozen(v bool) {
+	r.mu.Lock()
+	r.frozen = v
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+func (r *simReplica) takeFreezeAtCatchup() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.freezeAtCatchup
+	r.freezeAtCatchup = 0
+	return d
+}
+
+// freezeNow freezes r for d (0: not at all).
+func (r *simReplica) freezeNow(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	r.setFrozen(true)
+	r.w.noteFreeze(r, true)
+	r.w.after(d, func() { r.setFrozen(false); r.w.noteFreeze(r, false) })
+}
+
+// runnable waits while the replica is frozen; false if in died meanwhile.
+func (r *simReplica) runnable(in *simInc) bool {
+	for {
+		r.mu.Lock()
+		frozen, ch := r.frozen, r.changed
+		r.mu.Unlock()
+		if in.isDead() {
+			return false
+		}
+		if !frozen {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-in.dead:
+			return false
+		}
+	}
+}
+
+// simStore is one incarnation's view of the store.
+type simStore struct {
+	backend
+	in *simInc
+}
+
+// fault is what happens to one call.
+type fault int
+
+const (
+	faultNone    fault = iota
+	faultRefused       // fails before reaching the store
+	faultLost          // the store runs it; the answer is lost
+	faultLate          // the store runs it; the answer comes late
+)
+
+// pick decides the fault of one call: deterministic in the seed, the
+// replica, the operation, the fake time and the call's first run.
+func (w *simStore) pick(op, key string) (fault, time.Duration) {
+	r := w.in.r
+	now := time.Now()
+	r.mu.Lock()
+	lossy, late, lateBy := now.Before(r.lossyUntil), now.Before(r.lateUntil), r.lateBy
+	r.mu.Unlock()
+	if late {
+		return faultLate, lateBy
+	}
+	if !lossy {
+		return faultNone, 0
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d|%d|%s|%d|%s", r.w.plan.seed, r.idx, op, now.UnixNano(), key)
+	v := h.Sum64()
+	if int(v%100) >= r.w.plan.faultPct {
+		return faultNone, 0
+	}
+	switch (v / 100) % 3 {
+	case 0:
+		return faultRefused, 0
+	case 1:
+		return faultLost, 0
+	}
+	return faultLate, time.Duration(500+(v/300)%9500) * time.Millisecond
+}
+
+// simCall runs one call of in's replica through the faults in force.
+// exec runs the call on the store and notes what it decided.
+func simCall[T any](w *simStore, ctx context.Context, op, key string, exec func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
+	in, r, world := w.in, w.in.r, w.in.r.w
+	// A frozen process sends nothing until it resumes; by then its
+	// deadline may have passed.
+	if !r.runnable(in) {
+		return zero, errSimDead
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	if world.outage() {
+		return zero, errSimOutage
+	}
+	f, late := w.pick(op, key)
+	if f == faultRefused {
+		world.tracef("%s %s %s: refused before reaching the store", in, op, key)
+		return zero, errSimRefused
+	}
+	// A stalled store runs the call when the stall ends, whether or not
+	// the client still waits for its answer.
+	if until := world.stalledUntil(); !until.IsZero() {
+		if !simSleep(ctx, in, time.Until(until)) {
+			if in.isDead() {
+				return zero, errSimDead
+			}
+			world.tracef("%s %s %s: gave up on a stalled store; the call runs when the stall ends", in, op, key)
+			world.bg.Go(func() {
+				time.Sleep(time.Until(until))
+				_, _ = exec(context.Background())
+			})
+			return zero, ctx.Err()
+		}
+	}
+	done := world.inFlight(fmt.Sprintf("%s %s %s", in, op, key))
+	v, err := exec(context.WithoutCancel(ctx))
+	done()
+	switch f {
+	case faultLost:
+		world.tracef("%s %s %s: ran on the store; answer lost", in, op, key)
+		return zero, errSimLost
+	case faultLate:
+		world.tracef("%s %s %s: ran on the store; answer %s late", in, op, key, late)
+		if !simSleep(ctx, in, late) {
+			if in.isDead() {
+				return zero, errSimDead
+			}
+			return zero, ctx.Err()
+		}
+	}
+	if in.isDead() {
+		return zero, errSimDead
+	}
+	return v, err
+}
+
+// simSleep sleeps d unless ctx ends or in dies first; it reports whether d
+// passed.
+func simSleep(ctx context.Context, in *simInc, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-in.dead:
+		return false
+	}
+}
+
+func (w *simStore) preload(ctx context.Context) error {
+	_, err := simCall(w, ctx, "preload", "", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, w.backend.preload(ctx)
+	})
+	return err
+}
+
+func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
+	key := ""
+	if len(reqs) > 0 {
+		key = reqs[0].id
+	}
+	for _, r := range reqs {
+		if r.kind == 'c' {
+			w.in.r.freezeNow(w.in.r.takeFreezeAtCatchup())
+			break
+		}
+	}
+	return simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
+		res, err := w.backend.claim(ctx, replica, skew, waiterTTL, reqs)
+		if err == nil {
+			for i, c := range res {
+				w.in.r.w.noteClaim(w.in, &reqs[i], c)
+			}
+		}
+		return res, err
+	})
+}
+
+func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (string, int64, error) {
+	type answer struct {
+		status string
+		n      int64
+	}
+	a, err := simCall(w, ctx, "admit", r.id, func(ctx context.Context) (answer, error) {
+		st, n, err := w.backend.admit(ctx, r, waiterTTL, fenceFloor)
+		if err == nil {
+			w.in.r.w.noteAdmit(w.in, r, st, n)
+		}
+		return answer{st, n}, err
+	})
+	return a.status, a.n, err
+}
+
+func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]string, error) {
+	key := ""
+	if len(reqs) > 0 {
+		key = reqs[0].id
+	}
+	return simCall(w, ctx, "renew", key, func(ctx context.Context) ([]string, error) {
+		return w.backend.renew(ctx, reqs)
+	})
+}
+
+func (w *simStore) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
+	return simCall(w, ctx, "attempt", id, func(ctx context.Context) (int64, error) {
+		t, err := w.backend.attempt(ctx, j, id, owner, n, fenceFloor)
+		if err == nil && t > 0 {
+			w.in.r.w.noteToken(w.in, j.Name, id, t, fmt.Sprintf("attempt %d", n))
+		}
+		return t, err
+	})
+}
+
+func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]string, error) {
+	key := ""
+	if len(reqs) > 0 {
+		key = reqs[0].r.id
+	}
+	return simCall(w, ctx, "complete", key, func(ctx context.Context) ([]string, error) {
+		res, err := w.backend.complete(ctx, reqs)
+		if err == nil {
+			for i, c := range reqs {
+				w.in.r.w.notef(c.r.id, "%s complete %s (%s): %s", w.in, c.outcome, c.errText, res[i])
+			}
+		}
+		return res, err
+	})
+}
+
+func (w *simStore) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
+	return simCall(w, ctx, "sync", "", func(ctx context.Context) ([]syncRes, error) {
+		return w.backend.sync(ctx, replica, skew, manualTTL, reqs)
+	})
+}
+
+func (w *simStore) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, time.Time, error) {
+	type answer struct {
+		hints  []string
+		server time.Time
+	}
+	a, err := simCall(w, ctx, "hints", "", func(ctx context.Context) (answer, error) {
+		h, s, err := w.backend.manualHints(ctx, since, ttl)
+		return answer{h, s}, err
+	})
+	return a.hints, a.server, err
+}
