@@ -162,7 +162,11 @@ func (s *Scheduler) Reload(jobs []Job) error {
 	if err := ValidateTable(jobs); err != nil {
 		return err
 	}
-	if _, ok := s.store.(*redlock); ok {
+	_, isRedlock := s.store.(*redlock)
+	if err := s.cfg.checkNotify(jobs, isRedlock); err != nil {
+		return err
+	}
+	if isRedlock {
 		var errs []error
 		for _, j := range jobs {
 			if j.Concurrency > 1 {
@@ -257,6 +261,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.loops.Go(func() { s.heartbeat(ctx) })
 	s.loops.Go(func() { s.dispatch(ctx, first) })
 	s.loops.Go(func() { s.recordMisses(ctx) })
+	s.loops.Go(func() { s.deliver(ctx) })
 	<-ctx.Done()
 	s.log.Info("replica stopping: no new claims; waiting for runs in flight", "grace", s.cfg.shutdownGrace)
 	s.loops.Wait()
