@@ -215,3 +215,15 @@ func Post(ctx context.Context, client *http.Client, t Target, event Event, deliv
 	}
 	return nil
 }
+
+// String describes t without its secret, URL credentials or header values.
+func (t Target) String() string {
+	s := fmt.Sprintf("%s %s on %v timeout %s", t.Name, Redact(t.URL), t.On, t.timeout())
+	if t.Secret != "" {
+		s += " (signed)"
+	}
+	return s
+}
+
+// GoString is String: %#v must not print the secret either.
+func (t Target) GoString() string { return "notify.Target{" + t.String() + "}" }
