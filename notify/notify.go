@@ -227,3 +227,6 @@ func (t Target) String() string {
 
 // GoString is String: %#v must not print the secret either.
 func (t Target) GoString() string { return "notify.Target{" + t.String() + "}" }
+
+// String is the event's name.
+func (e Event) String() string { return string(e) }
