@@ -97,7 +97,9 @@ type Scheduler struct {
 // WithKeyPrefix("solocron"), WithMaxClockSkew(2s), WithClock(system clock),
 // WithLogger(slog.Default()), WithTracerProvider(global),
 // WithMeterProvider(global), WithPropagator(global), WithShutdownGrace(30s), WithSyncInterval(1s),
-// WithMinReplicasAck(0: off).
+// WithMinReplicasAck(0: off), WithNotifications(none),
+// WithNotifyRetry(1s, 1h), WithNotifyQueueLimit(1000), WithNotifyClient(no
+// redirects).
 func New(client redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
 	if client == nil {
 		return nil, errors.New("scheduler: nil Redis client")
