@@ -57,7 +57,7 @@ func TestPost(t *testing.T) {
 	var body []byte
 	status := http.StatusNoContent
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, _ = r.Header.Clone(), r.Method
+		got = r.Header.Clone()
 		body, _ = io.ReadAll(r.Body)
 		w.WriteHeader(status)
 	}))

@@ -408,14 +408,21 @@ func (n *notifier) send(ctx context.Context, j *jobState, it takenItem) {
 		n.done(ctx, j, it.key, -1)
 		return
 	}
+	queued := msTime(ev.Queued)
+	expired := !queued.IsZero() && time.Since(queued) > n.s.cfg.notify.maxAge
 	t, ok := n.s.cfg.notify.targets[targetName]
 	if !ok {
-		n.s.log.Warn("notifications: target no longer configured; delivery dropped", "notification", targetName, "delivery", delivery)
+		// Replicas whose tables differ (a rolling change): one that knows
+		// the target may take it before the retry window ends.
+		if !expired {
+			n.done(ctx, j, it.key, n.backoff(it.attempt))
+			return
+		}
+		n.s.log.Warn("notifications: no replica that took it knows the target; delivery dropped", "notification", targetName, "delivery", delivery)
 		n.count(ctx, targetName, ev.Event, notifyGaveUp)
 		n.done(ctx, j, it.key, -1)
 		return
 	}
-	queued := msTime(ev.Queued)
 	body := Notification{Event: notify.Event(ev.Event), Delivery: delivery,
 		Job: NotificationJob{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone}, At: queued}
 	if body.Event != notify.Paused {
@@ -433,7 +440,7 @@ func (n *notifier) send(ctx context.Context, j *jobState, it takenItem) {
 	// The URL without credentials; the secret is never logged.
 	args := []any{"notification", t.Name, "url", notify.Redact(t.URL), "job", j.Name, "delivery", delivery,
 		"attempt", it.attempt, "error", err}
-	if !queued.IsZero() && time.Since(queued) > n.s.cfg.notify.maxAge {
+	if expired || time.Since(queued) > n.s.cfg.notify.maxAge && !queued.IsZero() {
 		n.s.log.Warn("notification not delivered; giving up", args...)
 		n.count(ctx, t.Name, ev.Event, notifyGaveUp)
 		n.done(ctx, j, it.key, -1)

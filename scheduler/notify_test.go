@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
@@ -171,8 +173,10 @@ func TestNotifyRetriesAfter500(t *testing.T) {
 	tg.URL = strings.Replace(rcv.srv.URL, "http://", "http://hookuser:hookpass@", 1) + "/hook?token=qs-secret"
 	f := newFleet(t)
 	table := []scheduler.Job{{Name: "once", Schedule: "@every 1s", Handler: flaky(1), Notify: []string{"ops"}}}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithLogger(log), scheduler.WithSyncInterval(100*time.Millisecond),
-		scheduler.WithNotifications(tg), scheduler.WithNotifyRetry(100*time.Millisecond, time.Hour))
+		scheduler.WithNotifications(tg), scheduler.WithNotifyRetry(100*time.Millisecond, time.Hour), scheduler.WithMeterProvider(mp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +201,61 @@ func TestNotifyRetriesAfter500(t *testing.T) {
 	}
 	if !strings.Contains(out, "http://127.0.0.1") {
 		t.Errorf("warning does not name the URL:\n%s", out)
+	}
+	counts := notifyCounts(t, reader)
+	if counts["delivered"] != 1 || counts["failed"] != 2 {
+		t.Errorf("solocron.notifications by result: %v, want delivered 1, failed 2", counts)
+	}
+}
+
+// notifyCounts sums solocron.notifications by result.
+func notifyCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "solocron.notifications" {
+				for _, p := range d.DataPoints {
+					r, _ := p.Attributes.Value("result")
+					out[r.AsString()] += p.Value
+				}
+			}
+		}
+	}
+	return out
+}
+
+// A receiver down for longer than the retry window: the delivery is given
+// up, counted, and leaves the queue.
+func TestNotifyGivesUp(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t, nil)
+	rcv := newReceiver(t)
+	rcv.down.Store(true)
+	var logs testkit.SyncBuffer
+	reader := sdkmetric.NewManualReader()
+	f := newFleet(t)
+	table := []scheduler.Job{{Name: "gone", Schedule: "@every 1s", Handler: flaky(1), Notify: []string{"ops"}}}
+	s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		scheduler.WithSyncInterval(100*time.Millisecond), scheduler.WithNotifications(rcv.target(notify.Failed)),
+		scheduler.WithNotifyRetry(50*time.Millisecond, 500*time.Millisecond),
+		scheduler.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.run(s)
+	testkit.WaitFor(t, 30*time.Second, "the delivery given up", func() bool {
+		return strings.Contains(logs.String(), "notification not delivered; giving up")
+	})
+	ctx := context.Background()
+	testkit.WaitFor(t, 10*time.Second, "an empty queue", func() bool { return rdb.ZCard(ctx, "solocron:{gone}:notify:q").Val() == 0 })
+	f.stop()
+	if c := notifyCounts(t, reader); c["gave_up"] != 1 || c["failed"] < 2 || c["delivered"] != 0 {
+		t.Errorf("solocron.notifications by result: %v", c)
 	}
 }
 
