@@ -203,20 +203,19 @@ type notifier struct {
 	wg     sync.WaitGroup
 	counts metric.Int64Counter
 
-	gen     int // table generation last subscribed
-	subAt   time.Time
-	subDone bool
+	gen   int // table generation last subscribed
+	subAt time.Time
 }
 
-// deliver runs the notification loop until ctx is done, then waits for the
-// POSTs in flight (each bounded by its target's timeout).
-func (s *Scheduler) deliver(ctx context.Context) {
+// newNotifier returns the replica's delivery loop, its table's
+// subscriptions written; nil when there is nothing to deliver.
+func (s *Scheduler) newNotifier(ctx context.Context) *notifier {
 	st, ok := s.store.(*store)
 	if !ok || len(s.cfg.notify.targets) == 0 {
 		// Without targets a replica leaves the queues alone. (A table that
 		// drops every notification leaves its subscriptions to expire;
 		// their queues stay bounded.)
-		return
+		return nil
 	}
 	m := s.cfg.meter.Meter(ScopeName)
 	counts, err := m.Int64Counter("solocron.notifications",
@@ -226,13 +225,37 @@ func (s *Scheduler) deliver(ctx context.Context) {
 		s.log.Warn("notifications: no metric", "error", err)
 	}
 	n := &notifier{s: s, st: st, owner: s.cfg.replicaID + "/" + newEpoch(), sem: make(chan struct{}, notifyWorkers), counts: counts, gen: -1}
+	n.resubscribe(ctx)
+	return n
+}
+
+// run delivers until ctx is done, then waits for the POSTs in flight (each
+// bounded by its target's timeout).
+func (n *notifier) run(ctx context.Context) {
 	defer n.wg.Wait()
 	for {
 		n.poll(ctx)
-		if !sleep(ctx, s.cfg.syncInterval) {
+		if !sleep(ctx, n.s.cfg.syncInterval) {
 			return
 		}
 	}
+}
+
+// resubscribe writes the subscriptions when the table changed, and every
+// notifyResubscribe; it reports whether they are up to date.
+func (n *notifier) resubscribe(ctx context.Context) bool {
+	tab, gen := n.s.table()
+	if gen == n.gen && time.Since(n.subAt) < notifyResubscribe {
+		return true
+	}
+	if err := n.subscribe(ctx, tab); err != nil {
+		if ctx.Err() == nil {
+			n.s.log.Warn("notifications: could not write the subscriptions; retrying", "error", err)
+		}
+		return false
+	}
+	n.gen, n.subAt = gen, time.Now()
+	return true
 }
 
 func (n *notifier) count(ctx context.Context, target, event, result string) {
@@ -293,16 +316,10 @@ func (n *notifier) subscribe(ctx context.Context, tab []*jobState) error {
 
 // poll subscribes when the table changed, then takes what is due.
 func (n *notifier) poll(ctx context.Context) {
-	tab, gen := n.s.table()
-	if gen != n.gen || time.Since(n.subAt) > notifyResubscribe {
-		if err := n.subscribe(ctx, tab); err != nil {
-			if ctx.Err() == nil {
-				n.s.log.Warn("notifications: could not write the subscriptions; retrying", "error", err)
-			}
-			return
-		}
-		n.gen, n.subAt = gen, time.Now()
+	if !n.resubscribe(ctx) {
+		return
 	}
+	tab, _ := n.s.table()
 	free := cap(n.sem) - len(n.sem)
 	if free <= 0 {
 		return

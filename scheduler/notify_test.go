@@ -414,3 +414,35 @@ func TestNotifyValidation(t *testing.T) {
 		t.Errorf("redlock: %v", err)
 	}
 }
+
+// A run recorded missed by the heartbeat (here a manual request no replica
+// picked up within its time to live) is notified as missed.
+func TestNotifyMissed(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t, nil)
+	rcv := newReceiver(t)
+	f := newFleet(t)
+	ctx := context.Background()
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "lonely@manual-abandoned"
+	if err := rdb.ZAdd(ctx, "solocron:{lonely}:manual", redis.Z{Score: float64(now.Add(-2 * time.Hour).UnixMilli()), Member: id}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	table := []scheduler.Job{{Name: "lonely", Schedule: "@yearly", Handler: flaky(0), Notify: []string{"ops"}}}
+	s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
+		scheduler.WithNotifications(rcv.target(notify.Missed)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.run(s)
+	testkit.WaitFor(t, 30*time.Second, "a missed notification", func() bool { return len(rcv.posts()) >= 1 })
+	f.stop()
+	p := rcv.posts()[0]
+	if p.delivery != id+":missed" || p.event != "missed" || p.body.Run == nil || p.body.Run.Outcome != scheduler.Missed ||
+		!strings.Contains(p.body.Run.Error, "no replica picked up") {
+		t.Errorf("post: %+v", p)
+	}
+}

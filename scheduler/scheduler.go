@@ -253,6 +253,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// not the instant this replica is about to claim.
 	// Its catch-up claims go in the dispatcher's first batch, after the runs
 	// due right now: the current run takes the slot, catch-up runs queue.
+	// Notification subscriptions go first: the first heartbeat may close
+	// runs (dead holders, stale manual requests) whose events they queue.
+	notifier := s.newNotifier(ctx)
 	first := s.sync(ctx)
 	closing := make(chan closeReq, 4*maxBatch)
 	closerDone := make(chan struct{})
@@ -263,7 +266,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.loops.Go(func() { s.heartbeat(ctx) })
 	s.loops.Go(func() { s.dispatch(ctx, first) })
 	s.loops.Go(func() { s.recordMisses(ctx) })
-	s.loops.Go(func() { s.deliver(ctx) })
+	if notifier != nil {
+		s.loops.Go(func() { notifier.run(ctx) })
+	}
 	<-ctx.Done()
 	s.log.Info("replica stopping: no new claims; waiting for runs in flight", "grace", s.cfg.shutdownGrace)
 	s.loops.Wait()
