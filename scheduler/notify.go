@@ -331,10 +331,15 @@ func (n *notifier) poll(ctx context.Context) {
 			continue
 		}
 		jobs = append(jobs, j)
-		calls = append(calls, call{keys: []string{j.metaKey}, args: []any{n.owner, n.lease(j).Milliseconds(), free}})
 	}
-	if len(calls) == 0 {
+	if len(jobs) == 0 {
 		return
+	}
+	// Each job's share of the free workers (at least one): what is taken
+	// beyond them goes back at once, so keep that small.
+	share := max(1, free/len(jobs))
+	for _, j := range jobs {
+		calls = append(calls, call{keys: []string{j.metaKey}, args: []any{n.owner, n.lease(j).Milliseconds(), share}})
 	}
 	tctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	replies, err := n.st.exec(tctx, notifyTakeScript, calls)
@@ -457,7 +462,7 @@ func (n *notifier) send(ctx context.Context, j *jobState, it takenItem) {
 	// The URL without credentials; the secret is never logged.
 	args := []any{"notification", t.Name, "url", notify.Redact(t.URL), "job", j.Name, "delivery", delivery,
 		"attempt", it.attempt, "error", err}
-	if expired || time.Since(queued) > n.s.cfg.notify.maxAge && !queued.IsZero() {
+	if expired {
 		n.s.log.Warn("notification not delivered; giving up", args...)
 		n.count(ctx, t.Name, ev.Event, notifyGaveUp)
 		n.done(ctx, j, it.key, -1)
