@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/notify"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -42,6 +43,9 @@ type File struct {
 	ReplicaID string
 	Store     Store
 	Admin     Admin
+	// Notifications are the targets jobs name in notify:; pass them to
+	// scheduler.WithNotifications.
+	Notifications []notify.Target
 	// Jobs are the file's jobs in file order, with defaults: merged in and
 	// each Handler built. Fields the file leaves out are zero, which
 	// scheduler.Job reads as its documented default.

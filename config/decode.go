@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/notify"
 )
 
 // decoder walks the yaml.Node tree of one file against the schema, collecting
@@ -23,6 +24,7 @@ type decoder struct {
 	lookupEnv func(string) (string, bool)
 	funcs     map[string]jobs.Job
 	errs      Errors
+	targets   []notify.Target // the file's notifications, for jobs' notify:
 
 	// Alias accounting, set up at the first alias met. An alias costs the
 	// size of the subtree it points at; when the budget is spent the walk

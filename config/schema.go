@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/solocron/solocron/notify"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -47,16 +48,17 @@ func JSONSchema() []byte {
 			"type":        "string",
 			"pattern":     `^.+:[0-9]{1,5}$|\$\{`,
 		},
-		"store":     section("store", storeFields),
-		"tls":       section("tls", tlsFields),
-		"sentinel":  section("sentinel", sentinelFields),
-		"cluster":   section("cluster", clusterFields),
-		"redlock":   section("redlock", redlockFields),
-		"admin":     section("admin", adminFields),
-		"admin_tls": section("admin_tls", adminTLSFields),
-		"http":      section("http", httpFields),
-		"job":       section("job", jobFields),
-		"defaults":  section("job", slices.DeleteFunc(slices.Clone(jobFields), func(f string) bool { return slices.Contains(noDefault, f) })),
+		"store":        section("store", storeFields),
+		"tls":          section("tls", tlsFields),
+		"sentinel":     section("sentinel", sentinelFields),
+		"cluster":      section("cluster", clusterFields),
+		"redlock":      section("redlock", redlockFields),
+		"admin":        section("admin", adminFields),
+		"admin_tls":    section("admin_tls", adminTLSFields),
+		"http":         section("http", httpFields),
+		"notification": section("notification", notificationFields),
+		"job":          section("job", jobFields),
+		"defaults":     section("job", slices.DeleteFunc(slices.Clone(jobFields), func(f string) bool { return slices.Contains(noDefault, f) })),
 	}
 	store := defs["store"].(map[string]any)
 	// The mode decides which section the store needs.
@@ -68,6 +70,9 @@ func JSONSchema() []byte {
 		})
 	}
 	store["allOf"] = modeRules
+
+	defs["notification"].(map[string]any)["required"] = []string{"name", "url", "on"}
+	defs["notification"].(map[string]any)["description"] = "One receiver of notifications: a POST per event, signed when it has a secret."
 
 	job := defs["job"].(map[string]any)
 	job["required"] = []string{"name", "schedule"}
@@ -170,11 +175,12 @@ func strMap() map[string]any {
 // section (as passed to section) and the field's name in the loader's list.
 var schemaFields = map[string]map[string]fieldDoc{
 	"top": {
-		"replica_id": {desc: "Names this replica in run records, logs and metrics. Default <hostname>-<pid>; the environment variable SOLOCRON_REPLICA_ID and the flag --replica-id win over it.", schema: text},
-		"store":      {desc: "Where the replicas race for runs. Without url the store is embedded in the process: one replica only.", schema: ref("store")},
-		"admin":      {desc: "The admin HTTP server: /healthz, /readyz, /metrics, the console and the JSON API. Off when listen is unset.", schema: ref("admin")},
-		"defaults":   {desc: "Any job field except name and schedule; a job's own value wins (env and http.headers merge key by key).", schema: ref("defaults")},
-		"jobs":       {desc: "The jobs. Write jobs: [] for a replica that runs none.", schema: map[string]any{"type": []string{"array", "null"}, "items": ref("job")}},
+		"replica_id":    {desc: "Names this replica in run records, logs and metrics. Default <hostname>-<pid>; the environment variable SOLOCRON_REPLICA_ID and the flag --replica-id win over it.", schema: text},
+		"store":         {desc: "Where the replicas race for runs. Without url the store is embedded in the process: one replica only.", schema: ref("store")},
+		"admin":         {desc: "The admin HTTP server: /healthz, /readyz, /metrics, the console and the JSON API. Off when listen is unset.", schema: ref("admin")},
+		"defaults":      {desc: "Any job field except name and schedule; a job's own value wins (env and http.headers merge key by key).", schema: ref("defaults")},
+		"notifications": {desc: "Webhook targets jobs name in notify:. One POST per event across the cluster (Solocron-Delivery: <run id>:<event> is the idempotency key), retried with backoff. Not in redlock mode.", schema: map[string]any{"type": []string{"array", "null"}, "items": ref("notification")}},
+		"jobs":          {desc: "The jobs. Write jobs: [] for a replica that runs none.", schema: map[string]any{"type": []string{"array", "null"}, "items": ref("job")}},
 	},
 	"store": {
 		"url":                      {desc: "redis:// or rediss:// (TLS), with optional user:password@ and /db. Leave it out for the embedded in-process store (one replica only). In sentinel and cluster mode it gives only credentials, database and TLS.", schema: orVariable(map[string]any{"type": "string", "pattern": `^rediss?://`})},
@@ -247,7 +253,16 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"on_lease_lost":     {desc: "What a lost lease does to a running job: cancel it, or continue (log, count, and let it finish; for jobs fenced downstream).", schema: enum(scheduler.LeaseLostCancel, scheduler.LeaseLostContinue), def: scheduler.LeaseLostCancel},
 		"paused":            {desc: "true keeps the job from starting; scheduler pause/resume act cluster-wide.", schema: boolean(), def: false},
 		"history_limit":     {desc: "Finished run records kept in the store for this job (0 means the default).", schema: integer(0), def: scheduler.DefaultHistoryLimit},
+		"notify":            {desc: "Names of notifications (from notifications:) told of this job's events.", schema: list(orVariable(map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]{1,64}$`}), 0)},
 		"log_output":        {desc: "Command jobs: the level the job's output lines are logged at; debug keeps output out of an INFO log.", schema: enum("debug", "info"), def: "debug"},
+	},
+	"notification": {
+		"name":    {desc: "How jobs refer to it in notify: [A-Za-z0-9_.-]{1,64}, unique.", schema: orVariable(map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]{1,64}$`})},
+		"url":     {desc: "Absolute http:// or https:// URL the POSTs go to. Credentials in it are sent, never logged.", schema: orVariable(map[string]any{"type": "string", "pattern": `^https?://[^/?#]`})},
+		"on":      {desc: "The events sent: failed, timed_out, lease_lost, missed, recovered (the first success after failures), paused.", schema: list(enum(notify.Events...), 1)},
+		"headers": {desc: "Headers added to every POST; Solocron-* and Content-Type are the scheduler's.", schema: strMap()},
+		"secret":  {desc: "Signs each body: Solocron-Signature: sha256=<hex HMAC-SHA256 of the body>. Use ${VAR}; never logged.", schema: text},
+		"timeout": {desc: "Bounds one POST.", schema: duration, def: notify.DefaultTimeout.String()},
 	},
 	"http": {
 		"method":           {desc: "The HTTP method; default GET.", schema: orVariable(map[string]any{"type": "string", "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"}), def: "GET"},

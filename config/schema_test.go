@@ -142,6 +142,10 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 		{"a store url of another scheme", "store: {url: \"http://h:1\"}\njobs: []\n"},
 		{"a key prefix with a brace", "store: {key_prefix: \"a{b\"}\njobs: []\n"},
 		{"a misspelt admin field", "admin: {listn: \":9090\"}\njobs: []\n"},
+		{"an unknown notification event", "notifications: [{name: ops, url: \"https://h/\", on: [failure]}]\njobs: []\n"},
+		{"a notification without url", "notifications: [{name: ops, on: [failed]}]\njobs: []\n"},
+		{"a notification url of another scheme", "notifications: [{name: ops, url: \"ftp://h/\", on: [failed]}]\njobs: []\n"},
+		{"notify as one string", "notifications: [{name: ops, url: \"https://h/\", on: [failed]}]\njobs:\n" + job + "    command: [x]\n    notify: ops\n"},
 	} {
 		if err := s.Validate(instance(t, tc.what, []byte(tc.yaml))); err == nil {
 			t.Errorf("%s: the schema accepts\n%s", tc.what, tc.yaml)

@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	topFields      = []string{"replica_id", "store", "admin", "defaults", "jobs"}
+	topFields      = []string{"replica_id", "store", "admin", "notifications", "defaults", "jobs"}
 	storeFields    = []string{"url", "mode", "sentinel", "cluster", "redlock", "tls", "key_prefix", "max_clock_skew", "min_replicas_ack", "min_replicas_ack_timeout"}
 	tlsFields      = []string{"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify"}
 	sentinelFields = []string{"master", "addrs", "username", "password"}
@@ -32,7 +32,7 @@ func (d *decoder) top(f *File, root *yaml.Node) {
 		d.errorf(root, "yaml", "expected a mapping (replica_id, store, admin, defaults, jobs) at the top of the file, got %s", describe(root))
 		return
 	}
-	var store, admin, defaults, jobList *pair
+	var store, admin, notifications, defaults, jobList *pair
 	d.fields(d.mapping(root, ""), "", topFields, topHint, func(p pair, path string) bool {
 		switch p.name {
 		case "replica_id":
@@ -41,6 +41,8 @@ func (d *decoder) top(f *File, root *yaml.Node) {
 			store = &p
 		case "admin":
 			admin = &p
+		case "notifications":
+			notifications = &p
 		case "defaults":
 			defaults = &p
 		case "jobs":
@@ -62,6 +64,14 @@ func (d *decoder) top(f *File, root *yaml.Node) {
 	f.Admin = Admin{RateLimit: DefaultAdminRateLimit, RateBurst: DefaultAdminRateBurst}
 	if admin != nil {
 		d.admin(&f.Admin, admin.val, "admin")
+	}
+	// Before the jobs: their notify: names these.
+	if notifications != nil {
+		f.Notifications = d.notifications(notifications.val, "notifications")
+		d.targets = f.Notifications
+		if modeOK && f.Store.Mode == "redlock" && len(f.Notifications) > 0 {
+			d.errorf(notifications.key, "notifications", "need one Redis deployment: in redlock mode every master would queue each event")
+		}
 	}
 	def := newDraft("defaults", nil)
 	if defaults != nil {
@@ -87,6 +97,8 @@ func topHint(name string) string {
 		return name + " belongs under store:"
 	case slices.Contains(adminFields, name):
 		return name + " belongs under admin:"
+	case name == "notify":
+		return "notify is a job field; the targets it names go under notifications:"
 	}
 	return ""
 }

@@ -58,4 +58,16 @@
 //
 // docs/deployment.md in the repository says what each mode guarantees and
 // what it cannot promise.
+//
+// # Notifications
+//
+// WithNotifications names webhook targets (package notify); a Job's Notify
+// lists those told of its events: failed, timed_out, lease_lost, missed,
+// recovered (the first success after failures) and paused. The script that
+// closes a run queues its event in the job's keys in the same round trip;
+// replicas take due deliveries with a lease and POST them from their own
+// goroutines, so a delivery outlives the replica that was sending it. A
+// crash can cause a second POST, always with the same Solocron-Delivery
+// key ("<run id>:<event>"), which receivers de-duplicate on. Redlock
+// refuses notifications.
 package scheduler

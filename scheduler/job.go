@@ -118,6 +118,9 @@ type Job struct {
 	// HistoryLimit is how many finished run records the store keeps for the
 	// job. Default 100, at most MaxHistoryLimit.
 	HistoryLimit int
+	// Notify names the notification targets (WithNotifications) told of
+	// this job's events. Default none.
+	Notify []string
 }
 
 // MaxJobNameLen is the longest job name accepted.

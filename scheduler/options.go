@@ -57,6 +57,8 @@ type config struct {
 
 	version string              // WithVersion, in replicas.go
 	redact  func(string) string // see WithRedactor
+
+	notify notifyConfig // see WithNotifications
 }
 
 // WithReplicaID names this replica in run records and logs. Default
@@ -225,6 +227,9 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("scheduler: negative replicas ack timeout %s", c.ackTimeout)
 	case c.redlockTimeout < 0:
 		return c, fmt.Errorf("scheduler: negative redlock timeout %s", c.redlockTimeout)
+	}
+	if err := c.notify.check(); err != nil {
+		return c, err
 	}
 	if c.ackTimeout == 0 {
 		c.ackTimeout = time.Second

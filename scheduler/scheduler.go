@@ -98,7 +98,9 @@ type Scheduler struct {
 // WithLogger(slog.Default()), WithTracerProvider(global),
 // WithMeterProvider(global), WithPropagator(global), WithShutdownGrace(30s),
 // WithSyncInterval(1s), WithMinReplicasAck(0: off), WithVersion(the build
-// info's, for the replica registry: see Control.Replicas).
+// info's, for the replica registry: see Control.Replicas),
+// WithNotifications(none), WithNotifyRetry(1s, 1h), WithNotifyQueueLimit(1000),
+// WithNotifyClient(no redirects).
 func New(client redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
 	if client == nil {
 		return nil, errors.New("scheduler: nil Redis client")
@@ -163,7 +165,11 @@ func (s *Scheduler) Reload(jobs []Job) error {
 	if err := ValidateTable(jobs); err != nil {
 		return err
 	}
-	if _, ok := s.store.(*redlock); ok {
+	_, isRedlock := s.store.(*redlock)
+	if err := s.cfg.checkNotify(jobs, isRedlock); err != nil {
+		return err
+	}
+	if isRedlock {
 		var errs []error
 		for _, j := range jobs {
 			if j.Concurrency > 1 {
@@ -248,6 +254,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// not the instant this replica is about to claim.
 	// Its catch-up claims go in the dispatcher's first batch, after the runs
 	// due right now: the current run takes the slot, catch-up runs queue.
+	// Notification subscriptions go first: the first heartbeat may close
+	// runs (dead holders, stale manual requests) whose events they queue.
+	notifier := s.newNotifier(ctx)
 	first := s.sync(ctx)
 	closing := make(chan closeReq, 4*maxBatch)
 	closerDone := make(chan struct{})
@@ -259,6 +268,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.loops.Go(func() { s.dispatch(ctx, first) })
 	s.loops.Go(func() { s.recordMisses(ctx) })
 	s.loops.Go(func() { s.register(ctx) }) // replicas.go
+	if notifier != nil {
+		s.loops.Go(func() { notifier.run(ctx) })
+	}
 	<-ctx.Done()
 	s.log.Info("replica stopping: no new claims; waiting for runs in flight", "grace", s.cfg.shutdownGrace)
 	s.loops.Wait()

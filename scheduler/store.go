@@ -46,6 +46,9 @@ var (
 	triggerScript  = script("trigger")
 	pauseScript    = script("pause")
 	undoScript     = script("undo")
+
+	notifyTakeScript = script("notify_take")
+	notifyDoneScript = script("notify_done")
 )
 
 // preload loads every script in one pipeline, so the first claim after a

@@ -134,6 +134,7 @@ func (c *cli) run(o runOptions) int {
 		scheduler.WithShutdownGrace(o.grace),
 		scheduler.WithVersion(versionString()),
 		scheduler.WithRedactor(c.redact.String),
+		scheduler.WithNotifications(f.Notifications...),
 	)
 	if err != nil {
 		log.Error("cannot start the scheduler", "err", err)
@@ -290,6 +291,11 @@ func reload(path string, started *config.File, sched *scheduler.Scheduler, log *
 	}
 	if f.ReplicaID != started.ReplicaID {
 		restart = append(restart, "replica_id")
+	}
+	if !reflect.DeepEqual(f.Notifications, started.Notifications) {
+		// A job's notify: may change on reload, among the targets the
+		// replica started with.
+		restart = append(restart, "notifications")
 	}
 	if len(restart) > 0 {
 		// Names only: the values may hold secrets.

@@ -12,12 +12,16 @@ import (
 // secrets lists the values the scheduler itself uses as secrets, whatever
 // variable they came from: the admin token, the store's passwords (its URL,
 // Sentinel's, each Redlock master's), and the contents of the TLS key files
-// (the store's client key, the admin listener's key). The redactor masks
+// (the store's client key, the admin listener's key), and each
+// notification's secret and URL password. The redactor masks
 // them in everything that leaves the process.
 func secrets(f *config.File) []string {
 	out := []string{f.Admin.Token, f.Store.Sentinel.Password, urlPassword(f.Store.URL)}
 	for _, u := range f.Store.Redlock.URLs {
 		out = append(out, urlPassword(u))
+	}
+	for _, n := range f.Notifications {
+		out = append(out, n.Secret, urlPassword(n.URL))
 	}
 	if f.Store.TLS != nil {
 		out = append(out, keyFile(f.Store.TLS.KeyFile)...)

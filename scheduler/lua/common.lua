@@ -48,6 +48,76 @@ end
 local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 'fence',
   'started', 'finished', 'attempts', 'error', 'output'}
 
+-- Notifications (scheduler/notify.go; docs/monitoring.md). Per job:
+--   notify:on  string  JSON {"on": {event: [target, ...]}, "max": N}: who wants
+--                      which event, written by the replicas from their table
+--   notify:q   zset    delivery "<target> <run id>:<event>" -> when it is due
+--                      next (server ms); a replica taking it pushes it one
+--                      lease ahead, so a replica that dies holding it hands
+--                      it on when that lease ends
+--   notify:d   hash    delivery -> the event as JSON; delivery.."\no" -> its
+--                      holder, delivery.."\nn" -> attempts; "#dropped" ->
+--                      events refused because the queue was full
+--   notify:f   string  runs in a row that ended failed, timed_out or
+--                      lease_lost (for recovered); only kept while the job
+--                      has notifications
+-- notify queues rec's event (a closed run's record, a table of strings) for
+-- every target that wants it, in the script that closes the run: an event
+-- is never lost between the close and the queue.
+local NOTIFY_FAIL = {failed = true, timed_out = true, lease_lost = true}
+local function notify(base, rec)
+  local sub = redis.call('GET', base .. 'notify:on')
+  if not sub then
+    return
+  end
+  local ok, cfg = pcall(cjson.decode, sub)
+  if not ok or type(cfg) ~= 'table' or type(cfg.on) ~= 'table' then
+    return
+  end
+  local ev = rec.outcome
+  if ev == 'succeeded' then
+    if not redis.call('GET', base .. 'notify:f') then
+      return
+    end
+    redis.call('DEL', base .. 'notify:f')
+    ev = 'recovered'
+  elseif NOTIFY_FAIL[ev] then
+    redis.call('INCR', base .. 'notify:f')
+    redis.call('PEXPIRE', base .. 'notify:f', META_TTL)
+  end
+  local targets = cfg.on[ev]
+  if type(targets) ~= 'table' then
+    return
+  end
+  local now = now_ms()
+  local q, d = base .. 'notify:q', base .. 'notify:d'
+  local max = tonumber(cfg.max) or 1000
+  local body = cjson.encode({event = ev, run = rec, queued = int(now)})
+  for _, t in ipairs(targets) do
+    local key = t .. ' ' .. rec.id .. ':' .. ev
+    if redis.call('ZCARD', q) >= max then
+      -- Bounded: a receiver down for long must not grow Redis' memory.
+      redis.call('HINCRBY', d, '#dropped', 1)
+    elseif redis.call('ZADD', q, 'NX', now, key) == 1 then
+      redis.call('HSET', d, key, body)
+    end
+  end
+  redis.call('PEXPIRE', q, META_TTL)
+  redis.call('PEXPIRE', d, META_TTL)
+end
+
+-- notify_entry is notify for a history entry already encoded (complete.lua);
+-- it decodes it only for a job with notifications.
+local function notify_entry(base, entry)
+  if redis.call('EXISTS', base .. 'notify:on') == 0 then
+    return
+  end
+  local ok, rec = pcall(cjson.decode, entry)
+  if ok and type(rec) == 'table' then
+    notify(base, rec)
+  end
+end
+
 -- file appends a closed run's record (a table of strings) to the job's
 -- history. The list's TTL is set when it is created and refreshed once a day
 -- with the job's meta (check_epoch), not on every push.
@@ -57,6 +127,7 @@ local function file(base, rec, hl)
     redis.call('PEXPIRE', h, META_TTL)
   end
   redis.call('LTRIM', h, 0, (tonumber(hl) or 100) - 1)
+  notify(base, rec)
 end
 
 local function push_history(base, rk)

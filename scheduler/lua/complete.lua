@@ -46,6 +46,7 @@ for i = 1, #KEYS do
       redis.call('PEXPIRE', h, META_TTL)
     end
     redis.call('LTRIM', h, 0, tonumber(ARGV[a + 8]) - 1)
+    notify_entry(base, entry)
     out[i] = 'ok'
   else
     local err = rec[3] or ''
