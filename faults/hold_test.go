@@ -32,7 +32,11 @@ func heldEvent(t *testing.T, px *proxy, kind string) cmdEvent {
 // for `held` (and with retryDelay, delays the retry of that claim on its
 // way to Redis), and returns that run's id and instant.
 func heldClaim(t *testing.T, c *cluster, retryDelay time.Duration) (string, time.Time) {
-	c.firstRun()
+	// The first run may be the one a replica found due when it started,
+	// late in its second: held from the claim ahead of the next instant, it
+	// would make that claim wait for the instant. The runs after it start
+	// on time and end long before the next claim.
+	c.waitEnded(c.firstRun().RunID, 10*time.Second)
 	at := nextInstant(time.Now().Add(500 * time.Millisecond))
 	id := runID(at)
 	sleepUntil(at.Add(-300 * time.Millisecond))
