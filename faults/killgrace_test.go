@@ -62,8 +62,8 @@ func TestScenario16aJobIgnoresSIGTERM(t *testing.T) {
 	}
 	margin := expiry.Sub(gone)
 	row.Recovery = dur(next.Start.Sub(cut))
-	row.figure("lease lost declared %s before Redis' lease expiry; job and child gone %s before it; %s took over at cut+%s",
-		ms(expiry.Sub(lost[0].Time)), ms(margin), next.Replica, dur(next.Start.Sub(cut)))
+	row.figure("lease lost declared %s Redis' lease expiry; job and child gone %s it; %s took over at cut+%s",
+		relTo(expiry.Sub(lost[0].Time)), relTo(margin), next.Replica, dur(next.Start.Sub(cut)))
 
 	if job.EndReason != "" {
 		t.Errorf("the job ended %q: it should have ignored SIGTERM and been killed", job.EndReason)
@@ -122,4 +122,12 @@ func TestScenario16bKillGraceTooLong(t *testing.T) {
 		}
 	}
 	row.Runs, row.Duplicates = -1, -1
+}
+
+// relTo says how long before (d > 0) or after (d < 0) a moment d is.
+func relTo(d time.Duration) string {
+	if d < 0 {
+		return ms(-d) + " after"
+	}
+	return ms(d) + " before"
 }

@@ -123,7 +123,7 @@ func queuedManualLost(t *testing.T, row *row, how string, stop func(*replica) ti
 	})
 	victim := c.replica(queued.Replica)
 	killed := stop(victim)
-	row.figure("request queued on %s %s after the trigger; %s %s it (the run in flight is on %s)",
+	row.figure("request queued on %s %s after the trigger; %s %s (the run in flight is on %s)",
 		victim.id, ms(killed.Sub(asked)), how, victim.id, first.Replica)
 
 	var run runRec
@@ -140,11 +140,11 @@ func queuedManualLost(t *testing.T, row *row, how string, stop func(*replica) ti
 	if !ok {
 		rec := c.manualRecord(id)
 		row.figure("the request was lost: %s", describe(rec))
-		t.Fatalf("the manual run %s queued on %s never ran after %s %s it: %s", id, victim.id, how, victim.id, describe(rec))
+		t.Fatalf("the manual run %s queued on %s never ran after %s %s: %s", id, victim.id, how, victim.id, describe(rec))
 	}
 	run = c.waitEnded(id, 15*time.Second)
 	row.Recovery = dur(run.Start.Sub(killed))
-	row.figure("run by %s %s after the %s, token %d", run.Replica, dur(run.Start.Sub(killed)), how, run.Token)
+	row.figure("run by %s %s after the signal, token %d", run.Replica, dur(run.Start.Sub(killed)), run.Token)
 
 	if run.Replica == victim.id {
 		t.Errorf("the manual run ran on %s, the replica that was stopped", run.Replica)
@@ -170,7 +170,7 @@ func TestScenario15aQueuedManualReplicaStopped(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "15a", "SIGTERM to the replica holding a queued manual run")
-	queuedManualLost(t, row, "SIGTERM", (*replica).term)
+	queuedManualLost(t, row, "SIGTERM to", (*replica).term)
 }
 
 // 15b. As 15a, with the replica killed (SIGKILL): its queue place expires
@@ -179,5 +179,5 @@ func TestScenario15bQueuedManualReplicaKilled(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "15b", "kill -9 of the replica holding a queued manual run")
-	queuedManualLost(t, row, "kill -9", (*replica).kill9)
+	queuedManualLost(t, row, "kill -9 of", (*replica).kill9)
 }

@@ -262,6 +262,7 @@ func TestScenario14RedisLossWhileAllDown(t *testing.T) {
 	last := c.waitRun(2*every+5*time.Second, "the run after it", func(r runRec) bool {
 		return r.Scheduled().After(next.Scheduled()) && !r.End.IsZero()
 	})
+	next = c.waitEnded(next.RunID, 5*time.Second)
 
 	row.Recovery = dur(next.Start.Sub(restarted))
 	row.figure("%s ran at instant+%s and ended; all replicas killed %s after its instant, Redis empty %s later, replicas ready %s after its instant",
