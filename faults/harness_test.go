@@ -35,7 +35,7 @@ type jobSpec struct {
 	Concurrency int           // default 1
 	Sleep       time.Duration // how long each run lasts
 	WriteEvery  time.Duration // sink write period; default 100ms
-	KillGrace   time.Duration // SIGTERM to SIGKILL; default 250ms
+	KillGrace   time.Duration // SIGTERM to SIGKILL; default 100ms
 	Extra       []string      // more faultjob flags; {{redis}} is Redis' address
 	YAML        string        // more job fields, "key: value" lines
 }
@@ -78,10 +78,11 @@ func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 		cfg.Job.Concurrency = 1
 	}
 	if cfg.Job.KillGrace == 0 {
-		// Short, so that a lease lost is declared late enough (lease −
-		// kill_grace) not to change the scenarios about faults shorter
-		// than the lease.
-		cfg.Job.KillGrace = 250 * time.Millisecond
+		// Short: a lease is declared lost kill_grace + 0.5 s before it
+		// runs out (2.4 s into a 3 s lease here), and the scenarios whose
+		// faults last 2 s must still end inside it. faultjob stops at once
+		// on SIGTERM anyway.
+		cfg.Job.KillGrace = 100 * time.Millisecond
 	}
 	if cfg.Job.WriteEvery == 0 {
 		cfg.Job.WriteEvery = 100 * time.Millisecond
