@@ -205,6 +205,13 @@ func (c *cluster) replica(id string) *replica {
 	return nil
 }
 
+// renewEvery is how often a run's lease is renewed, which is also each
+// renewal's deadline: a command job's lease is declared lost kill_grace +
+// 0.5 s before it runs out, and renewed three times in what is left.
+func (c *cluster) renewEvery() time.Duration {
+	return (c.cfg.Job.Lease - c.cfg.Job.KillGrace - 500*time.Millisecond) / 3
+}
+
 // waitRun waits for a run the ledger has that satisfies ok.
 func (c *cluster) waitRun(timeout time.Duration, what string, ok func(runRec) bool) runRec {
 	c.t.Helper()

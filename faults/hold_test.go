@@ -295,7 +295,7 @@ func TestScenario05bHeldRenewReply(t *testing.T) {
 	job := c.waitEnded(first.RunID, 15*time.Second)
 
 	e := heldEvent(t, w.px, "renew")
-	back, ok := renewedAfter(w.px, e.Sent.Add(time.Millisecond), lease/3)
+	back, ok := renewedAfter(w.px, e.Sent.Add(time.Millisecond), c.renewEvery())
 	if !ok {
 		t.Errorf("no renewal succeeded after the held one")
 	}
