@@ -48,12 +48,14 @@ func (c *cluster) trigger() string {
 // 13. `scheduler trigger` on a job whose run in flight lasts longer than the
 // lease (5 s, lease 3 s): the manual run queues for the slot and is admitted
 // when the run ends, more than a lease after it was claimed. Its lease
-// starts at its admission, so it runs — once, to the end.
+// starts at its admission, so it runs — once, to the end (4 s, renewed on
+// the way).
 func TestScenario13TriggerOnBusyJob(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "13", "`scheduler trigger` while a run holds the slot for 5 s (> lease 3 s)")
-	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 5 * time.Second}})
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 5 * time.Second,
+		Extra: []string{"-manual-sleep", "4s"}}}) // longer than the lease: renewed after its admission
 	lease := c.cfg.Job.Lease
 
 	first := c.firstRun()
@@ -110,7 +112,8 @@ func TestScenario13TriggerOnBusyJob(t *testing.T) {
 // that replica with stop (SIGTERM or SIGKILL). Another replica must run the
 // request, once.
 func queuedManualLost(t *testing.T, row *row, how string, stop func(*replica) time.Time) {
-	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 4 * time.Second}})
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 4 * time.Second,
+		Extra: []string{"-manual-sleep", "1s"}}})
 
 	first := c.firstRun()
 	sleepUntil(first.Start.Add(300 * time.Millisecond))

@@ -20,6 +20,8 @@
 // from -flood-conns connections while it runs: a job that loads the same
 // Redis the scheduler coordinates through.
 //
+// With -manual-sleep D a manual run lasts D instead of -sleep.
+//
 // With -ignore-term the job ignores SIGTERM (only SIGKILL stops it before
 // -sleep). With -child it also starts a child in its own process group — a
 // copy of itself that ignores SIGTERM too when the job does — which reports
@@ -50,6 +52,7 @@ import (
 
 func main() {
 	sleep := flag.Duration("sleep", time.Second, "how long the run lasts")
+	manualSleep := flag.Duration("manual-sleep", 0, "how long a manual run lasts, if not -sleep")
 	every := flag.Duration("write-every", 100*time.Millisecond, "period of the sink writes; 0 writes only at start")
 	flood := flag.String("flood", "", "Redis host:port to flood with writes while the run lasts")
 	floodConns := flag.Int("flood-conns", 8, "connections flooding Redis")
@@ -134,6 +137,9 @@ func main() {
 		_ = conn.Close()
 	}
 
+	if *manualSleep > 0 && strings.Contains(os.Getenv("SOLOCRON_RUN_ID"), "@manual-") {
+		*sleep = *manualSleep
+	}
 	done := time.NewTimer(*sleep)
 	var tick <-chan time.Time
 	if *every > 0 {
