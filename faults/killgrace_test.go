@@ -36,11 +36,20 @@ func TestScenario16aJobIgnoresSIGTERM(t *testing.T) {
 		return r.Start.After(cut) && r.Replica != w.id
 	})
 	job := c.waitEnded(first.RunID, lease+3*time.Second)
+	// The group's SIGKILL ends both; the ledger may hear of the child a
+	// moment after the job.
 	var child childRec
-	for _, ch := range c.led.Children() {
-		if ch.RunID == first.RunID {
-			child = ch
+	childGone := func() bool {
+		for _, ch := range c.led.Children() {
+			if ch.RunID == first.RunID {
+				child = ch
+			}
 		}
+		return !child.End.IsZero()
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for !childGone() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
 	sleepUntil(cut.Add(2 * lease))
 	w.px.SetMode(modePass)
