@@ -119,7 +119,7 @@
 //	func               string               -         a Go function registered with WithFuncs
 //	dir                string               ""        command jobs: working directory
 //	env                mapping of strings   {}        command jobs: added to the environment
-//	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL
+//	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL; at most lease/2
 //	concurrency        integer              1         runs in flight at once, across replicas
 //	overlap            skip|wait|replace    skip      what a run does when every slot is busy
 //	max_wait           duration             starting_deadline   overlap: wait only
@@ -133,7 +133,7 @@
 //	catchup            latest|all           latest    which missed instants run
 //	on_lease_lost      cancel|continue      cancel    what a lost lease does to a running job
 //	paused             boolean              false     keeps the job from starting
-//	history_limit      integer              100       run records kept
+//	history_limit      integer              100       run records kept (at most 10000)
 //
 // A field left out means its default: the File holds zero for it, and the
 // scheduler applies the default. What the values may be (a valid zone, a

@@ -204,6 +204,27 @@ jobs:
 			`14:13: jobs[1].paused: expected a boolean (true or false), got string "true"`,
 		},
 	}, {
+		// A lost lease's job must be killed before the lease runs out
+		// (issue 12, defect 7).
+		name: "kill grace and history limit",
+		text: `jobs:
+  - name: a
+    schedule: "@hourly"
+    command: [x]
+    lease: 4s
+    kill_grace: 3s
+  - name: b
+    schedule: "@hourly"
+    command: [x]
+    lease: 10s
+    history_limit: 10001
+`,
+		want: []string{
+			`6:5: jobs[0].kill_grace: 3s leaves no room inside the lease (4s): at most half of it, so that the job's processes are killed before its slot can be given away; lower kill_grace or raise lease`,
+			`7:5: jobs[1].kill_grace: 10s leaves no room inside the lease (10s): at most half of it, so that the job's processes are killed before its slot can be given away; lower kill_grace or raise lease`,
+			`11:5: jobs[1].history_limit: must be at most 10000: the history is kept in Redis' memory (got 10001)`,
+		},
+	}, {
 		name: "jobs not a list",
 		text: "jobs:\n  name: a\n",
 		want: []string{`2:3: jobs: expected a list of jobs (each entry starting with -), got a mapping`},

@@ -63,7 +63,9 @@ type Command struct {
 	// Dir is the working directory; "" means the scheduler's.
 	Dir string
 	// KillGrace is how long the process group has between SIGTERM and
-	// SIGKILL once the run's context is done; 0 (or less) means 10s.
+	// SIGKILL once the run's context is done; 0 (or less) means 10s. The
+	// scheduler declares a run's lease lost that long (plus a margin) before
+	// it runs out (StopGrace), and refuses a KillGrace above half the lease.
 	KillGrace time.Duration
 }
 
@@ -164,6 +166,19 @@ func (c *Command) environ(ctx context.Context) ([]string, error) {
 	}
 	return env, nil
 }
+
+// StopGracer is a Job that needs time to stop once its context is done.
+// A scheduler declares a run's lease lost at least that long before Redis
+// could give the run's slot away, so that the job has stopped by then.
+type StopGracer interface {
+	// StopGrace is the longest the job may run on once its context is
+	// done.
+	StopGrace() time.Duration
+}
+
+// StopGrace is KillGrace (default 10s): after it, the process group is
+// sent SIGKILL.
+func (c *Command) StopGrace() time.Duration { return c.killGrace() }
 
 func (c *Command) killGrace() time.Duration {
 	if c.KillGrace <= 0 {

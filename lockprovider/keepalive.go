@@ -13,6 +13,16 @@ type keepAlive struct {
 	interval    time.Duration
 	callTimeout time.Duration
 	onRefresh   func(error)
+	stopGrace   time.Duration
+}
+
+// WithStopGrace declares the lease lost d before its deadline instead of at
+// it: a holder whose work needs time to stop once told (a process group
+// sent SIGTERM, then SIGKILL after a grace) has stopped it before Redis can
+// give the lease to anyone else. Default 0. d must leave room for renewals
+// inside the TTL; the default renewal interval becomes (TTL − d)/3.
+func WithStopGrace(d time.Duration) KeepAliveOption {
+	return func(k *keepAlive) { k.stopGrace = max(d, 0) }
 }
 
 // WithInterval sets the time between renewals. Default TTL/3: a renewal can
@@ -55,16 +65,16 @@ func OnRefresh(f func(err error)) KeepAliveOption {
 // scheduler's runs — costs two timers and nothing more.
 //
 // Options and defaults: WithInterval(TTL/3), WithRefreshTimeout(interval),
-// OnRefresh(nil).
+// OnRefresh(nil), WithStopGrace(0).
 func KeepAlive(ctx context.Context, l *Lease, opts ...KeepAliveOption) (context.Context, func()) {
-	k := &keeper{keepAlive: keepAlive{interval: l.TTL() / 3}, l: l}
+	k := &keeper{l: l}
 	for _, o := range opts {
 		if o != nil {
 			o(&k.keepAlive)
 		}
 	}
 	if k.interval <= 0 {
-		k.interval = l.TTL() / 3
+		k.interval = max((l.TTL()-k.stopGrace)/3, time.Millisecond)
 	}
 	if k.callTimeout <= 0 {
 		k.callTimeout = k.interval
@@ -73,7 +83,7 @@ func KeepAlive(ctx context.Context, l *Lease, opts ...KeepAliveOption) (context.
 	k.ctx, k.cancel = context.WithCancelCause(ctx)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.lossTimer = time.AfterFunc(time.Until(l.Until()), k.lose)
+	k.lossTimer = time.AfterFunc(k.untilLost(), k.lose)
 	granted := l.Until().Add(-(l.TTL() - Drift(l.TTL())))
 	k.timer = time.AfterFunc(time.Until(granted.Add(k.interval)), k.renew)
 	return k.ctx, k.stop
@@ -93,6 +103,12 @@ type keeper struct {
 	timer     *time.Timer // the next renewal
 	lossTimer *time.Timer // the lease's deadline
 	inflight  sync.WaitGroup
+}
+
+// untilLost is how long until the lease is declared lost: its deadline,
+// less the stop grace.
+func (k *keeper) untilLost() time.Duration {
+	return time.Until(k.l.Until()) - k.stopGrace
 }
 
 // lose ends the lease at its deadline: no renewal succeeded in time.
@@ -132,7 +148,7 @@ func (k *keeper) renew() {
 	case k.stopped || k.ctx.Err() != nil:
 		k.lossTimer.Stop()
 	case err == nil:
-		k.lossTimer.Reset(time.Until(k.l.Until()))
+		k.lossTimer.Reset(k.untilLost())
 		k.timer.Reset(time.Until(sent.Add(k.interval)))
 	case isLost(err):
 		k.lossTimer.Stop()

@@ -185,3 +185,27 @@ func TestKeepAliveEndsWithParent(t *testing.T) {
 		}
 	})
 }
+
+// WithStopGrace declares the lease lost its grace before the deadline, so a
+// holder that needs that long to stop has stopped before Redis can give the
+// lease away; renewals come every (TTL − grace)/3.
+func TestStopGraceDeclaresTheLossEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &fakeStore{answer: func(int) (time.Duration, error) { return 0, errors.New("unreachable") }}
+		start := time.Now()
+		l := NewLease(store, "job", "tok", 1, ttl, start)
+		ctx, stop := KeepAlive(t.Context(), l, WithStopGrace(12*time.Second))
+		defer stop()
+		<-ctx.Done()
+		if !errors.Is(context.Cause(ctx), ErrLeaseLost) {
+			t.Fatalf("cause %v, want ErrLeaseLost", context.Cause(ctx))
+		}
+		want := l.TTL() - Drift(l.TTL()) - 12*time.Second
+		if got := time.Since(start); got != want {
+			t.Errorf("lease declared lost after %s, want %s (its deadline less the stop grace)", got, want)
+		}
+		if calls := store.sent(); len(calls) == 0 || calls[0].Sub(start) != 6*time.Second {
+			t.Errorf("first renewal at %v, want (TTL − grace)/3 = 6s", calls)
+		}
+	})
+}

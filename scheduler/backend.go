@@ -20,8 +20,14 @@ type backend interface {
 	// acknowledged it, or no Redlock quorum) — nothing started, try again.
 	claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error)
 	// admit polls a queued run: "started" (n is the fencing token),
-	// "waiting" (n is the place), "skipped_overlap" or "lost".
+	// "waiting" (n is the place), "skipped_overlap", "skipped_paused" (a
+	// scheduled or catch-up run of a job paused while it waited) or "lost".
 	admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status string, n int64, err error)
+	// handBack gives a manual run this replica claimed but has not started
+	// (queued, or won while shutting down) back to the pending requests, so
+	// that another replica runs it. It reports whether it did (false: the
+	// run is no longer this replica's to give back).
+	handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error)
 	// renew renews leases: "ok", "lost", "replaced", or "unacked" (not
 	// acknowledged by enough replicas or masters: a failed renewal, not a
 	// lost lease).

@@ -25,6 +25,24 @@ type fleet struct {
 	ctl    *scheduler.Control
 	mu     sync.Mutex
 	stops  []func()
+	// fresh: replicas find their jobs' state absent, as in a brand-new
+	// cluster (or one whose store lost its data), and the data-loss floor
+	// holds off the first instants. By default a job's state is
+	// established before its first replica starts: the tests are about an
+	// established cluster.
+	fresh bool
+}
+
+// establish gives every job of table an established state in the store
+// behind rdb (a job's meta with an epoch, as a cluster that has run before
+// leaves it), unless it has one already.
+func establish(t testing.TB, rdb redis.Cmdable, table []scheduler.Job) {
+	t.Helper()
+	for _, j := range table {
+		if err := rdb.HSetNX(context.Background(), "solocron:{"+j.Name+"}:meta", "epoch", "established").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -105,7 +123,11 @@ func (c *cluster) client() *redis.Client { return redistest.PipeClient(c.t, c.m)
 func (c *cluster) replica(name string, table []scheduler.Job, opts ...scheduler.Option) (s *scheduler.Scheduler, stop func()) {
 	c.t.Helper()
 	opts = append([]scheduler.Option{scheduler.WithReplicaID(name), scheduler.WithLogger(quiet)}, opts...)
-	s, err := scheduler.New(c.client(), table, opts...)
+	rdb := c.client()
+	if !c.fresh {
+		establish(c.t, rdb, table)
+	}
+	s, err := scheduler.New(rdb, table, opts...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -138,6 +160,7 @@ func id(job string, at time.Time) string { return job + "@" + at.UTC().Format(ti
 // table for d, then stops it and waits for it to end.
 func runAlone(t *testing.T, rdb *redis.Client, table []scheduler.Job, d time.Duration, opts ...scheduler.Option) {
 	t.Helper()
+	establish(t, rdb, table)
 	s, err := scheduler.New(rdb, table, append([]scheduler.Option{scheduler.WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

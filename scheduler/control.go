@@ -13,6 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// MaxPendingManual bounds the manual runs of one job that may wait to be
+// picked up at once: Trigger answers ErrQueueFull beyond it.
+const MaxPendingManual = 100
+
+// ErrQueueFull is the error of Trigger when MaxPendingManual manual runs of
+// the job are pending already: wait for replicas to pick them up.
+var ErrQueueFull = errors.New("scheduler: the job's queue of pending manual runs is full")
+
 // Control acts on the whole cluster through the store: pause and resume a
 // job, trigger a manual run, read status and history. It needs no running
 // replica (the command line uses it), and its effects reach every replica.
@@ -46,7 +54,10 @@ func checkJob(job string) error {
 }
 
 // Pause stops every replica from starting the job, from its next claim on;
-// those runs are recorded skipped_paused. Runs in flight go on.
+// those runs are recorded skipped_paused, and so are its scheduled and
+// catch-up runs already queued for a slot (overlap: wait) when their turn
+// comes. Runs in flight go on, and manual runs (Trigger) still run: someone
+// asked for them.
 func (c *Control) Pause(ctx context.Context, job string) error { return c.setPaused(ctx, job, true) }
 
 // Resume undoes Pause.
@@ -63,7 +74,8 @@ func (c *Control) setPaused(ctx context.Context, job string, v bool) error {
 // Redis until a replica that has the job in its table claims it (within a
 // heartbeat, 1s by default); exactly one replica runs it. Manual runs ignore
 // the pause flag but respect the job's concurrency and overlap policy. It
-// returns the run id, "<job>@manual-<id>".
+// returns the run id, "<job>@manual-<id>"; or an error wrapping
+// ErrQueueFull when MaxPendingManual requests of the job are pending.
 func (c *Control) Trigger(ctx context.Context, job string) (string, error) {
 	if err := checkJob(job); err != nil {
 		return "", err

@@ -241,6 +241,10 @@ func TestSentinelFailoverKeepsRunsOnce(t *testing.T) {
 	for _, r := range mustHistory(t, ctl, "long") {
 		switch {
 		case r.Outcome == scheduler.Succeeded || r.Decision == scheduler.SkippedOverlap || r.Decision == scheduler.Missed:
+		case r.Outcome == scheduler.Missed && strings.HasPrefix(r.Error, "never started"):
+			// Its claim was answered after its lease, during the switch,
+			// and the lease could not be taken back: it never ran.
+			t.Logf("%s never started: %s", r.ID, r.Error)
 		case r.Outcome == scheduler.LeaseLost && r.Error != "":
 			t.Logf("%s lost its lease cleanly across the failover: %s", r.ID, r.Error)
 		case r.Outcome == scheduler.Interrupted && r.StartedAt.After(end.Add(-3*time.Second)):
@@ -366,6 +370,12 @@ func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
 			out = append(out, m.Client(t, &redis.Options{MaxRetries: -1}))
 		}
 		return out
+	}
+	// Only "tick" has an established state: "long", run only when
+	// triggered, is new to every master (its request times differ from
+	// master to master by their clocks).
+	for _, c := range clients() {
+		establish(t, c, table[:1])
 	}
 	for i := range 3 {
 		// Only r0 runs "long": uncontended, its claim wins all three

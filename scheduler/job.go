@@ -20,7 +20,9 @@ const (
 	OverlapSkip Overlap = "skip"
 	// OverlapWait queues the run (first in, first out across replicas) until a
 	// slot frees or MaxWait passes; then it is recorded skipped_overlap. If
-	// its replica stops while it waits, it is recorded missed.
+	// its replica stops (or dies) while it waits, a scheduled or catch-up
+	// run is recorded missed; a manual run goes back to the pending
+	// requests, and another replica runs it.
 	OverlapWait Overlap = "wait"
 	// OverlapReplace starts the run at once and tells the oldest run in flight,
 	// wherever it runs, to stop: its next lease renewal answers "replaced", its
@@ -58,6 +60,9 @@ const (
 	DefaultRetryBackoff     = time.Second
 	DefaultStartingDeadline = 10 * time.Second
 	DefaultHistoryLimit     = 100
+	// MaxHistoryLimit bounds HistoryLimit: the history is kept in Redis'
+	// memory.
+	MaxHistoryLimit = 10000
 )
 
 // Job is one entry of the job table. The zero value of every optional field
@@ -111,7 +116,7 @@ type Job struct {
 	// table, whatever the cluster-wide pause flag says.
 	Paused bool
 	// HistoryLimit is how many finished run records the store keeps for the
-	// job. Default 100.
+	// job. Default 100, at most MaxHistoryLimit.
 	HistoryLimit int
 }
 
@@ -190,6 +195,19 @@ func (j *Job) validate(index int) []error {
 	if j.Lease%time.Millisecond != 0 {
 		bad("lease", "must be a whole number of milliseconds (got %s)", j.Lease)
 	}
+	if sg, ok := j.Handler.(jobs.StopGracer); ok && (j.Lease == 0 || j.Lease >= 100*time.Millisecond) {
+		lease := j.Lease
+		if lease == 0 {
+			lease = DefaultLease
+		}
+		// A lost lease cancels the job; its processes must be gone before
+		// Redis can give the slot away, so the lease is declared lost the
+		// job's stop grace before it runs out. Half the lease at most
+		// leaves the other half for renewals.
+		if g := sg.StopGrace(); g > lease/2 {
+			bad("kill_grace", "%s leaves no room inside the lease (%s): at most half of it, so that the job's processes are killed before its slot can be given away; lower kill_grace or raise lease", g, lease)
+		}
+	}
 	if j.Concurrency < 0 {
 		bad("concurrency", "must be at least 1 (got %d)", j.Concurrency)
 	}
@@ -198,6 +216,9 @@ func (j *Job) validate(index int) []error {
 	}
 	if j.HistoryLimit < 0 {
 		bad("history_limit", "must be at least 1 (got %d)", j.HistoryLimit)
+	}
+	if j.HistoryLimit > MaxHistoryLimit {
+		bad("history_limit", "must be at most %d: the history is kept in Redis' memory (got %d)", MaxHistoryLimit, j.HistoryLimit)
 	}
 	switch j.Overlap {
 	case "", OverlapSkip, OverlapWait, OverlapReplace:

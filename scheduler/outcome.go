@@ -14,7 +14,12 @@ const (
 	// SkippedPaused: the job was paused.
 	SkippedPaused Outcome = "skipped_paused"
 	// Missed: no replica could claim the run before its starting deadline
-	// (e.g. Redis was unreachable), or its replica stopped while it waited.
+	// (e.g. Redis was unreachable), or its replica stopped while it waited;
+	// or Redis lost its data after the run could have started (a job state
+	// created afresh, a failover to a copy that missed writes), so it is
+	// not started again. As an end, under decision started: the run never
+	// ran (its claim's answer came after its lease, which could not be
+	// taken back); its error starts with "never started".
 	Missed Outcome = "missed"
 )
 

@@ -116,6 +116,7 @@ func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 		if err != nil {
 			return nil, err
 		}
+		st.fenceCheck = false // a token seen may come from another master
 		rl.masters = append(rl.masters, st)
 	}
 	return rl, nil
@@ -442,6 +443,7 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 	})
 	elapsed := time.Since(sent)
 	var started, waiting, skipped, lost []int
+	skipStatus := string(SkippedOverlap)
 	for i, a := range per {
 		if errs[i] != nil {
 			continue
@@ -451,7 +453,10 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 			started = append(started, i)
 		case "waiting":
 			waiting = append(waiting, i)
-		case string(SkippedOverlap):
+		case string(SkippedOverlap), string(SkippedPaused):
+			if a.status == string(SkippedPaused) {
+				skipStatus = a.status
+			}
 			skipped = append(skipped, i)
 		default:
 			lost = append(lost, i)
@@ -484,7 +489,7 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		take("drop", started, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		if len(skipped) > 0 {
-			return string(SkippedOverlap), 0, nil
+			return skipStatus, 0, nil
 		}
 		return "lost", 0, nil
 	}
@@ -495,6 +500,22 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		place = max(place, per[i].n)
 	}
 	return "waiting", place, nil
+}
+
+func (rl *redlock) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
+	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (bool, error) {
+		return m.handBack(ctx, r, waiterTTL)
+	})
+	dropped := 0
+	for i, ok := range per {
+		if errs[i] == nil && ok {
+			dropped++
+		}
+	}
+	if ok := answered(errs); ok < rl.quorum {
+		return dropped > 0, rl.quorumErr("hand back", ok, errs)
+	}
+	return dropped > 0, nil
 }
 
 func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]string, error) {

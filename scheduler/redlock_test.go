@@ -56,7 +56,13 @@ func (c *rlCluster) replicas(n int, table []scheduler.Job, opts ...scheduler.Opt
 	c.t.Helper()
 	for i := range n {
 		o := append([]scheduler.Option{scheduler.WithReplicaID(fmt.Sprintf("r%d", i)), scheduler.WithLogger(quiet)}, opts...)
-		s, err := scheduler.NewRedlock(c.clients(), table, o...)
+		clients := c.clients()
+		if !c.fresh {
+			for _, cl := range clients {
+				establish(c.t, cl, table)
+			}
+		}
+		s, err := scheduler.NewRedlock(clients, table, o...)
 		if err != nil {
 			c.t.Fatal(err)
 		}

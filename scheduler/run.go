@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -20,6 +21,23 @@ import (
 
 // outputLimit bounds the output tail kept in a run record.
 const outputLimit = 4096
+
+// errorLimit bounds the error text kept in a run record (complete.lua
+// bounds it too, after adding what the cluster knows).
+const errorLimit = 2048
+
+// capText cuts s to at most limit bytes, on a rune boundary, saying so.
+func capText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const mark = " …(truncated)"
+	cut := limit - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
 
 // runLease renews a run's record and slot together, in one round trip, as a
 // lockprovider.LeaseStore, so the run's watchdog is lockprovider.KeepAlive.
@@ -103,7 +121,28 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		sent = r.sent
 	}
 	lease := lockprovider.NewLease(&runLease{s: s, j: j, id: r.id, owner: r.owner}, r.id, r.owner, fence, j.Lease, sent)
-	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease)
+	grace := stopGrace(j)
+	if !time.Now().Before(lease.Until().Add(-grace)) {
+		// The claim's answer came after the lease this replica may count
+		// on. Redis counted it from when the script ran, later: if this
+		// replica still owns the run and its slot, the lease is taken back
+		// (renewed) and the run starts. If not, it never starts, and its
+		// record says so.
+		late := claimEnd.Sub(sent).Round(time.Millisecond)
+		rctx, cancel := context.WithTimeout(ctx, claimTimeout)
+		err := lease.Refresh(rctx)
+		cancel()
+		if err != nil {
+			text := fmt.Sprintf("never started: its claim was answered %s after it was sent, past its lease, and the lease could not be taken back: %v", late, err)
+			log.Warn("run not started: its claim was answered after its lease ran out", "late_by", late, "err", err)
+			s.closeRun(r, Missed, 0, text, "", log)
+			s.tel.ended(context.WithoutCancel(ctx), j, Missed, 0)
+			span.End()
+			return
+		}
+		log.Info("claim answered after its lease ran out; lease taken back", "late_by", late)
+	}
+	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease, lockprovider.WithStopGrace(grace))
 	jobCtx, cancelJob := context.WithCancelCause(ctx)
 	defer cancelJob(context.Canceled)
 
@@ -158,7 +197,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	// A claim whose answer came back late (held, retried) may hold a lease
 	// that has already run out: then another replica may be about to take
 	// the slot, and the job must not start at all.
-	if err == nil && !time.Now().Before(lease.Until()) {
+	if err == nil && !time.Now().Before(lease.Until().Add(-grace)) {
 		err = fmt.Errorf("%w: the claim's lease ran out before the run could start (its answer came %s after it was sent)",
 			lockprovider.ErrLeaseLost, claimEnd.Sub(sent).Round(time.Millisecond))
 		cancelJob(err)
@@ -167,6 +206,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	s.tel.dispatchDelay.Record(s.runCtx, max(0, s.now().Sub(r.fire)).Seconds(), jobAttr)
 
 	// Not started at all when the wait for the instant was cut short.
+	ran := err == nil
 	if err == nil {
 		for {
 			err = runHandler(actx, j.Handler)
@@ -210,6 +250,11 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	}
 
 	outcome, errText := classify(err, jobCtx, lostCause)
+	if !ran && (outcome == LeaseLost || outcome == Interrupted) {
+		// Its lease was lost (or its replica stopped) before its instant
+		// came: the job never ran, and the record must not suggest it did.
+		outcome, errText = Missed, "never started: "+errText
+	}
 	s.closeRun(r, outcome, attempt, errText, tail.String(), log)
 
 	d := time.Since(startedAt)
@@ -241,7 +286,7 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 }) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
 	defer cancel()
-	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: errText, output: output}
+	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: capText(errText, errorLimit), output: output}
 	backoff := 50 * time.Millisecond
 	unacked := false
 	for {
@@ -358,6 +403,21 @@ func gather[T any](first T, in <-chan T, limit int, until <-chan time.Time) []T 
 		}
 	}
 	return batch
+}
+
+// stopMargin is added to a job's stop grace: the time from the last
+// signal to the process group's end, and the watchdog's own delay.
+const stopMargin = 500 * time.Millisecond
+
+// stopGrace is how long before its lease runs out a run's lease is declared
+// lost: the job's stop grace (a command's kill_grace) plus stopMargin, so
+// that its processes are gone before Redis can give the slot away. 0 for a
+// job that stops when its context is done.
+func stopGrace(j *jobState) time.Duration {
+	if sg, ok := j.Handler.(jobs.StopGracer); ok {
+		return sg.StopGrace() + stopMargin
+	}
+	return 0
 }
 
 // runHandler runs a job, turning a panic into a failure.

@@ -499,7 +499,11 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 				reqs[i].sent = start
 			}
 		}
-		cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+		// The round trip finishes whatever happens to ctx: once the script
+		// ran, its answer is the only record of what it decided. A shutdown
+		// that dropped it would leave a run started by nobody (sitting
+		// running until its lease ran out) and a manual request removed.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 		res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
 		cancel()
 		end := time.Now()
@@ -510,7 +514,15 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		var again []claimReq
 		if err != nil {
 			if ctx.Err() != nil {
-				return // shutting down: other replicas may still claim these
+				// Shutting down: other replicas may still claim the
+				// scheduled runs; a manual run the script may have taken
+				// goes back to the pending requests.
+				for _, r := range reqs {
+					if r.kind == 'm' {
+						s.handBackManual(ctx, r)
+					}
+				}
+				return
 			}
 			s.storeFailed(err)
 			for _, r := range reqs {
@@ -537,6 +549,11 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		// Random within [backoff/2, 3·backoff/2): replicas whose Redlock
 		// claims split the masters' votes must not meet again in step.
 		if !sleep(ctx, backoff/2+rand.N(backoff)) {
+			for _, r := range reqs {
+				if r.kind == 'm' {
+					s.handBackManual(ctx, r) // an earlier try may have taken it
+				}
+			}
 			return
 		}
 		backoff = min(2*backoff, time.Second)
@@ -545,20 +562,28 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 
 // retryLater notes a claim that was taken back: nothing started.
 func (s *Scheduler) retryLater(ctx context.Context, r claimReq, res claimRes) {
-	r.j.memo.observe(res.epoch, res.fence)
+	// Its token is not taken as seen: a failover may lose the claim it
+	// came with (that is why it was taken back), and the store would then
+	// look as if it lost writes.
+	r.j.memo.observe(res.epoch, 0)
 	s.tel.claimed(ctx, r.j, claimUndone)
 	s.log.Warn("run claimed, then taken back: not started; retrying until its starting deadline",
 		"job", r.j.Name, "run_id", r.id, "reason", res.reason)
 }
 
 // keepTrying returns the claims worth another try: those whose starting
-// deadline has not passed. Those whose has are recorded missed once the
-// store answers; a manual run goes back to the heartbeat, which offers it
-// again while its request is pending.
+// deadline has not passed, and manual ones within their request's lifetime.
+// Those whose deadline has passed are recorded missed once the store
+// answers.
 func (s *Scheduler) keepTrying(reqs []claimReq) []claimReq {
 	var keep []claimReq
 	for _, r := range reqs {
 		switch {
+		case r.kind == 'm' && s.now().Before(r.sched.Add(s.cfg.manualTTL)):
+			// Retried with the same owner token, as scheduled claims are:
+			// a call whose answer was lost may have taken the request, and
+			// only this token finds it again.
+			keep = append(keep, r)
 		case r.kind == 'm':
 			s.manual.Delete(r.id)
 		case r.kind == 'x':
@@ -576,7 +601,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 	j := r.j
 	j.memo.touch(end)
 	if lost := j.memo.observe(res.epoch, res.fence); lost != "" {
-		s.log.Warn("Redis lost this job's state (restart without persistence, or failover); runs scheduled before now+max_clock_skew are not claimed again",
+		s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
 			"job", j.Name, "old_epoch", lost, "new_epoch", res.epoch)
 	}
 	if r.kind == 'm' && res.status != "waiting" {
@@ -590,6 +615,13 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 			runLog = s.log.With("job", j.Name, "run_id", r.id)
 		}
 		return runLog
+	}
+	if ctx.Err() != nil && r.kind == 'm' && (res.status == "started" || res.status == "waiting") {
+		// Won while this replica shuts down: someone asked for it, and a
+		// replica that stays up runs it.
+		j.memo.observe(res.epoch, res.fence)
+		s.handBackManual(ctx, r)
+		return
 	}
 	switch res.status {
 	case "started":
@@ -708,22 +740,37 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 	for {
 		select {
 		case <-ctx.Done():
+			if r.kind == 'm' {
+				s.handBackManual(ctx, r)
+				return
+			}
 			s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", s.log)
 			s.tel.decided(context.WithoutCancel(ctx), r.j, Missed)
-			s.manual.Delete(r.id)
 			return
 		case <-t.C:
 		}
 		_, floor := r.j.memo.snapshot()
 		start := time.Now()
-		status, n, err := s.store.admit(ctx, &r, s.cfg.waiterTTL, floor)
+		// As a claim's, an admission's round trip finishes whatever
+		// happens to ctx: its answer may be a start.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		status, n, err := s.store.admit(actx, &r, s.cfg.waiterTTL, floor)
+		cancel()
 		if err != nil {
 			continue // the queue place outlives a short outage (waiter TTL)
+		}
+		if status == "started" && r.kind == 'm' && ctx.Err() != nil {
+			s.handBackManual(ctx, r)
+			return
 		}
 		switch status {
 		case "started":
 			s.manual.Delete(r.id)
 			s.tel.decided(ctx, r.j, Started)
+			// The lease was granted by this admission, not by the claim
+			// that queued the run (long ago, perhaps longer than a lease):
+			// it counts from this call's send time.
+			r.sent = time.Time{}
 			s.start(r, n, start, time.Now())
 			return
 		case "skipped_overlap":
@@ -731,11 +778,33 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 			s.tel.decided(ctx, r.j, SkippedOverlap)
 			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedOverlap, "waited", time.Since(claimed).Round(time.Millisecond))
 			return
+		case "skipped_paused":
+			s.tel.decided(ctx, r.j, SkippedPaused)
+			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedPaused, "waited", time.Since(claimed).Round(time.Millisecond))
+			return
 		case "lost":
 			s.manual.Delete(r.id)
 			s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)
 			return
 		}
+	}
+}
+
+// handBackManual gives a manual run this replica claimed but will not start
+// (it is shutting down) back to the cluster's pending requests: someone asked
+// for it, and another replica runs it. If Redis cannot be asked, its queue
+// place expires within the waiter TTL and the store hands it back then.
+func (s *Scheduler) handBackManual(ctx context.Context, r claimReq) {
+	defer s.manual.Delete(r.id)
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
+	defer cancel()
+	log := s.log.With("job", r.j.Name, "run_id", r.id)
+	ok, err := s.store.handBack(hctx, &r, s.cfg.waiterTTL)
+	switch {
+	case err != nil:
+		log.Warn("replica stopping: could not hand the manual run back; the store does once its queue place expires", "err", err)
+	case ok:
+		log.Info("replica stopping: manual run handed back to the cluster; another replica will run it")
 	}
 }
 
@@ -794,9 +863,9 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		if !first && i%fullSweepEvery != turn && !hint[j.Name] && j.memo.touchedAfter(idle) {
 			continue
 		}
-		known, _ := j.memo.snapshot()
+		known, fence := j.memo.snapshot()
 		jobs = append(jobs, j)
-		reqs = append(reqs, syncReq{j: j, known: known})
+		reqs = append(reqs, syncReq{j: j, known: known, fence: fence})
 	}
 	if len(reqs) == 0 {
 		return nil
@@ -816,7 +885,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	for i, r := range res {
 		j := jobs[i]
 		if lost := j.memo.observe(r.epoch, r.fence); lost != "" {
-			s.log.Warn("Redis lost this job's state (restart without persistence, or failover); runs scheduled before now+max_clock_skew are not claimed again",
+			s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
 				"job", j.Name, "old_epoch", lost, "new_epoch", r.epoch)
 		}
 		j.memo.mu.Lock()
@@ -836,7 +905,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		if catchup {
 			for _, t := range catchupInstants(j, r.last, now) {
 				c := s.newClaim(j, t, 'c')
-				c.base = r.last
+				c.base, c.readAt = r.last, server
 				claims = append(claims, c)
 			}
 		}

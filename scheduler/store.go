@@ -94,10 +94,18 @@ type store struct {
 	ackTimeout time.Duration
 	// claimAhead is how long before its instant a run may be claimed.
 	claimAhead time.Duration
+	// skew is the max clock skew (a job state created by a trigger places
+	// its data-loss floor with it).
+	skew time.Duration
+	// fenceCheck: the scripts compare the highest fencing token a replica
+	// has seen with the store's last (a store below it lost writes). Off
+	// for a Redlock master: the token a replica saw may be another's.
+	fenceCheck bool
 }
 
 func newStore(c redis.UniversalClient, cfg config) (*store, error) {
-	s := &store{c: c, prefix: cfg.prefix, minAck: cfg.minAck, ackTimeout: cfg.ackTimeout, claimAhead: cfg.maxAhead}
+	s := &store{c: c, prefix: cfg.prefix, minAck: cfg.minAck, ackTimeout: cfg.ackTimeout, claimAhead: cfg.maxAhead,
+		skew: cfg.skew, fenceCheck: true}
 	switch c.(type) {
 	case *redis.ClusterClient:
 		s.cluster = true
@@ -307,6 +315,16 @@ func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoRe
 	return scatter("undo", replies, groups, len(reqs), nil)
 }
 
+// handBack is undo.lua's drop and the job's manual hint, in one round trip.
+func (s *store) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
+	v, err := s.scriptAndHint(ctx, undoScript, call{keys: []string{r.j.metaKey},
+		args: []any{r.id, r.owner, "drop", waiterTTL.Milliseconds(), r.maxWait.Milliseconds()}}, r.j.Name)
+	if err != nil {
+		return false, err
+	}
+	return at(strs(v), 0) == "dropped", nil
+}
+
 // scatter puts the answers of batched script calls (one string per run)
 // back in request order. adjust, when set, may rewrite call gi's answer v.
 func scatter(op string, replies []any, groups [][]int, n int, adjust func(gi int, v string) string) ([]string, error) {
@@ -423,6 +441,8 @@ type claimReq struct {
 	// base is, for a catch-up run, the last decided instant when the gap
 	// was found.
 	base time.Time
+	// readAt is, for a catch-up run, Redis' time when base was read.
+	readAt time.Time
 	// sent is when this claim was first sent. A claim whose answer was
 	// lost and retried may have been granted by its first execution, so
 	// its lease counts from then.
@@ -436,7 +456,7 @@ type claimReq struct {
 // by '|' (no term contains one): kind, scheduled instant, fire instant,
 // lease, concurrency, overlap, max wait, starting deadline, retention,
 // history limit, paused, known epoch, fence floor, catch-up window,
-// catch-up base, ticket.
+// catch-up base, ticket, catch-up read time.
 func (r *claimReq) appendTerms(b []byte) []byte {
 	j := r.j
 	b = append(b, r.kind, '|')
@@ -472,7 +492,12 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = append(b, '|')
 	b = strconv.AppendInt(b, r.base.UnixMilli(), 10)
 	b = append(b, '|')
-	return append(b, r.ticket...)
+	b = append(b, r.ticket...)
+	b = append(b, '|')
+	if r.kind == 'c' {
+		return strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
+	}
+	return append(b, '0')
 }
 
 // claimRes is the decision for one run.
@@ -524,7 +549,7 @@ func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.
 // claimOnly runs claim.lua; with min_replicas_ack, a start that too few
 // replicas acknowledged says why in its unacked field.
 func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
-	head := []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), newEpoch(), s.claimAhead.Milliseconds()}
+	head := []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), newEpoch(), s.claimAhead.Milliseconds(), boolInt(s.fenceCheck)}
 	var buf []byte
 	calls, groups := batch(s, reqs, func(r *claimReq) *jobState { return r.j }, head, claimFields, func(args []any, r *claimReq) []any {
 		buf = r.appendTerms(buf[:0])
@@ -569,7 +594,7 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 func (s *store) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status string, n int64, err error) {
 	j := r.j
 	c := call{keys: []string{j.metaKey}, args: []any{r.id, r.owner, j.Lease.Milliseconds(),
-		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10)}}
+		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused)}}
 	replies, acks, err := s.run(ctx, admitScript, []call{c})
 	if err != nil {
 		return "", 0, err
@@ -708,6 +733,7 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]string, err
 type syncReq struct {
 	j     *jobState
 	known string
+	fence int64 // the highest fencing token the replica has seen
 }
 
 // syncRes is what a heartbeat learns about a job.
@@ -721,9 +747,13 @@ type syncRes struct {
 }
 
 func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	head := []any{skew.Milliseconds(), newEpoch(), manualTTL.Milliseconds()}
-	calls, groups := batch(s, reqs, func(r *syncReq) *jobState { return r.j }, head, 4, func(args []any, r *syncReq) []any {
-		return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica)
+	head := []any{skew.Milliseconds(), newEpoch(), manualTTL.Milliseconds(), s.claimAhead.Milliseconds()}
+	calls, groups := batch(s, reqs, func(r *syncReq) *jobState { return r.j }, head, 5, func(args []any, r *syncReq) []any {
+		seen := "0"
+		if s.fenceCheck {
+			seen = strconv.FormatInt(r.fence, 10)
+		}
+		return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen)
 	})
 	replies, err := s.exec(ctx, syncScript, calls)
 	if err != nil {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -29,10 +30,41 @@ func (s *store) hintKey() string { return s.prefix + ":manual" }
 const hintLookback = time.Minute
 
 func (s *store) trigger(ctx context.Context, job, id string) error {
-	if err := triggerScript.Run(ctx, s.c, []string{s.metaKey(job)}, id).Err(); err != nil {
+	v, err := s.scriptAndHint(ctx, triggerScript, call{keys: []string{s.metaKey(job)},
+		args: []any{id, MaxPendingManual, newEpoch(), (2 * s.skew).Milliseconds()}}, job)
+	if err != nil {
 		return err
 	}
-	return s.c.ZAdd(ctx, s.hintKey(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: job}).Err()
+	if at, ok := v.(int64); !ok || at < 0 {
+		if ok {
+			return fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
+		}
+		return fmt.Errorf("scheduler: unexpected trigger reply %v", v)
+	}
+	return nil
+}
+
+// scriptAndHint runs one script call and adds job to the manual hints (so
+// that every replica looks at the job at its next heartbeat) in one round
+// trip. A NOSCRIPT answer loads the script and sends both again. The hint
+// is only a hint: its own error is not reported.
+func (s *store) scriptAndHint(ctx context.Context, sc *redis.Script, c call, job string) (any, error) {
+	for attempt := 0; ; attempt++ {
+		var cmd *redis.Cmd
+		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmd = sc.EvalSha(ctx, p, c.keys, c.args...)
+			p.ZAdd(ctx, s.hintKey(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: job})
+			return nil
+		})
+		v, err := cmd.Result()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
+			if err := sc.Load(ctx, s.c).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return v, err
+	}
 }
 
 // manualHints returns the jobs with manual requests since since, and drops

@@ -49,7 +49,8 @@ jobs:
     command: %s
   - name: manual            # runs only when triggered
     schedule: "@yearly"
-    lease: 6s               # renewed every 2s: the run below renews once
+    lease: 6s               # renewed every (6s - kill_grace - 0.5s)/3 = 1.5s: the run below renews once
+    kill_grace: 1s          # at most half the lease
     command: %s
 `, pw, srv.Addr(), ledgerCommand(tickLedger, ""), ledgerCommand(manualLedger, "; sleep 2.5")))
 	cenv := env("TEST_ADMIN_TOKEN=" + token)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -266,6 +267,11 @@ func triggerFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 			tctx, cancel := context.WithTimeout(ctx, storeTimeout)
 			id, err := ctl.Trigger(tctx, job)
 			cancel()
+			if errors.Is(err, scheduler.ErrQueueFull) {
+				fmt.Fprintf(c.stderr, "scheduler trigger: %d manual runs of %q are already waiting to be picked up (the most a job may have); try again once replicas have started some (scheduler status %s shows them)\n",
+					scheduler.MaxPendingManual, job, job)
+				return exitFailure
+			}
 			if err != nil {
 				return c.storeFailed("trigger", f, err)
 			}

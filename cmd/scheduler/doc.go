@@ -37,7 +37,11 @@
 // On SIGINT or SIGTERM, run stops claiming, lets runs in flight finish for
 // the grace period, cancels the rest (their commands get SIGTERM, then SIGKILL
 // after kill_grace; their records say interrupted), closes every record,
-// flushes telemetry and exits 0. /readyz answers 503 from the signal on.
+// flushes telemetry and exits 0. A scheduled run whose claim was answered
+// during the shutdown still starts within the grace period; manual runs this
+// replica claimed but has not started (queued for a slot, or just won) go
+// back to the cluster's pending requests, and another replica runs them.
+// /readyz answers 503 from the signal on.
 //
 // On SIGHUP, run reads the file again. A good file puts its jobs in force at
 // once (runs in flight finish under the old definition); a bad one is
@@ -102,7 +106,9 @@
 // (JOB@manual-<suffix>). Within a heartbeat (1s) one replica that has JOB in
 // its table claims it; manual runs ignore the pause flag but respect the
 // job's concurrency and overlap policy. With --wait D (default 10s; 0 returns
-// at once) it then waits up to D for the run to end and prints who ran it:
+// at once) it then waits up to D for the run to end and prints who ran it.
+// A job has at most 100 manual runs waiting to be picked up: beyond that,
+// trigger fails (exit 1) and says so (the admin API answers 429):
 //
 //	$ scheduler trigger lottery
 //	lottery@manual-towb7m8afb000f16dc
@@ -158,7 +164,7 @@
 //	GET  /api/v1/jobs                      the table in force, with cluster state
 //	GET  /api/v1/jobs/{name}[?limit=N]     one job and its status (N recent runs, default 10)
 //	GET  /api/v1/jobs/{name}/runs[?limit=N] its run records, newest first (default 20, at most 1000)
-//	POST /api/v1/jobs/{name}/trigger       202 {"job":"lottery","run_id":"lottery@manual-..."}
+//	POST /api/v1/jobs/{name}/trigger       202 {"job":"lottery","run_id":"lottery@manual-..."}; 429 when 100 are pending
 //	POST /api/v1/jobs/{name}/pause         200 {"job":"lottery","paused":true}
 //	POST /api/v1/jobs/{name}/resume        200 {"job":"lottery","paused":false}
 //

@@ -96,7 +96,9 @@ type api struct {
 //	GET  /api/v1/jobs                      the table, with cluster state
 //	GET  /api/v1/jobs/{name}               one job and its status
 //	GET  /api/v1/jobs/{name}/runs?limit=N  its run records, newest first
-//	POST /api/v1/jobs/{name}/trigger       202 {"job", "run_id"}
+//	POST /api/v1/jobs/{name}/trigger       202 {"job", "run_id"}; 429 when
+//	                                       the job's pending manual runs
+//	                                       are at their bound (100)
 //	POST /api/v1/jobs/{name}/pause         200 {"job", "paused": true}
 //	POST /api/v1/jobs/{name}/resume        200 {"job", "paused": false}
 //
@@ -364,6 +366,10 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
 	defer cancel()
 	id, err := a.cfg.Control.Trigger(ctx, j.Name)
+	if errors.Is(err, scheduler.ErrQueueFull) {
+		writeError(w, http.StatusTooManyRequests, err.Error()+": try again once replicas have picked them up")
+		return
+	}
 	if err != nil {
 		a.storeError(w, err)
 		return

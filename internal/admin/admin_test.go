@@ -327,3 +327,17 @@ func TestServerTimeouts(t *testing.T) {
 		t.Errorf("server without timeouts: %+v", srv)
 	}
 }
+
+// A job's pending manual runs are bounded: beyond the bound a trigger is
+// answered 429 with a clear message (issue 12, defect 11).
+func TestTriggerQueueFullIs429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, token)
+		for i := range scheduler.MaxPendingManual {
+			if a := f.do("POST", "/api/v1/jobs/cmd/trigger", "Bearer "+token); a.code != 202 {
+				t.Fatalf("trigger %d: %d %s", i, a.code, a.body)
+			}
+		}
+		f.do("POST", "/api/v1/jobs/cmd/trigger", "Bearer "+token).wantError(t, 429, "manual runs pending")
+	})
+}

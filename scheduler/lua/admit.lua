@@ -3,8 +3,10 @@
 -- KEYS[1] meta key of the job
 -- ARGV[1] run id   ARGV[2] owner token   ARGV[3] lease ms   ARGV[4] concurrency
 -- ARGV[5] waiter ttl ms   ARGV[6] highest fencing token the replica has seen
+-- ARGV[7] paused by the replica's table: 1|0
 -- Returns {"started", fencing token} | {"waiting", place} |
---         {"skipped_overlap"} | {"lost"} (no longer ours: reaped, or not found)
+--         {"skipped_overlap"} | {"skipped_paused"} |
+--         {"lost"} (no longer ours: reaped, or not found)
 local meta = KEYS[1]
 local id, owner, lease, limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
@@ -15,7 +17,7 @@ local base = base_of(meta)
 redis.call('PEXPIRE', meta, META_TTL)
 reap(base, now)
 local rk = run_key(base, id)
-local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'wait_until', 'fence')
+local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'wait_until', 'fence', 'kind')
 if rec[1] == owner and rec[2] == 'running' then
   return {'started', rec[4]} -- admitted already; this is a retried call
 end
@@ -23,6 +25,15 @@ if rec[1] ~= owner or rec[2] ~= 'waiting' then
   return {'lost'}
 end
 local queue, waiting = base .. 'queue', base .. 'waiting'
+-- A paused job starts nothing more, queued runs included; a manual run
+-- still runs: someone asked for it.
+if rec[5] ~= 'm' and (ARGV[7] == '1' or redis.call('HGET', meta, 'paused') == '1') then
+  redis.call('ZREM', queue, id)
+  redis.call('ZREM', waiting, id)
+  redis.call('HSET', rk, 'decision', 'skipped_paused')
+  close(base, rk, 'skipped_paused', 'job paused while the run waited for a slot', now)
+  return {'skipped_paused'}
+end
 if now > tonumber(rec[3]) then
   redis.call('ZREM', queue, id)
   redis.call('ZREM', waiting, id)

@@ -10,10 +10,15 @@
 -- ARGV[3]  waiter ttl, ms
 -- ARGV[4]  a fresh random epoch, used if a job's meta must be created
 -- ARGV[5]  claim ahead, ms: how long before its instant a run may be claimed
--- then 3 fields per run, starting at ARGV[5 + 3*(i-1) + 1]:
+-- ARGV[6]  1: check the store against the highest fencing token the replica
+--          has seen (lost writes); 0: do not (a Redlock master: the token
+--          seen may come from another master)
+-- then 3 fields per run, starting at ARGV[6 + 3*(i-1) + 1]:
 --   1 run key suffix (the run id is "<job>@<suffix>")   2 owner token
 --   3 the claim's other terms, separated by '|':
---      kind: s scheduled, c catch-up, m manual, x record missed | scheduled
+--      kind: s scheduled, c catch-up, m manual, x record missed (the
+--      replica's clock says its deadline passed; Redis' decides: before
+--      it, x is claimed as s) | scheduled
 --      instant, ms | fire instant (scheduled + jitter), ms | lease ms |
 --      concurrency | overlap: skip|wait|replace | max wait ms | starting
 --      deadline ms | record retention ms | history limit | paused by the
@@ -22,7 +27,8 @@
 --      the last decided instant the replica saw when it found the gap, ms |
 --      queue ticket if the run must wait, or "" for the next in arrival
 --      order (Redlock passes one derived from the run, so that every
---      master orders its queue alike)
+--      master orders its queue alike) | catch-up: Redis' time when the
+--      replica read the last decided instant, ms (0 otherwise)
 --   A lost race reads only the first two: Redis makes a Lua string of every
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
@@ -37,9 +43,10 @@
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
 local F = 3
-local TERMS = '^' .. string.rep('([^|]*)|', 15) .. '([^|]*)$'
+local TERMS = '^' .. string.rep('([^|]*)|', 16) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
+local check_fence = ARGV[6] == '1'
 local now, now_us = clock()
 local now_s = int(now)
 
@@ -57,6 +64,13 @@ local function claim(meta, a)
       -- but only while it still holds: a run that started and has ended
       -- since (its lease ran out while the answer was lost) is decided, and
       -- must never be started again.
+      if d[1] == 'running' or d[1] == 'waiting' then
+        -- An answer that lets a run start (or keeps its queue place) is
+        -- always a write, as in admit.lua: with min_replicas_ack, the WAIT
+        -- after it must cover the first call's writes, which may never have
+        -- reached a replica. Redis >= 7.2 counts only propagated writes.
+        redis.call('PEXPIRE', meta, META_TTL)
+      end
       if d[1] == 'running' then
         return {'started', '', d[4], now_s}
       elseif d[1] == 'waiting' then
@@ -75,7 +89,7 @@ local function claim(meta, a)
   local job = string.match(base, '{(.*)}')
   local id = job .. '@' .. suffix
   local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,
-    ffloor, cwindow_s, cbase_s, ticket = string.match(ARGV[a + 3], TERMS)
+    ffloor, cwindow_s, cbase_s, ticket, read_s = string.match(ARGV[a + 3], TERMS)
   if not kind then
     return {'refused', '', 'malformed claim terms'}
   end
@@ -84,7 +98,11 @@ local function claim(meta, a)
   local max_wait, deadline, retention = tonumber(max_wait_s), tonumber(deadline_s), tonumber(ret_s)
   local cwindow, cbase = tonumber(cwindow_s), tonumber(cbase_s)
 
-  local epoch, floor, paused, last, fence_last = check_epoch(meta, known, now, skew, fresh)
+  local seen = 0
+  if check_fence then
+    seen = ffloor
+  end
+  local epoch, floor, paused, last, fence_last, lost = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen)
 
   -- The run's record. id and job are not stored: they are in its key.
   local rkind = kind == 'x' and 's' or kind
@@ -101,16 +119,35 @@ local function claim(meta, a)
     return {outcome, epoch}
   end
 
+  local loss = 'Redis lost data (a restart without persistence, a flush, or a failover to a copy that missed ' ..
+    'writes) after this run could have started: it is not started again'
   if kind == 'm' then
     if not redis.call('ZSCORE', base .. 'manual', id) then
       return {'refused', epoch, 'no pending manual request'}
     end
     redis.call('ZREM', base .. 'manual', id)
+    -- A request made before the loss was noticed may have run already: a
+    -- stale copy can still hold it pending. A Redlock replica sends every
+    -- master the request time one master gave it; the others' clocks may
+    -- differ by the skew (and a master's loss is outvoted anyway).
+    local slack = 0
+    if not check_fence then
+      slack = skew
+    end
+    if sched < lost - slack then
+      return decide('missed', loss)
+    end
   else
     if sched < floor then
-      return {'refused', epoch, 'scheduled before the store lost its data'}
+      if now > sched + retention then
+        return {'refused', epoch, 'too old to decide'}
+      end
+      return decide('missed', loss)
     end
-    if kind == 's' then
+    if kind == 's' or kind == 'x' then
+      -- A replica records a run missed (x) when its own clock says the
+      -- starting deadline passed; Redis' clock decides, as for a claim: a
+      -- replica whose clock runs ahead must not record a future run missed.
       -- Redis' clock, not the replica's, says when a run may be claimed:
       -- from claim_ahead before its instant. A replica whose clock runs
       -- ahead asks again then; every run starts at its instant as Redis
@@ -124,11 +161,6 @@ local function claim(meta, a)
         end
         return decide('missed', 'not claimed before its starting deadline')
       end
-    elseif kind == 'x' then
-      if now > sched + retention then
-        return {'refused', epoch, 'too old to decide'}
-      end
-      return decide('missed', 'not claimed before its starting deadline')
     elseif kind == 'c' then
       -- Catch-up is for instants past on Redis' clock, whatever the
       -- replica's clock says.
@@ -145,6 +177,14 @@ local function claim(meta, a)
       if sched <= cbase then
         return {'refused', epoch, 'decided before the catch-up began'}
       end
+      -- That reading only holds while the records of what was decided
+      -- since are kept: a run decided after it keeps its record for its
+      -- retention at least. A replica frozen longer than that between its
+      -- heartbeat and this claim would find an expired record's run
+      -- undecided, and start it again.
+      if now > (tonumber(read_s) or 0) + retention - skew then
+        return {'refused', epoch, 'the gap was read longer ago than the record retention'}
+      end
     end
   end
 
@@ -153,7 +193,7 @@ local function claim(meta, a)
   -- Before the instant a claim may only start the run: anything else
   -- (paused, every slot busy) is decided at the instant, as it would have
   -- been without claiming ahead.
-  local ahead = kind == 's' and now < fire
+  local ahead = (kind == 's' or kind == 'x') and now < fire
 
   if kind ~= 'm' and (paused == '1' or lpaused == '1') then
     if ahead then
@@ -236,6 +276,6 @@ end
 
 local out = {}
 for i = 1, #KEYS do
-  out[i] = claim(KEYS[i], 5 + F * (i - 1))
+  out[i] = claim(KEYS[i], 6 + F * (i - 1))
 end
 return out

@@ -79,6 +79,12 @@ end
 -- kept for its retention: a finished run is never simply deleted, or a
 -- replica whose clock lags could claim it again.
 local function close(base, rk, outcome, err, now)
+  -- A run closed before anything was decided for it (a queued run whose
+  -- replica died) carries its outcome as its decision: no field is empty.
+  local d = redis.call('HGET', rk, 'decision')
+  if not d or d == '' then
+    redis.call('HSET', rk, 'decision', outcome)
+  end
   redis.call('HSET', rk, 'outcome', outcome, 'finished', int(now), 'error', err)
   redis.call('PEXPIRE', rk, tonumber(redis.call('HGET', rk, 'ret')) or 60000)
   push_history(base, rk)
@@ -86,7 +92,8 @@ end
 
 -- reap frees slots whose lease expired and queue places whose waiter stopped
 -- polling, closing their records: a replica that died mid-run leaves a
--- lease_lost record, never a run that looks alive forever.
+-- lease_lost record, never a run that looks alive forever. A queued manual
+-- run whose replica died goes back to the pending requests.
 local function reap(base, now)
   local slots, waiting, queue = base .. 'slots', base .. 'waiting', base .. 'queue'
   local dead = redis.call('ZRANGEBYSCORE', slots, '-inf', now)
@@ -103,8 +110,17 @@ local function reap(base, now)
   for _, id in ipairs(gone) do
     redis.call('ZREM', queue, id)
     local rk = run_key(base, id)
-    if redis.call('HGET', rk, 'outcome') == 'waiting' then
-      close(base, rk, 'missed', 'its replica stopped waiting for a slot', now)
+    local w = redis.call('HMGET', rk, 'outcome', 'kind', 'sched')
+    if w[1] == 'waiting' then
+      if w[2] == 'm' and w[3] then
+        -- A manual run goes back to the pending requests, with its request
+        -- time: someone asked for it, and another replica runs it.
+        redis.call('DEL', rk)
+        redis.call('ZADD', base .. 'manual', w[3], id)
+        redis.call('PEXPIRE', base .. 'manual', META_TTL)
+      else
+        close(base, rk, 'missed', 'its replica stopped waiting for a slot', now)
+      end
     end
   end
   if #gone > 0 then
@@ -113,26 +129,52 @@ local function reap(base, now)
 end
 
 -- check_epoch notices lost data. A job's meta carries a random epoch that
--- every replica remembers. Meta missing while a replica remembers an epoch,
--- or an epoch the replica has never seen that was created by a replica that
--- could not tell, means Redis forgot things (a restart without persistence,
--- a failover to a replica that missed writes). Runs scheduled before
--- now + max_clock_skew may then have run already: the floor keeps them from
--- being claimed again. Returns epoch, floor, paused, last, fence.
-local function check_epoch(meta, known, now, skew, fresh)
-  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day')
-  local epoch, floor = m[1], tonumber(m[2]) or 0
+-- every replica remembers, and the last fencing token issued, which never
+-- falls. Redis forgot things (a restart without persistence, a flush, a
+-- failover to a replica that missed writes) when:
+--   - the meta is missing: the job's state is created afresh. Whether this
+--     is a brand-new job or one whose state was lost cannot be told apart,
+--     so it is always treated as a loss (a new job simply starts with its
+--     first instant past the floor);
+--   - a replica remembers an epoch other than the store's;
+--   - a replica has seen a fencing token higher than the last one the store
+--     issued (seen; 0 when not checked): the store lost writes since.
+-- Any run that started before the loss was claimed at most claim ahead
+-- before its instant, on a clock within the max skew of Redis': runs
+-- scheduled before now + margin (skew + claim ahead) may have started
+-- already, and the floor keeps them from starting again; they are
+-- recorded missed. Manual requests made before the loss was noticed
+-- (lost: Redis' time then) may have run too. A loss noticed by the fence
+-- draws a new epoch, so that every replica learns of it and logs it.
+-- Returns epoch, floor, paused, last, fence, lost.
+local function check_epoch(meta, known, now, margin, fresh, seen)
+  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day', 'lost')
+  local epoch, floor, lost = m[1], tonumber(m[2]) or 0, tonumber(m[8]) or 0
+  local fence = tonumber(m[6]) or 0
   local day = int(math.floor(now / 86400000))
+  seen = tonumber(seen) or 0
   if not epoch then
-    epoch = fresh
-    local guarded = '0'
-    if known ~= '' then
-      floor, guarded = now + skew, '1'
-    end
-    redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', guarded)
+    -- The tokens keep rising past what the asking replica saw, and the
+    -- others' higher ones (seen before this loss) are not a new loss.
+    epoch, floor, lost, fence = fresh, now + margin, now, math.max(fence, seen)
+    redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
+      'fence', int(fence))
   elseif known ~= '' and known ~= epoch and m[3] ~= '1' then
-    floor = math.max(floor, now + skew)
-    redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1')
+    floor, lost = math.max(floor, now + margin), now
+    redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1', 'lost', int(lost))
+  end
+  if seen > fence then
+    if floor > now then
+      -- A loss noticed less than a margin ago: the writes this replica saw
+      -- were lost in it (they were made before it), and its floor covers
+      -- them. Only the token catches up.
+      fence = seen
+      redis.call('HSET', meta, 'fence', int(fence))
+    else
+      epoch, floor, lost, fence = fresh, now + margin, now, seen
+      redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
+        'fence', int(fence))
+    end
   end
   if m[7] ~= day then
     -- Once a day, not on every call: keep the job's long-lived keys alive
@@ -142,7 +184,7 @@ local function check_epoch(meta, known, now, skew, fresh)
     redis.call('PEXPIRE', meta, META_TTL)
     redis.call('PEXPIRE', base .. 'history', META_TTL)
   end
-  return epoch, floor, m[4] or '0', tonumber(m[5]) or 0, tonumber(m[6]) or 0
+  return epoch, floor, m[4] or '0', tonumber(m[5]) or 0, fence, lost
 end
 
 -- next_fence issues the job's next fencing token: the server's TIME in

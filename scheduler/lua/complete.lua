@@ -50,10 +50,26 @@ for i = 1, #KEYS do
   else
     local err = rec[3] or ''
     if ARGV[a + 5] ~= '' then
-      err = err .. '; the job then ended: ' .. ARGV[a + 5]
+      -- Bounded, as the holder bounds its own text: 2 KiB.
+      err = string.sub(err .. '; the job then ended: ' .. ARGV[a + 5], 1, 2048)
     end
     redis.call('ZREM', base .. 'slots', id)
     redis.call('HSET', rk, 'attempts', ARGV[a + 4], 'error', err, 'closed_by', 'holder')
+    if outcome == 'missed' and rec[2] == 'lease_lost' then
+      -- The cluster closed it lease_lost, but its holder never started it
+      -- (the claim's answer came after its lease): the record, and its
+      -- history entry (a recent one), say it never ran.
+      redis.call('HSET', rk, 'outcome', 'missed')
+      local h = base .. 'history'
+      for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
+        local ok, e = pcall(cjson.decode, item)
+        if ok and type(e) == 'table' and e.id == id then
+          e.outcome, e.error = 'missed', err
+          redis.call('LSET', h, k - 1, cjson.encode(e))
+          break
+        end
+      end
+    end
     out[i] = 'closed'
   end
 end

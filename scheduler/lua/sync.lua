@@ -4,18 +4,20 @@
 -- replica needs to know.
 -- KEYS[i]  meta key of job i
 -- ARGV[1] max clock skew ms   ARGV[2] fresh epoch   ARGV[3] manual request ttl ms
--- then 4 fields per job: known epoch, record retention ms, history limit, replica id
+-- ARGV[4] claim ahead ms
+-- then 5 fields per job: known epoch, record retention ms, history limit, replica id,
+-- highest fencing token the replica has seen ("0": not checked; see check_epoch)
 -- Returns per job {epoch, paused, last decided instant ms, floor ms, highest
 -- fencing token, then pending manual runs as pairs: run id, request time ms}
-local skew, fresh, manual_ttl = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local skew, fresh, manual_ttl, ahead = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local out = {}
 for i = 1, #KEYS do
-  local a = 3 + 4 * (i - 1)
+  local a = 4 + 5 * (i - 1)
   local known, retention, hlimit, replica = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   local meta = KEYS[i]
   local base = base_of(meta)
-  local epoch, floor, paused, last, fence = check_epoch(meta, known, now, skew, fresh)
+  local epoch, floor, paused, last, fence = check_epoch(meta, known, now, skew + ahead, fresh, ARGV[a + 5])
   reap(base, now)
   local manual = base .. 'manual'
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', manual, '-inf', now - manual_ttl)) do
@@ -28,7 +30,7 @@ for i = 1, #KEYS do
     end
     redis.call('ZREM', manual, id)
   end
-  local res = {epoch, paused, int(last), int(floor), fence}
+  local res = {epoch, paused, int(last), int(floor), int(fence)}
   for _, v in ipairs(redis.call('ZRANGE', manual, 0, 9, 'WITHSCORES')) do
     res[#res + 1] = v
   end

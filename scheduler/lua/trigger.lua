@@ -1,10 +1,24 @@
 -- Asks the cluster for a manual run of a job: the request waits in the
--- job's manual set until a replica claims it (exactly one will).
+-- job's manual set until a replica claims it (exactly one will). A job has
+-- at most ARGV[2] requests pending: Redis' memory is bounded.
 -- KEYS[1] meta key of the job
--- ARGV[1] run id ("<job>@manual-<id>")
--- Returns the request time (server ms).
+-- ARGV[1] run id ("<job>@manual-<id>")   ARGV[2] most pending requests
+-- ARGV[3] a fresh random epoch   ARGV[4] data-loss margin ms (see check_epoch)
+-- Returns the request time (server ms), or -1 when the job's queue of
+-- pending requests is full.
 local now = now_ms()
 local base = base_of(KEYS[1])
-redis.call('ZADD', base .. 'manual', now, ARGV[1])
-redis.call('PEXPIRE', base .. 'manual', META_TTL)
+local manual = base .. 'manual'
+-- A job's state created here is created as check_epoch would (a possible
+-- loss: nothing scheduled before the floor starts), but noticed before
+-- this request: the request itself runs.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'epoch', ARGV[3], 'floor', int(now + tonumber(ARGV[4])), 'guarded', '1', 'lost', int(now))
+  redis.call('PEXPIRE', KEYS[1], META_TTL)
+end
+if redis.call('ZCARD', manual) >= tonumber(ARGV[2]) then
+  return -1
+end
+redis.call('ZADD', manual, now, ARGV[1])
+redis.call('PEXPIRE', manual, META_TTL)
 return now

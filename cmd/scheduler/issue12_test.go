@@ -1,0 +1,210 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// Manual runs queued behind a run that lasts longer than the lease, on a
+// replica that then stops (SIGTERM) or dies (kill -9), with the daemon:
+// each runs once, on a replica that stays up (issue 12, defects 1 and 5).
+func TestQueuedManualRunsOutliveTheirReplica(t *testing.T) {
+	tr := &transcript{}
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "busy.ledger")
+	table := filepath.Join(dir, "solocron.yaml")
+	writeFile(t, table, fmt.Sprintf(`
+store:
+  url: redis://%s/0
+jobs:
+  - name: busy
+    schedule: "@yearly"
+    lease: 3s               # shorter than a run: a queued run waits longer than a lease
+    kill_grace: 1s
+    command: %s
+`, srv.Addr(), ledgerCommand(ledger, "; sleep 5")))
+	up := func(id string) replica {
+		addr := freeAddr(t)
+		p := start(t, tr, id, env(), "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
+		r := replica{p, id, addr}
+		testkit.WaitFor(t, 60*time.Second, id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
+		return r
+	}
+	trigger := func() string {
+		r := runCLI(t, tr, env(), "trigger", "busy", "--wait", "0", "--config", table)
+		r.want(t, 0, "trigger")
+		return strings.TrimSpace(r.stdout)
+	}
+	ranOn := func(id string) []string {
+		var on []string
+		for _, l := range readLedger(t, ledger) {
+			if l.runID == id {
+				on = append(on, l.replica)
+			}
+		}
+		return on
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("transcript:\n%s", tr)
+		}
+	}()
+
+	for _, how := range []string{"SIGTERM", "kill -9"} {
+		doomed := up("doomed-" + strings.Fields(how)[0])
+		first := trigger()
+		testkit.WaitFor(t, 30*time.Second, first+" started", func() bool { return len(ranOn(first)) == 1 })
+		queued := trigger()
+		time.Sleep(2 * time.Second) // the doomed replica claims it and queues it behind the first
+		heir := up("heir-" + strings.Fields(how)[0])
+		if how == "SIGTERM" {
+			doomed.signal(syscall.SIGTERM)
+		} else {
+			doomed.signal(syscall.SIGKILL)
+		}
+		testkit.WaitFor(t, 60*time.Second, queued+" run by another replica", func() bool { return len(ranOn(queued)) > 0 })
+		time.Sleep(2 * time.Second) // a second start would show by now
+		if on := ranOn(queued); len(on) != 1 || on[0] != heir.id {
+			t.Errorf("%s: the queued run %s ran on %v, want once on %s", how, queued, on, heir.id)
+		}
+		if on := ranOn(first); len(on) != 1 {
+			t.Errorf("%s: the first run %s ran on %v, want once", how, first, on)
+		}
+		heir.signal(syscall.SIGTERM)
+		heir.wait(60 * time.Second)
+		if how == "SIGTERM" {
+			doomed.wait(60 * time.Second)
+		}
+	}
+}
+
+// Daemons against a redis-server that loses its data while every replica is
+// down (issue 12, defect 2: fails before the fix), then stalls for longer
+// than the lease: no run starts twice, no record has an empty field, and a
+// record that says a run started either ran or says it never ran (defect
+// 12's invariant; TestLateClaimAnswer in package scheduler reproduces that
+// defect deterministically).
+func TestDataLossAndStallWithDaemons(t *testing.T) {
+	tr := &transcript{}
+	srv := redistest.Start(t)
+	rdb := srv.Client(t, nil)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "tick.ledger")
+	table := filepath.Join(dir, "solocron.yaml")
+	writeFile(t, table, fmt.Sprintf(`
+store:
+  url: redis://%s/0
+jobs:
+  - name: tick
+    schedule: "*/2 * * * * *"
+    lease: 3s
+    kill_grace: 1s
+    history_limit: 1000
+    command: %s
+`, srv.Addr(), ledgerCommand(ledger, "")))
+	defer func() {
+		if t.Failed() {
+			t.Logf("transcript:\n%s", tr)
+		}
+	}()
+	up := func(id string) replica {
+		addr := freeAddr(t)
+		p := start(t, tr, id, env(), "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
+		r := replica{p, id, addr}
+		testkit.WaitFor(t, 60*time.Second, id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
+		return r
+	}
+	count := func() map[string][]string {
+		m := map[string][]string{}
+		for _, l := range readLedger(t, ledger) {
+			m[l.runID] = append(m[l.runID], l.replica)
+		}
+		return m
+	}
+
+	// Defect 2: the store loses its data while the only replica is down; a
+	// replica started at once, inside the last run's starting deadline,
+	// remembers nothing of it.
+	a := up("a")
+	testkit.WaitFor(t, 30*time.Second, "two runs", func() bool { return len(count()) >= 2 })
+	a.signal(syscall.SIGTERM)
+	a.wait(60 * time.Second)
+	if err := rdb.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := len(count())
+	b := up("b")
+	testkit.WaitFor(t, 30*time.Second, "runs after the loss", func() bool { return len(count()) >= before+2 })
+
+	// Defect 12: Redis stalls longer than the lease; the claims queued
+	// meanwhile are answered late.
+	srv.Pause()
+	time.Sleep(4 * time.Second)
+	srv.Resume()
+	time.Sleep(6 * time.Second)
+	b.signal(syscall.SIGTERM)
+	b.wait(60 * time.Second)
+
+	ran := count()
+	for id, on := range ran {
+		if len(on) > 1 {
+			t.Errorf("%s ran %d times, on %v", id, len(on), on)
+		}
+	}
+	hist, err := rdb.LRange(t.Context(), "solocron:{tick}:history", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hist {
+		var rec struct{ ID, Decision, Outcome, Error string }
+		if err := json.Unmarshal([]byte(h), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Decision == "" || rec.Outcome == "" {
+			t.Errorf("record with an empty field: %s", h)
+		}
+		if rec.Decision == "started" && len(ran[rec.ID]) == 0 && rec.Outcome != "missed" {
+			t.Errorf("%s recorded started, %s (%s), but it never ran", rec.ID, rec.Outcome, rec.Error)
+		}
+	}
+}
+
+// A job's pending manual runs are bounded; the CLI says so clearly when
+// they are at their bound (issue 12, defect 11).
+func TestTriggerQueueFullMessage(t *testing.T) {
+	tr := &transcript{}
+	srv := redistest.Start(t)
+	rdb := srv.Client(t, nil)
+	dir := t.TempDir()
+	table := filepath.Join(dir, "solocron.yaml")
+	writeFile(t, table, fmt.Sprintf(`
+store:
+  url: redis://%s/0
+jobs:
+  - name: full
+    schedule: "@yearly"
+    command: [true]
+`, srv.Addr()))
+	for i := range scheduler.MaxPendingManual {
+		if err := rdb.ZAdd(t.Context(), "solocron:{full}:manual", redis.Z{Score: float64(i), Member: fmt.Sprintf("full@manual-%d", i)}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, tr, env(), "trigger", "full", "--wait", "0", "--config", table)
+	r.want(t, 1, "trigger")
+	if !strings.Contains(r.stderr, "100 manual runs of \"full\" are already waiting") || r.stdout != "" {
+		t.Errorf("stdout %q, stderr %q: want a clear message that the queue is full", r.stdout, r.stderr)
+	}
+}
