@@ -215,7 +215,15 @@ func lateClaimChecks(t *testing.T, c *cluster, row *row, id string, at time.Time
 	got := c.decisions(at.Add(-time.Second), later.Scheduled())
 	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
 	if rec, ok := c.record(id); ok {
-		row.figure("%s recorded %s/%s", id, rec.Decision, rec.Outcome)
+		_, ran := c.led.Run(id)
+		row.figure("%s recorded %s/%s, ran: %v", id, rec.Decision, rec.Outcome, ran)
+		if !ran && rec.Decision == scheduler.Started && rec.Outcome == scheduler.LeaseLost {
+			// Issue 12 (defect 12) asks for an outcome that says such a
+			// run never ran. The winner never heard it won (its answer
+			// was lost to the read timeout, its retry found the run
+			// closed), so only the store could say so; it does not yet.
+			t.Logf("%s never ran, yet is recorded started → lease_lost", id)
+		}
 	}
 	if st.Harmful > 0 {
 		row.figure("its writes after the next holder's: %d, refused %d", st.Harmful, st.Harmful-st.HarmfulAccepted)
