@@ -94,7 +94,13 @@ func TestScenario12BadInput(t *testing.T) {
 // its combined output, exit code and duration.
 func runCLI(t *testing.T, args ...string) (string, int, time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	return runCLIWithin(t, 20*time.Second, args...)
+}
+
+// runCLIWithin is runCLI with a limit of its own.
+func runCLIWithin(t *testing.T, limit time.Duration, args ...string) (string, int, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, schedulerBin, args...)
 	cmd.Env = cleanEnv()
@@ -104,7 +110,7 @@ func runCLI(t *testing.T, args ...string) (string, int, time.Duration) {
 	err := cmd.Run()
 	took := time.Since(start)
 	if ctx.Err() != nil {
-		t.Fatalf("scheduler %v did not finish in 20 s", args)
+		t.Fatalf("scheduler %v did not finish in %s", args, limit)
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

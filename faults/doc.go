@@ -20,11 +20,19 @@
 //
 // Every run reports to an in-test ledger over a connection it keeps open, so
 // the ledger knows when each job process really starts and ends, whichever
-// way it ends; each run also writes to an in-test sink that refuses a write
+// way it ends (a job may also ignore SIGTERM and leave a child in its
+// process group that reports on a connection of its own, so the ledger
+// knows when the whole group is gone); each run also writes to an in-test sink that refuses a write
 // whose fencing token is below the highest it accepted (for a concurrency
 // limit N: outside the N highest live tokens). A watcher reads the job's
 // concurrency slots straight from Redis every 10ms: the ground truth of who
 // held a lease when, against which stale writes are judged.
+//
+// Besides faults of the network, of Redis and of the clocks, scenarios
+// stop replicas (SIGTERM, SIGKILL, SIGSTOP) and start them again with the
+// same id, ask for manual runs (through the scheduler trigger command or
+// the Control API) while the job is busy, and check that a bad table is
+// refused with the file, line, column and field.
 //
 // At the end the suite prints one row per scenario: runs, duplicate starts,
 // missed runs, stale writes the sink accepted, recovery time, and what each

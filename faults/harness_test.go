@@ -35,6 +35,7 @@ type jobSpec struct {
 	Concurrency int           // default 1
 	Sleep       time.Duration // how long each run lasts
 	WriteEvery  time.Duration // sink write period; default 100ms
+	KillGrace   time.Duration // SIGTERM to SIGKILL; default 100ms
 	Extra       []string      // more faultjob flags; {{redis}} is Redis' address
 	YAML        string        // more job fields, "key: value" lines
 }
@@ -75,6 +76,13 @@ func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 	}
 	if cfg.Job.Concurrency == 0 {
 		cfg.Job.Concurrency = 1
+	}
+	if cfg.Job.KillGrace == 0 {
+		// Short: a lease is declared lost kill_grace + 0.5 s before it
+		// runs out (2.4 s into a 3 s lease here), and the scenarios whose
+		// faults last 2 s must still end inside it. faultjob stops at once
+		// on SIGTERM anyway.
+		cfg.Job.KillGrace = 100 * time.Millisecond
 	}
 	if cfg.Job.WriteEvery == 0 {
 		cfg.Job.WriteEvery = 100 * time.Millisecond
@@ -125,11 +133,11 @@ jobs:
     schedule: %q
     lease: %s
     concurrency: %d
-    kill_grace: 1s
+    kill_grace: %s
     history_limit: 2000
     command: [%s]
     env: {FAULT_LEDGER: %q}
-%s`, addr, c.prefix, jobName, j.Schedule, j.Lease, j.Concurrency, strings.Join(quoted, ", "), c.led.Addr(), extra.String())
+%s`, addr, c.prefix, jobName, j.Schedule, j.Lease, j.Concurrency, j.KillGrace, strings.Join(quoted, ", "), c.led.Addr(), extra.String())
 	path := filepath.Join(c.dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		c.t.Fatal(err)
@@ -162,6 +170,25 @@ func (c *cluster) addReplica() *replica {
 	return r
 }
 
+// restart starts r again — a new process with the same id, table and proxy
+// — once it has exited, and returns the new replica, which takes r's place.
+func (c *cluster) restart(r *replica) *replica {
+	c.t.Helper()
+	if r.alive() {
+		c.t.Fatalf("restart %s: still running", r.id)
+	}
+	n := startReplica(c.t, r.id, r.table)
+	n.px = r.px
+	c.mu.Lock()
+	for i, o := range c.replicas {
+		if o == r {
+			c.replicas[i] = n
+		}
+	}
+	c.mu.Unlock()
+	return n
+}
+
 func (c *cluster) Replicas() []*replica {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -176,6 +203,13 @@ func (c *cluster) replica(id string) *replica {
 	}
 	c.t.Fatalf("no replica %q", id)
 	return nil
+}
+
+// renewEvery is how often a run's lease is renewed, which is also each
+// renewal's deadline: a command job's lease is declared lost kill_grace +
+// 0.5 s before it runs out, and renewed three times in what is left.
+func (c *cluster) renewEvery() time.Duration {
+	return (c.cfg.Job.Lease - c.cfg.Job.KillGrace - 500*time.Millisecond) / 3
 }
 
 // waitRun waits for a run the ledger has that satisfies ok.
@@ -291,6 +325,7 @@ func decisionSummary(got map[string]int) string {
 type replica struct {
 	t     *testing.T
 	id    string
+	table string
 	admin string
 	px    *proxy
 	cmd   *exec.Cmd
@@ -305,7 +340,7 @@ func startReplica(t *testing.T, id, table string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{t: t, id: id, admin: "127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{})}
+	r := &replica{t: t, id: id, table: table, admin: "127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{})}
 	r.cmd = exec.Command(schedulerBin, "run", "--config", table, "--replica-id", id,
 		"--admin-listen", r.admin, "--log-format", "json", "--shutdown-grace", "1s")
 	r.cmd.Env = cleanEnv()
@@ -365,6 +400,14 @@ func (r *replica) kill9() time.Time {
 	at := time.Now()
 	_ = r.cmd.Process.Signal(syscall.SIGKILL)
 	<-r.done
+	return at
+}
+
+// term asks the replica to shut down (SIGTERM) and returns the time just
+// before the signal; it does not wait.
+func (r *replica) term() time.Time {
+	at := time.Now()
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	return at
 }
 

@@ -32,7 +32,11 @@ func heldEvent(t *testing.T, px *proxy, kind string) cmdEvent {
 // for `held` (and with retryDelay, delays the retry of that claim on its
 // way to Redis), and returns that run's id and instant.
 func heldClaim(t *testing.T, c *cluster, retryDelay time.Duration) (string, time.Time) {
-	c.firstRun()
+	// The first run may be the one a replica found due when it started,
+	// late in its second: held from the claim ahead of the next instant, it
+	// would make that claim wait for the instant. The runs after it start
+	// on time and end long before the next claim.
+	c.waitEnded(c.firstRun().RunID, 10*time.Second)
 	at := nextInstant(time.Now().Add(500 * time.Millisecond))
 	id := runID(at)
 	sleepUntil(at.Add(-300 * time.Millisecond))
@@ -211,7 +215,15 @@ func lateClaimChecks(t *testing.T, c *cluster, row *row, id string, at time.Time
 	got := c.decisions(at.Add(-time.Second), later.Scheduled())
 	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
 	if rec, ok := c.record(id); ok {
-		row.figure("%s recorded %s/%s", id, rec.Decision, rec.Outcome)
+		_, ran := c.led.Run(id)
+		row.figure("%s recorded %s/%s, ran: %v", id, rec.Decision, rec.Outcome, ran)
+		if !ran && rec.Decision == scheduler.Started && rec.Outcome == scheduler.LeaseLost {
+			// Issue 12 (defect 12) asks for an outcome that says such a
+			// run never ran. The winner never heard it won (its answer
+			// was lost to the read timeout, its retry found the run
+			// closed), so only the store could say so; it does not yet.
+			t.Logf("%s never ran, yet is recorded started → lease_lost", id)
+		}
 	}
 	if st.Harmful > 0 {
 		row.figure("its writes after the next holder's: %d, refused %d", st.Harmful, st.Harmful-st.HarmfulAccepted)
@@ -291,7 +303,7 @@ func TestScenario05bHeldRenewReply(t *testing.T) {
 	job := c.waitEnded(first.RunID, 15*time.Second)
 
 	e := heldEvent(t, w.px, "renew")
-	back, ok := renewedAfter(w.px, e.Sent.Add(time.Millisecond), lease/3)
+	back, ok := renewedAfter(w.px, e.Sent.Add(time.Millisecond), c.renewEvery())
 	if !ok {
 		t.Errorf("no renewal succeeded after the held one")
 	}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strconv"
@@ -51,6 +52,15 @@ func instantOf(runID string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// childRec is a process a run left in its process group (faultjob -child),
+// as the ledger saw it.
+type childRec struct {
+	RunID string
+	PID   int
+	Start time.Time
+	End   time.Time // its connection closed: the process is gone; zero while alive
 }
 
 // sink is a downstream store that fences writes by token.
@@ -129,10 +139,11 @@ func (s *semSink) maxEffective() int { return s.most }
 // ledger records every job process: the faultjob command reports over TCP,
 // in-process replicas through inProcessJob. It owns the sink.
 type ledger struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	runs []*runRec
-	sink sink
+	ln       net.Listener
+	mu       sync.Mutex
+	runs     []*runRec
+	children []*childRec
+	sink     sink
 }
 
 func newLedger(t *testing.T, s sink) *ledger {
@@ -165,6 +176,10 @@ func (l *ledger) serve(c net.Conn) {
 		return
 	}
 	f := strings.Fields(line)
+	if len(f) == 3 && f[0] == "child" {
+		l.child(f[1], f[2], rd)
+		return
+	}
 	if len(f) != 6 || f[0] != "start" {
 		return
 	}
@@ -202,6 +217,30 @@ func (l *ledger) serve(c net.Conn) {
 			l.note(r, f[1], ops)
 		}
 	}
+}
+
+// child records a run's child until its connection closes.
+func (l *ledger) child(runID, pid string, rd *bufio.Reader) {
+	p, _ := strconv.Atoi(pid)
+	ch := &childRec{RunID: runID, PID: p, Start: time.Now()}
+	l.mu.Lock()
+	l.children = append(l.children, ch)
+	l.mu.Unlock()
+	_, _ = io.Copy(io.Discard, rd)
+	l.mu.Lock()
+	ch.End = time.Now()
+	l.mu.Unlock()
+}
+
+// Children returns a copy of every child record, in start order.
+func (l *ledger) Children() []childRec {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]childRec, len(l.children))
+	for i, c := range l.children {
+		out[i] = *c
+	}
+	return out
 }
 
 // begin records a start, which is also the run's first write.

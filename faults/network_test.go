@@ -11,7 +11,7 @@ import (
 
 // renewedAfter is when the first renewal sent through px after t was
 // answered "ok" while its caller still waited (answered within the
-// renewal's deadline, lease/3): a renewal the replica counts.
+// renewal's deadline): a renewal the replica counts.
 func renewedAfter(px *proxy, t time.Time, deadline time.Duration) (time.Time, bool) {
 	for _, e := range px.Events("renew") {
 		if e.Reply == "ok" && !e.Replied.Before(t) && e.Replied.Sub(e.Read) < deadline {
@@ -39,7 +39,7 @@ func shortNetworkFault(t *testing.T, row *row, mode proxyMode, d time.Duration) 
 	job := c.waitEnded(first.RunID, 15*time.Second)
 
 	o, _ := c.watch.Obs(first.RunID)
-	back, ok := renewedAfter(w.px, healed, lease/3)
+	back, ok := renewedAfter(w.px, healed, c.renewEvery())
 	if !ok {
 		t.Errorf("no renewal succeeded after the network came back")
 		for _, e := range w.px.Events("renew") {

@@ -4,6 +4,8 @@ package faults_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,18 +63,28 @@ func TestScenario06aRedisRestartEmpty(t *testing.T) {
 	if next.Start.Sub(killed) > 5*time.Second {
 		t.Errorf("runs resumed %s after the kill", next.Start.Sub(killed))
 	}
+	// One loss, one new epoch: every replica that notices it learns the
+	// same one (a store that drew a second epoch for the same loss would
+	// push the floor again, and with it the runs after the loss).
 	noticed := 0
-	refused := 0
+	epochs := map[string][]string{}
 	for _, r := range c.Replicas() {
-		noticed += len(r.logs("Redis lost this job's state"))
-		refused += len(r.logs("run not claimed"))
+		for _, l := range r.logs("Redis lost this job's state") {
+			noticed++
+			e, _ := l.Fields["new_epoch"].(string)
+			epochs[e] = append(epochs[e], r.id+" at "+l.Time.Format("15:04:05.000"))
+		}
 	}
 	if noticed == 0 {
 		t.Errorf("no replica noticed the loss")
 	}
-	row.figure("%d replicas logged the loss; %d claims refused for instants before the loss + max_clock_skew", noticed, refused)
-
-	st, _ := c.tally(t, row, next.Scheduled(), last.Scheduled())
+	if len(epochs) > 1 {
+		t.Errorf("one loss, %d new epochs (new epoch: replicas that logged it): %v", len(epochs), epochs)
+	}
+	// Every instant from the restart on is decided once, recorded: those
+	// below the loss floor (loss + max_clock_skew + claim ahead) missed.
+	st, got := c.tally(t, row, nextInstant(restarted), last.Scheduled())
+	row.figure("%d loss reports by the replicas, %d new epoch(s); instants from the restart: %s", noticed, len(epochs), decisionSummary(got))
 	if st.HarmfulAccepted > 0 || st.LegitRejected > 0 {
 		t.Errorf("writes: %+v", st)
 	}
@@ -217,5 +229,86 @@ func TestScenario07bRedisPausedLong(t *testing.T) {
 			t.Errorf("%s exited", r.id)
 		}
 		r.waitReady()
+	}
+}
+
+// 14. Every replica is down (kill -9) when Redis loses its data (kill -9,
+// restart without persistence); the replicas then start again, as new
+// processes that remember nothing. The run that ran just before is still
+// inside its starting deadline (10 s; the job runs every 5 s), but it must
+// not run again: a job state created afresh may be a loss, so no instant
+// that could have started before it starts after it. The runs after go on.
+func TestScenario14RedisLossWhileAllDown(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "14", "all replicas down, Redis restarts empty, replicas restart (job every 5 s)")
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Schedule: "@every 5s", Sleep: 300 * time.Millisecond}})
+	const every = 5 * time.Second
+
+	// A run that started on time (not one a replica found due, late, when
+	// it started), so that the restart fits before the next instant.
+	first := c.waitRun(20*time.Second, "a run started on time", func(r runRec) bool {
+		return !r.Scheduled().IsZero() && r.Start.Sub(r.Scheduled()) < 500*time.Millisecond
+	})
+	job := c.waitEnded(first.RunID, 5*time.Second)
+	down := time.Now()
+	for _, r := range c.Replicas() {
+		r.kill9()
+	}
+	c.redis.Restart()
+	restarted := time.Now()
+	for _, r := range c.Replicas() {
+		c.restart(r)
+	}
+	for _, r := range c.Replicas() {
+		r.waitReady()
+	}
+	ready := time.Now()
+	if !ready.Before(first.Scheduled().Add(every)) {
+		t.Fatalf("the replicas were ready again %s after %s's instant, not before the next one: too slow to test a rerun",
+			ready.Sub(first.Scheduled()), first.RunID)
+	}
+	next := c.waitRun(3*every, "a run after the restart", func(r runRec) bool { return r.Start.After(restarted) })
+	last := c.waitRun(2*every+5*time.Second, "the run after it", func(r runRec) bool {
+		return r.Scheduled().After(next.Scheduled()) && !r.End.IsZero()
+	})
+	next = c.waitEnded(next.RunID, 5*time.Second)
+
+	row.Recovery = dur(next.Start.Sub(restarted))
+	row.figure("%s ran at instant+%s and ended; all replicas killed %s after its instant, Redis empty %s later, replicas ready %s after its instant",
+		first.RunID, ms(first.Start.Sub(first.Scheduled())), ms(down.Sub(first.Scheduled())), ms(restarted.Sub(down)), ms(ready.Sub(first.Scheduled())))
+	row.figure("first run after the restart: %s (instant restart+%s), started restart+%s; tokens %d before, %d after",
+		next.RunID, dur(next.Scheduled().Sub(restarted)), dur(next.Start.Sub(restarted)), job.Token, next.Token)
+
+	all := c.led.Runs()
+	for _, r := range all {
+		if r.Start.After(restarted) && !r.Scheduled().After(down) {
+			t.Errorf("%s, whose instant came before the loss, started (again) after it, on %s", r.RunID, r.Replica)
+		}
+	}
+	dups := duplicates(all)
+	if len(dups) > 0 {
+		t.Errorf("duplicate starts: %v", dups)
+	}
+	if next.Scheduled().After(first.Scheduled().Add(2 * every)) {
+		t.Errorf("runs resumed only at %s, more than one instant after the loss", next.RunID)
+	}
+	if last.EndReason != "ok" || next.EndReason != "ok" {
+		t.Errorf("runs after the loss ended %q and %q, want ok", next.EndReason, last.EndReason)
+	}
+	// Only instants whose record survived count as decided: those before
+	// the loss have none left.
+	var decided []string
+	for _, r := range c.history() {
+		decided = append(decided, fmt.Sprintf("%s %s/%s", r.ScheduledAt.UTC().Format(time.TimeOnly), r.Decision, r.Outcome))
+	}
+	row.figure("records after the loss: %s", strings.Join(decided, ", "))
+	n := starts(all)
+	row.Runs, row.Duplicates, row.StaleAccepted = len(n), len(dups), judge(all, c.watch, 1).HarmfulAccepted
+	row.Missed = 0
+	for _, r := range c.history() {
+		if r.Decision == scheduler.Missed {
+			row.Missed++
+		}
 	}
 }

@@ -19,14 +19,28 @@
 // With -flood ADDR the job also floods that Redis with pipelined writes
 // from -flood-conns connections while it runs: a job that loads the same
 // Redis the scheduler coordinates through.
+//
+// With -manual-sleep D a manual run lasts D instead of -sleep.
+//
+// With -ignore-term the job ignores SIGTERM (only SIGKILL stops it before
+// -sleep). With -child it also starts a child in its own process group — a
+// copy of itself that ignores SIGTERM too when the job does — which reports
+// to the ledger on a connection of its own, so the test learns when the
+// whole group is gone:
+//
+//	child:  child <run id> <pid>
+//
+// and nothing more until it dies.
 package main
 
 import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -38,15 +52,28 @@ import (
 
 func main() {
 	sleep := flag.Duration("sleep", time.Second, "how long the run lasts")
+	manualSleep := flag.Duration("manual-sleep", 0, "how long a manual run lasts, if not -sleep")
 	every := flag.Duration("write-every", 100*time.Millisecond, "period of the sink writes; 0 writes only at start")
 	flood := flag.String("flood", "", "Redis host:port to flood with writes while the run lasts")
 	floodConns := flag.Int("flood-conns", 8, "connections flooding Redis")
+	ignoreTerm := flag.Bool("ignore-term", false, "ignore SIGTERM (and SIGINT): only SIGKILL stops the run early")
+	child := flag.Bool("child", false, "start a child in the job's process group that lives until it is killed")
+	asChild := flag.Bool("as-child", false, "be that child (internal)")
 	flag.Parse()
 
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+	}
+	if *asChild {
+		beChild() // SIGTERM kills it, unless ignored
+		return
+	}
 	// SIGTERM is how the scheduler cancels a run; catch it at once so that
 	// the end is reported.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	if !*ignoreTerm {
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	}
 
 	conn, err := net.Dial("tcp", os.Getenv("FAULT_LEDGER"))
 	if err != nil {
@@ -76,6 +103,21 @@ func main() {
 	ask(fmt.Sprintf("start %s %s %s %s %d", env("SOLOCRON_RUN_ID"), env("SOLOCRON_REPLICA_ID"),
 		env("SOLOCRON_FENCING_TOKEN"), env("SOLOCRON_ATTEMPT"), os.Getpid()))
 
+	if *child {
+		args := []string{"-as-child"}
+		if *ignoreTerm {
+			args = append(args, "-ignore-term")
+		}
+		// Same process group, same output pipes: a worker the job left
+		// behind, as far as the scheduler can tell.
+		c := exec.Command(os.Args[0], args...)
+		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "faultjob: child:", err)
+			os.Exit(3)
+		}
+	}
+
 	var ops atomic.Int64
 	stopFlood := make(chan struct{})
 	var flooders sync.WaitGroup
@@ -95,6 +137,9 @@ func main() {
 		_ = conn.Close()
 	}
 
+	if *manualSleep > 0 && strings.Contains(os.Getenv("SOLOCRON_RUN_ID"), "@manual-") {
+		*sleep = *manualSleep
+	}
 	done := time.NewTimer(*sleep)
 	var tick <-chan time.Time
 	if *every > 0 {
@@ -114,6 +159,22 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// beChild reports the child to the ledger and lives until it is killed
+// (or, without -ignore-term, until SIGTERM): the ledger sees its connection
+// close when the process is gone.
+func beChild() {
+	conn, err := net.Dial("tcp", os.Getenv("FAULT_LEDGER"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faultjob child: ledger:", err)
+		os.Exit(3)
+	}
+	if _, err := fmt.Fprintf(conn, "child %s %d\n", os.Getenv("SOLOCRON_RUN_ID"), os.Getpid()); err != nil {
+		os.Exit(3)
+	}
+	_, _ = io.Copy(io.Discard, conn) // the ledger never writes; blocks until one side goes
+	os.Exit(0)
 }
 
 // floodRedis writes pipelines of 64 SETs of 512 bytes on one connection
