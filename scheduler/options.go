@@ -55,7 +55,8 @@ type config struct {
 	ackTimeout     time.Duration
 	redlockTimeout time.Duration
 
-	redact func(string) string // see WithRedactor
+	version string              // WithVersion, in replicas.go
+	redact  func(string) string // see WithRedactor
 }
 
 // WithReplicaID names this replica in run records and logs. Default

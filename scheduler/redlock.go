@@ -648,6 +648,11 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 				r.floor = a.floor
 			}
 			r.fence = max(r.fence, a.fence)
+			// The statistics of the master that saw the latest run: a master
+			// that missed a close would show an older failure streak.
+			if a.stats.latest().After(r.stats.latest()) || (r.stats == jobStats{}) {
+				r.stats = a.stats
+			}
 			for m := 0; m+1 < len(a.manual); m += 2 {
 				id := a.manual[m]
 				if manual[id] == 0 {
@@ -692,14 +697,14 @@ func (rl *redlock) trigger(ctx context.Context, job, id string) error {
 // manualHints is the union of the masters' hints (any one may have a
 // request the others missed). Redis' clock is the median of the masters'
 // that answered: one master with a wrong clock does not move it.
-func (rl *redlock) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, time.Time, error) {
+func (rl *redlock) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
 	type answer struct {
 		hints []string
 		at    time.Time
 	}
 	per, err := read(ctx, rl, "hints", func(ctx context.Context, m *store) (answer, error) {
-		h, at, err := m.manualHints(ctx, since, ttl)
-		return answer{h, at}, err
+		hs, at, err := m.manualHints(ctx, h)
+		return answer{hs, at}, err
 	})
 	if err != nil {
 		return nil, time.Time{}, err

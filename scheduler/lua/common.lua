@@ -48,10 +48,54 @@ end
 local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 'fence',
   'started', 'finished', 'attempts', 'error', 'output'}
 
+-- What the metrics export of each job (sync.lua returns it), kept in its
+-- meta by whoever closes or decides a run:
+--   ok            server ms the job's last successful run ended
+--   fails         runs in a row that ended failed, timed_out or lease_lost
+--   at:<outcome>  server ms of the job's last run with that outcome: when it
+--                 ended, or when it was decided (missed, skipped_*)
+local OUTCOMES = {'succeeded', 'failed', 'timed_out', 'lease_lost', 'interrupted', 'replaced', 'missed',
+  'skipped_overlap', 'skipped_paused'}
+local FAILURES = {failed = true, timed_out = true, lease_lost = true}
+
+-- note records in the job's meta that one of its runs got outcome at at
+-- (server ms, a string).
+local function note(base, outcome, at)
+  local meta = base .. 'meta'
+  if outcome == 'succeeded' then
+    redis.call('HSET', meta, 'at:succeeded', at, 'ok', at, 'fails', '0')
+  elseif FAILURES[outcome] then
+    redis.call('HSET', meta, 'at:' .. outcome, at)
+    redis.call('HINCRBY', meta, 'fails', 1)
+  elseif outcome and outcome ~= 'running' and outcome ~= 'waiting' then
+    redis.call('HSET', meta, 'at:' .. outcome, at)
+  end
+end
+
+-- stats packs what note kept, for sync.lua's answer:
+-- "ok|fails|outcome=ms,outcome=ms,..." (only outcomes the job has had).
+local function stats(meta)
+  local f = {'ok', 'fails'}
+  for i, o in ipairs(OUTCOMES) do
+    f[i + 2] = 'at:' .. o
+  end
+  local v = redis.call('HMGET', meta, unpack(f))
+  local runs = {}
+  for i, o in ipairs(OUTCOMES) do
+    if v[i + 2] then
+      runs[#runs + 1] = o .. '=' .. v[i + 2]
+    end
+  end
+  return (v[1] or '') .. '|' .. (v[2] or '0') .. '|' .. table.concat(runs, ',')
+end
+
 -- file appends a closed run's record (a table of strings) to the job's
 -- history. The list's TTL is set when it is created and refreshed once a day
 -- with the job's meta (check_epoch), not on every push.
 local function file(base, rec, hl)
+  if rec.finished then
+    note(base, rec.outcome, rec.finished)
+  end
   local h = base .. 'history'
   if redis.call('LPUSH', h, cjson.encode(rec)) == 1 then
     redis.call('PEXPIRE', h, META_TTL)

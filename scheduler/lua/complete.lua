@@ -36,6 +36,7 @@ for i = 1, #KEYS do
     end
     redis.call('HSET', rk, 'decision', decision, 'outcome', outcome, 'finished', fin, 'error', ARGV[a + 5],
       'attempts', ARGV[a + 4], 'closed_by', 'holder')
+    note(base, outcome, fin)
     -- Kept for its retention, never deleted: a replica whose clock lags must
     -- still find the run decided.
     redis.call('PEXPIRE', rk, ARGV[a + 7])
