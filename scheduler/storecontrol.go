@@ -69,8 +69,8 @@ func (s *store) scriptAndHint(ctx context.Context, sc *redis.Script, c call, job
 
 // changedKey is the store-wide set of jobs whose run statistics changed
 // lately (job -> time of the change on the publishing replica's clock, ms).
-// Like hintKey, it lives outside any job's hash tag.
-func (s *store) changedKey() string { return s.prefix + ":changed" }
+// Its hash tag is its own (Redis Cluster), never a job's.
+func (s *store) changedKey() string { return s.prefix + ":{changed}" }
 
 // changedTTL is how long an entry of changedKey is kept.
 const changedTTL = time.Minute
