@@ -78,13 +78,16 @@ type Scheduler struct {
 	missed   []claimReq
 
 	lastSync   atomic.Int64 // unix nanoseconds of the last answered heartbeat
-	changedMu  sync.Mutex
-	changed    map[string]struct{} // jobs whose run statistics this replica changed; see sync
-	redisClock redisClock          // Redis' clock, as of the last heartbeat
-	clockBad   atomic.Bool         // this replica's clock is off from Redis' beyond the skew
-	syncs      int                 // heartbeats so far (touched by the heartbeat goroutine only)
-	downSince  atomic.Int64        // unix nanoseconds since Redis stopped answering; 0 when up
-	lastDownAt atomic.Int64        // when the last "store unreachable" was logged
+	redisClock redisClock   // Redis' clock, as of the last heartbeat
+	clockBad   atomic.Bool  // this replica's clock is off from Redis' beyond the skew
+	syncs      int          // heartbeats so far (touched by the heartbeat goroutine only)
+	downSince  atomic.Int64 // unix nanoseconds since Redis stopped answering; 0 when up
+	lastDownAt atomic.Int64 // when the last "store unreachable" was logged
+
+	// changed: jobs whose run statistics this replica changed, published
+	// at its next heartbeat (see sync).
+	changedMu sync.Mutex
+	changed   map[string]struct{}
 }
 
 // New returns a scheduler for one replica, coordinating through one Redis
