@@ -21,6 +21,11 @@ func TestRedactorMasksRunRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const secret = "store-password-123"
 		_, c := redistest.MiniPipe(t)
+		// An established job: a new one's first instants fall under the
+		// data-loss floor and are recorded missed, never run.
+		if err := c.HSetNX(context.Background(), "solocron:{leak}:meta", "epoch", "established").Err(); err != nil {
+			t.Fatal(err)
+		}
 		leak := jobs.Func(func(ctx context.Context) error {
 			fmt.Fprintf(jobs.Output(ctx), "env: PASSWORD=%s\n", secret)
 			return errors.New("cannot connect with " + secret)

@@ -3,7 +3,7 @@
 -- Keys of one job share the hash tag {<job>}, so one script may touch them
 -- all on Redis Cluster. Scripts receive the job's meta key in KEYS and derive
 -- the others from it ("<prefix>:{<job>}:" .. kind), always inside that tag:
---   meta          hash  epoch, floor, guarded, paused, last, fence
+--   meta          hash  epoch, floor, guarded, paused, last, fence; ok, fails, at:<outcome> (see note)
 --   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
 --   slots         zset  run id -> lease expiry (server ms): the concurrency slots
 --   queue         zset  run id -> ticket: runs waiting for a slot, first come first served
