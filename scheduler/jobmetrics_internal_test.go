@@ -293,3 +293,123 @@ func TestJobGaugesAgreeRedis(t *testing.T) {
 		return srv.Client(t, nil)
 	}, 500*time.Millisecond, 12*time.Second)
 }
+
+// The store keeps a job's last success, last run per outcome and failure
+// streak, written by the calls that close or decide runs (a close is still
+// one round trip) and returned by the heartbeat's sync.
+func TestStoreKeepsJobStats(t *testing.T) {
+	s, c := benchStore(t)
+	cnt := &counter{}
+	c.AddHook(cnt)
+	ctx := context.Background()
+	j := testJob(t, s, "streak", "@every 1s", func(j *Job) { j.Lease = time.Second })
+	seed(t, c, j)
+	base := time.Now().Truncate(time.Second).Add(-6 * time.Second)
+	n := 0
+	claim := func(kind byte) claimReq {
+		t.Helper()
+		n++
+		r := claimOf(j, base.Add(time.Duration(n)*time.Second), kind, fmt.Sprintf("o%d", n))
+		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+		if err != nil || (kind != 'x' && res[0].status != "started") {
+			t.Fatalf("claim %d: %+v, %v", n, res, err)
+		}
+		return r
+	}
+	end := func(r claimReq, o Outcome) {
+		t.Helper()
+		before := cnt.trips.Load()
+		res, err := s.complete(ctx, []completeReq{{r: &r, replica: "r1", outcome: o, attempts: 1}})
+		if err != nil || res[0] != "ok" {
+			t.Fatalf("complete %s: %v, %v", o, res, err)
+		}
+		if trips := cnt.trips.Load() - before; trips != 1 {
+			t.Errorf("closing a run took %d round trips, want 1", trips)
+		}
+	}
+	stats := func() jobStats {
+		t.Helper()
+		res, err := s.sync(ctx, "r1", 2*time.Second, time.Minute, []syncReq{{j: j, known: "e0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].stats
+	}
+	at := func(st jobStats, o Outcome) time.Time {
+		for i, so := range statOutcomes {
+			if so == o {
+				return st.lastRun[i]
+			}
+		}
+		return time.Time{}
+	}
+
+	end(claim('s'), Failed)
+	st := stats()
+	if st.fails != 1 || at(st, Failed).IsZero() || !st.lastSuccess.IsZero() {
+		t.Fatalf("after a failure: %+v", st)
+	}
+	claim('s') // never closed by its holder: reaped lease_lost
+	time.Sleep(1500 * time.Millisecond)
+	if st = stats(); st.fails != 2 || at(st, LeaseLost).IsZero() {
+		t.Fatalf("after a lost lease: %+v", st)
+	}
+	end(claim('s'), TimedOut)
+	// A run past its deadline recorded missed: the streak stays.
+	miss := claimOf(j, time.Now().Truncate(time.Second).Add(-12*time.Second), 'x', "ox")
+	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{miss}); err != nil || res[0].status != string(Missed) {
+		t.Fatalf("missed claim: %+v, %v", res, err)
+	}
+	if st = stats(); st.fails != 3 || at(st, TimedOut).IsZero() || at(st, Missed).IsZero() {
+		t.Fatalf("after a timeout and a miss: %+v", st)
+	}
+	end(claim('s'), Succeeded)
+	st = stats()
+	if st.fails != 0 || st.lastSuccess.IsZero() || !st.lastSuccess.Equal(at(st, Succeeded)) {
+		t.Fatalf("after a success: %+v", st)
+	}
+	if d := time.Since(st.lastSuccess); d < 0 || d > 5*time.Second {
+		t.Errorf("last success %v ago", d)
+	}
+}
+
+// nominalPeriod: @every is its period; a cron spec's longest gap.
+func TestNominalPeriod(t *testing.T) {
+	s, _ := redistest.Mini(t)
+	st, err := newStore(redis.NewClient(&redis.Options{Addr: s.Addr()}), config{prefix: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // a Wednesday
+	for spec, want := range map[string]time.Duration{
+		"@every 90s":     90 * time.Second,
+		"*/5 * * * *":    5 * time.Minute,
+		"0 9 * * 1-5":    72 * time.Hour, // Friday to Monday
+		"0 0 1 * *":      31 * 24 * time.Hour,
+		"30 2 29 2 *":    0, // once in the coming year: no gap
+		"0 9-17 * * 1-5": 64 * time.Hour,
+	} {
+		j := testJob(t, st, "p", spec, nil)
+		if got := nominalPeriod(j, from); got != want {
+			t.Errorf("%s: %v, want %v", spec, got, want)
+		}
+	}
+}
+
+// parseStats never panics on a malformed answer and reads only what it
+// can.
+func TestParseStats(t *testing.T) {
+	for _, s := range []string{"", "|", "||", "x|y|z", "-5|-1|succeeded=-1", "1|2|missed", "1|2|=,=3,failed=abc"} {
+		st := parseStats(s)
+		if st.latest() != (time.Time{}) {
+			t.Errorf("%q: %+v", s, st)
+		}
+	}
+	if st := parseStats("x|y|z"); !st.lastSuccess.IsZero() || st.fails != 0 {
+		t.Errorf("x|y|z: %+v", st)
+	}
+	st := parseStats("1000|4|failed=2000,succeeded=1000,bogus=5")
+	if st.fails != 4 || !st.lastSuccess.Equal(time.UnixMilli(1000)) || !st.latest().Equal(time.UnixMilli(2000)) {
+		t.Errorf("%+v", st)
+	}
+}
