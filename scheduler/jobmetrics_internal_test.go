@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -102,21 +103,28 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // every second is never synced for being idle, and the full sweep comes
 // only every fullSweepEvery beats. It also counts what the replicas send:
 // one sync call per heartbeat, no command per job outside the scripts.
-func agreeingReplicas(t *testing.T, newClient func() *redis.Client, beat time.Duration, window time.Duration) {
+//
+// newClients returns the clients of one replica: one, or a Redlock
+// replica's masters (probe's is the first master's); the values are checked
+// against probe's store.
+func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat time.Duration, window time.Duration) {
 	ctx := context.Background()
-	probe := newClient()
+	probes := newClients()
+	probe := probes[0]
 	table := []Job{
 		{Name: "bad", Schedule: "@every 1s", Handler: jobs.Func(func(context.Context) error { return errors.New("boom") })},
 		{Name: "good", Schedule: "@every 1s", Handler: jobs.Func(func(context.Context) error { return nil })},
 		{Name: "idle", Schedule: "@every 1h", StartingDeadline: 7 * time.Second, Handler: jobs.Func(func(context.Context) error { return nil })},
 	}
-	for _, j := range table {
-		if err := probe.HSetNX(ctx, "solocron:{"+j.Name+"}:meta", "epoch", "established").Err(); err != nil {
+	for _, p := range probes {
+		for _, j := range table {
+			if err := p.HSetNX(ctx, "solocron:{"+j.Name+"}:meta", "epoch", "established").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.HSet(ctx, "solocron:{idle}:meta", "paused", "1").Err(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := probe.HSet(ctx, "solocron:{idle}:meta", "paused", "1").Err(); err != nil {
-		t.Fatal(err)
 	}
 	type replica struct {
 		reader *sdkmetric.ManualReader
@@ -129,12 +137,25 @@ func agreeingReplicas(t *testing.T, newClient func() *redis.Client, beat time.Du
 	defer func() { cancel(); wg.Wait() }()
 	for i := range 3 {
 		reader := sdkmetric.NewManualReader()
-		c := newClient()
+		cs := newClients()
 		cnt := &counter{}
-		c.AddHook(cnt)
-		s, err := New(c, table, WithReplicaID(fmt.Sprintf("r%d", i)), WithVersion("v-test"),
+		opts := []Option{WithReplicaID(fmt.Sprintf("r%d", i)), WithVersion("v-test"),
 			WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithSyncInterval(beat),
-			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))}
+		var s *Scheduler
+		var err error
+		if len(cs) == 1 {
+			cs[0].AddHook(cnt)
+			s, err = New(cs[0], table, opts...)
+		} else {
+			// Each master: its own counter; the first master's is checked.
+			cs[0].AddHook(cnt)
+			us := make([]redis.UniversalClient, len(cs))
+			for k, c := range cs {
+				us[k] = c
+			}
+			s, err = NewRedlock(us, table, opts...)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +301,7 @@ func agreeingReplicas(t *testing.T, newClient func() *redis.Client, beat time.Du
 func TestJobGaugesAgreeMiniredis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _ := redistest.MiniPipe(t)
-		agreeingReplicas(t, func() *redis.Client { return redistest.PipeClient(t, m) }, time.Second, 20*time.Second)
+		agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{redistest.PipeClient(t, m)} }, time.Second, 20*time.Second)
 	})
 }
 
@@ -289,9 +310,25 @@ func TestJobGaugesAgreeRedis(t *testing.T) {
 		t.Skip("real redis-server: not in -short")
 	}
 	srv := redistest.Start(t)
-	agreeingReplicas(t, func() *redis.Client {
-		return srv.Client(t, nil)
-	}, 500*time.Millisecond, 12*time.Second)
+	agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{srv.Client(t, nil)} }, 500*time.Millisecond, 12*time.Second)
+}
+
+// The same with three Redlock replicas on three masters.
+func TestJobGaugesAgreeRedlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ms []*miniredis.Miniredis
+		for range 3 {
+			m, _ := redistest.MiniPipe(t)
+			ms = append(ms, m)
+		}
+		agreeingReplicas(t, func() []*redis.Client {
+			var cs []*redis.Client
+			for _, m := range ms {
+				cs = append(cs, redistest.PipeClient(t, m))
+			}
+			return cs
+		}, time.Second, 20*time.Second)
+	})
 }
 
 // The store keeps a job's last success, last run per outcome and failure
