@@ -108,8 +108,8 @@ type jobGauges struct {
 }
 
 // registerJobGauges registers the gauges and their callback with the
-// scheduler's meter. The table's fingerprint and the version are those of
-// solocron_replica_info.
+// scheduler's meter, until Run returns (a stopped replica is no longer
+// one of the cluster's).
 func (s *Scheduler) registerJobGauges() error {
 	m := s.cfg.meter.Meter(ScopeName)
 	var g jobGauges
@@ -156,7 +156,7 @@ func (s *Scheduler) registerJobGauges() error {
 	if version == "" {
 		version = defaultVersion()
 	}
-	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	s.gauges, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		tab, gen := s.table()
 		now := s.now()
 		o.ObserveInt64(g.info, 1, metric.WithAttributes(

@@ -450,3 +450,33 @@ func TestParseStats(t *testing.T) {
 		t.Errorf("%+v", st)
 	}
 }
+
+// A stopped replica exports no job gauges and no replica_info.
+func TestJobGaugesEndWithRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c := redistest.MiniPipe(t)
+		reader := sdkmetric.NewManualReader()
+		s, err := New(c, []Job{{Name: "j", Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return nil })}},
+			WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		time.Sleep(3 * time.Second)
+		if g := gauges(t, reader); g["solocron.job.paused{job=j}"] != 0 || len(g) < 5 {
+			t.Fatalf("running: %v", g)
+		} else if _, ok := g["solocron.job.paused{job=j}"]; !ok {
+			t.Fatalf("running: no paused gauge: %v", g)
+		}
+		cancel()
+		<-done
+		for k := range gauges(t, reader) {
+			if strings.HasPrefix(k, "solocron.job.") || strings.HasPrefix(k, "solocron.replica.") {
+				t.Errorf("after Run returned: %s", k)
+			}
+		}
+	})
+}

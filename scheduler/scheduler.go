@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/solocron/solocron/lockprovider"
 )
@@ -88,6 +89,7 @@ type Scheduler struct {
 	// at its next heartbeat (see sync).
 	changedMu sync.Mutex
 	changed   map[string]struct{}
+	gauges    metric.Registration // the job gauges' callback; see registerJobGauges
 }
 
 // New returns a scheduler for one replica, coordinating through one Redis
@@ -245,6 +247,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return errors.New("scheduler: Run called more than once")
 	}
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.WithoutCancel(ctx))
+	defer func() {
+		if s.gauges != nil {
+			_ = s.gauges.Unregister()
+		}
+	}()
 	s.log.Info("replica starting", "jobs", len(s.Jobs()), "max_clock_skew", s.cfg.skew)
 	pctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	if err := s.store.preload(pctx); err != nil && ctx.Err() == nil {
