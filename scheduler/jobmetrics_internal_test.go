@@ -408,6 +408,22 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	if d := time.Since(st.lastSuccess); d < 0 || d > 5*time.Second {
 		t.Errorf("last success %v ago", d)
 	}
+
+	// A run the cluster closed lease_lost whose holder never started it
+	// (its claim answered after its lease): missed, not a failure.
+	late := claim('s')
+	time.Sleep(1500 * time.Millisecond)
+	if st = stats(); st.fails != 1 || at(st, LeaseLost).IsZero() {
+		t.Fatalf("after a lost lease: %+v", st)
+	}
+	missedAt := at(st, Missed)
+	res, err := s.complete(ctx, []completeReq{{r: &late, replica: "r1", outcome: Missed, errText: "never started"}})
+	if err != nil || res[0] != "closed" {
+		t.Fatalf("holder's close: %v, %v", res, err)
+	}
+	if st = stats(); st.fails != 0 || !at(st, LeaseLost).IsZero() || !at(st, Missed).After(missedAt) {
+		t.Errorf("after the holder said it never started: %+v", st)
+	}
 }
 
 // nominalPeriod: @every is its period; a cron spec's longest gap.

@@ -72,6 +72,21 @@ local function note(base, outcome, at)
   end
 end
 
+-- unnote_lease_lost takes back a lease_lost that turned out to be a run
+-- never started (closed lease_lost at closed_at, missed at at): it does not
+-- count in the failure streak, and is no longer the last lease lost.
+local function unnote_lease_lost(base, closed_at, at)
+  local meta = base .. 'meta'
+  local m = redis.call('HMGET', meta, 'fails', 'at:lease_lost')
+  if (tonumber(m[1]) or 0) > 0 then
+    redis.call('HINCRBY', meta, 'fails', -1)
+  end
+  if closed_at and m[2] == closed_at then
+    redis.call('HDEL', meta, 'at:lease_lost')
+  end
+  note(base, 'missed', at)
+end
+
 -- stats packs what note kept, for sync.lua's answer:
 -- "ok|fails|outcome=ms,outcome=ms,..." (only outcomes the job has had).
 local function stats(meta)

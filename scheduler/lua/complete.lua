@@ -61,6 +61,7 @@ for i = 1, #KEYS do
       -- (the claim's answer came after its lease): the record, and its
       -- history entry (a recent one), say it never ran.
       redis.call('HSET', rk, 'outcome', 'missed')
+      unnote_lease_lost(base, redis.call('HGET', rk, 'finished'), fin)
       local h = base .. 'history'
       for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
         local ok, e = pcall(cjson.decode, item)
