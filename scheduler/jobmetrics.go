@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,32 @@ func parseStats(s string) jobStats {
 		}
 	}
 	return st
+}
+
+// mergeStats combines the statistics of the Redlock masters that answered:
+// the latest of each time (a run's close reached every master it could),
+// and the median failure streak (a master that missed a close, or a
+// claim, counts differently; the majority's count wins). Every replica
+// that heard from the same masters computes the same.
+func mergeStats(per []jobStats) jobStats {
+	var out jobStats
+	fails := make([]int64, 0, len(per))
+	for _, st := range per {
+		if st.lastSuccess.After(out.lastSuccess) {
+			out.lastSuccess = st.lastSuccess
+		}
+		for i, t := range st.lastRun {
+			if t.After(out.lastRun[i]) {
+				out.lastRun[i] = t
+			}
+		}
+		fails = append(fails, st.fails)
+	}
+	if len(fails) > 0 {
+		slices.Sort(fails)
+		out.fails = fails[len(fails)/2]
+	}
+	return out
 }
 
 func msTimeOrZero(s string) time.Time {

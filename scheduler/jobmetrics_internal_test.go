@@ -1,12 +1,13 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,12 +106,11 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // one sync call per heartbeat, no command per job outside the scripts.
 //
 // newClients returns the clients of one replica: one, or a Redlock
-// replica's masters (probe's is the first master's); the values are checked
-// against probe's store.
+// replica's masters; the values are checked against the store's, read
+// directly (and merged as a Redlock replica merges them).
 func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat time.Duration, window time.Duration) {
 	ctx := context.Background()
 	probes := newClients()
-	probe := probes[0]
 	table := []Job{
 		{Name: "bad", Schedule: "@every 1s", Handler: jobs.Func(func(context.Context) error { return errors.New("boom") })},
 		{Name: "good", Schedule: "@every 1s", Handler: jobs.Func(func(context.Context) error { return nil })},
@@ -163,6 +163,25 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat time
 		wg.Go(func() { _ = s.Run(runCtx) })
 	}
 
+	// view is what the store holds about a job, as a replica reads it: from
+	// every master, merged, in Redlock mode.
+	view := func(job string) jobStats {
+		var per []jobStats
+		for _, p := range probes {
+			m, err := p.HGetAll(ctx, "solocron:{"+job+"}:meta").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var runs []string
+			for _, o := range statOutcomes {
+				if v, ok := m["at:"+string(o)]; ok {
+					runs = append(runs, string(o)+"="+v)
+				}
+			}
+			per = append(per, parseStats(m["ok"]+"|"+cmp.Or(m["fails"], "0")+"|"+strings.Join(runs, ",")))
+		}
+		return mergeStats(per)
+	}
 	// The store's failure streak of "bad", sampled over time.
 	type sample struct {
 		at    time.Time
@@ -173,10 +192,7 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat time
 	start := time.Now()
 	var checked int
 	for time.Since(start) < window {
-		n, err := probe.HGet(ctx, "solocron:{bad}:meta", "fails").Int64()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			t.Fatal(err)
-		}
+		n := view("bad").fails
 		now := time.Now()
 		store = append(store, sample{now, n})
 		// What the store held lag ago, every replica shows by now.
@@ -212,29 +228,17 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat time
 		t.Fatalf("bad failed only %d times in a row: the test did not exercise the gauges", store[len(store)-1].fails)
 	}
 
-	meta := func(job string) map[string]string {
-		m, err := probe.HGetAll(ctx, "solocron:{"+job+"}:meta").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
+	bad, good := view("bad"), view("good")
+	at := func(st jobStats, o Outcome) float64 {
+		return unixSeconds(st.lastRun[slices.Index(statOutcomes[:], o)])
 	}
-	secs := func(ms string) float64 {
-		n, _ := strconv.ParseInt(ms, 10, 64)
-		return float64(n) / 1000
-	}
-	num := func(s string) float64 {
-		n, _ := strconv.ParseFloat(s, 64)
-		return n
-	}
-	bad, good := meta("bad"), meta("good")
 	first := gauges(t, reps[0].reader)
 	want := map[string]float64{
-		"solocron.job.consecutive_failures{job=bad}":                  num(bad["fails"]),
+		"solocron.job.consecutive_failures{job=bad}":                  float64(bad.fails),
 		"solocron.job.consecutive_failures{job=good}":                 0,
-		"solocron.job.last_run_timestamp{job=bad,outcome=failed}":     secs(bad["at:failed"]),
-		"solocron.job.last_success_timestamp{job=good}":               secs(good["ok"]),
-		"solocron.job.last_run_timestamp{job=good,outcome=succeeded}": secs(good["at:succeeded"]),
+		"solocron.job.last_run_timestamp{job=bad,outcome=failed}":     at(bad, Failed),
+		"solocron.job.last_success_timestamp{job=good}":               unixSeconds(good.lastSuccess),
+		"solocron.job.last_run_timestamp{job=good,outcome=succeeded}": at(good, Succeeded),
 		"solocron.job.paused{job=idle}":                               1,
 		"solocron.job.paused{job=bad}":                                0,
 		"solocron.job.interval{job=bad}":                              3600,
@@ -495,4 +499,24 @@ func TestJobGaugesEndWithRun(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Redlock: the latest time of each kind, the median failure streak.
+func TestMergeStats(t *testing.T) {
+	ms := func(n int64) time.Time { return time.UnixMilli(n) }
+	a := jobStats{lastSuccess: ms(10), fails: 5}
+	a.lastRun[1] = ms(50)
+	b := jobStats{lastSuccess: ms(30), fails: 2}
+	b.lastRun[1] = ms(40)
+	c := jobStats{fails: 4}
+	got := mergeStats([]jobStats{a, b, c})
+	if !got.lastSuccess.Equal(ms(30)) || !got.lastRun[1].Equal(ms(50)) || got.fails != 4 {
+		t.Errorf("%+v", got)
+	}
+	if got := mergeStats([]jobStats{a, b}); got.fails != 5 {
+		t.Errorf("two masters: fails %d, want the higher (5)", got.fails)
+	}
+	if got := mergeStats(nil); got != (jobStats{}) {
+		t.Errorf("none: %+v", got)
+	}
 }

@@ -630,6 +630,7 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 	for k := range reqs {
 		r := syncRes{epoch: rl.epoch(reqs[k].j.Name)}
 		paused := 0
+		var stats []jobStats
 		manual := map[string]int{}
 		at := map[string]string{}
 		var order []string
@@ -648,11 +649,7 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 				r.floor = a.floor
 			}
 			r.fence = max(r.fence, a.fence)
-			// The statistics of the master that saw the latest run: a master
-			// that missed a close would show an older failure streak.
-			if a.stats.latest().After(r.stats.latest()) || (r.stats == jobStats{}) {
-				r.stats = a.stats
-			}
+			stats = append(stats, a.stats)
 			for m := 0; m+1 < len(a.manual); m += 2 {
 				id := a.manual[m]
 				if manual[id] == 0 {
@@ -663,6 +660,7 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 			}
 		}
 		r.paused = 2*paused > ok
+		r.stats = mergeStats(stats)
 		// A manual run only a minority of masters has heard of cannot win a
 		// quorum: it is not offered.
 		for _, id := range order {
