@@ -108,7 +108,7 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // newClients returns the clients of one replica: one, or a Redlock
 // replica's masters; the values are checked against the store's, read
 // directly (and merged as a Redlock replica merges them).
-func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat time.Duration, window time.Duration) {
+func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat, slack, window time.Duration) {
 	ctx := context.Background()
 	probes := newClients()
 	table := []Job{
@@ -188,7 +188,7 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat time
 		fails int64
 	}
 	var store []sample
-	lag := 2*beat + beat/2 // two heartbeats, and half of one for the reading
+	lag := 2*beat + slack // two heartbeats, and slack for the reading and a slow machine
 	start := time.Now()
 	var checked int
 	for time.Since(start) < window {
@@ -305,7 +305,7 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat time
 func TestJobGaugesAgreeMiniredis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _ := redistest.MiniPipe(t)
-		agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{redistest.PipeClient(t, m)} }, time.Second, 20*time.Second)
+		agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{redistest.PipeClient(t, m)} }, time.Second, 500*time.Millisecond, 20*time.Second)
 	})
 }
 
@@ -314,7 +314,7 @@ func TestJobGaugesAgreeRedis(t *testing.T) {
 		t.Skip("real redis-server: not in -short")
 	}
 	srv := redistest.Start(t)
-	agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{srv.Client(t, nil)} }, 500*time.Millisecond, 12*time.Second)
+	agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{srv.Client(t, nil)} }, 500*time.Millisecond, 2*time.Second, 15*time.Second)
 }
 
 // The same with three Redlock replicas on three masters.
@@ -331,7 +331,7 @@ func TestJobGaugesAgreeRedlock(t *testing.T) {
 				cs = append(cs, redistest.PipeClient(t, m))
 			}
 			return cs
-		}, time.Second, 20*time.Second)
+		}, time.Second, 500*time.Millisecond, 20*time.Second)
 	})
 }
 
