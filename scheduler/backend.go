@@ -44,11 +44,13 @@ type backend interface {
 	// What Control needs.
 	setPaused(ctx context.Context, job string, paused bool) error
 	trigger(ctx context.Context, job, id string) error
-	// manualHints returns the jobs with manual requests made since since
-	// (a hint: the heartbeat then syncs those jobs to find the requests).
-	// It also returns Redis' clock as it answered: the replica checks its
-	// own clock against it (one round trip for both).
-	manualHints(ctx context.Context, since time.Time, ttl time.Duration) (hints []string, server time.Time, err error)
+	// manualHints returns the jobs with manual requests made since
+	// h.since, and those whose run statistics changed since h.changedSince
+	// (a hint: the heartbeat then syncs those jobs to find the requests and
+	// the statistics); it first publishes h.changed. It also returns Redis'
+	// clock as it answered: the replica checks its own clock against it
+	// (one round trip for all).
+	manualHints(ctx context.Context, h hintReq) (hints []string, server time.Time, err error)
 	history(ctx context.Context, job string, limit int) ([]Run, error)
 	status(ctx context.Context, job string, limit int) (*Status, error)
 	// get returns a run's record, or nil if the store has none.

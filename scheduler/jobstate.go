@@ -17,6 +17,9 @@ type jobState struct {
 	metaKey string
 	memo    *memo
 	skew    time.Duration // the table's max clock skew
+
+	periodOnce sync.Once     // see period
+	periodVal  time.Duration // the schedule's nominal period
 }
 
 // newJobState parses spec's schedule; spec has its defaults applied.
@@ -38,6 +41,10 @@ type memo struct {
 	touched  time.Time // last heartbeat or claim answer for the job
 	caughtUp bool      // catch-up done for the current epoch
 	sets     attrSets  // the job's metric attribute sets (own lock)
+	// stats is what the store keeps about the job's runs, as of the last
+	// heartbeat that read it (statsRead: one has).
+	stats     jobStats
+	statsRead bool
 }
 
 func (m *memo) snapshot() (epoch string, fence int64) {

@@ -630,6 +630,7 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 	for k := range reqs {
 		r := syncRes{epoch: rl.epoch(reqs[k].j.Name)}
 		paused := 0
+		var stats []jobStats
 		manual := map[string]int{}
 		at := map[string]string{}
 		var order []string
@@ -648,6 +649,7 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 				r.floor = a.floor
 			}
 			r.fence = max(r.fence, a.fence)
+			stats = append(stats, a.stats)
 			for m := 0; m+1 < len(a.manual); m += 2 {
 				id := a.manual[m]
 				if manual[id] == 0 {
@@ -658,6 +660,7 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 			}
 		}
 		r.paused = 2*paused > ok
+		r.stats = mergeStats(stats)
 		// A manual run only a minority of masters has heard of cannot win a
 		// quorum: it is not offered.
 		for _, id := range order {
@@ -692,14 +695,14 @@ func (rl *redlock) trigger(ctx context.Context, job, id string) error {
 // manualHints is the union of the masters' hints (any one may have a
 // request the others missed). Redis' clock is the median of the masters'
 // that answered: one master with a wrong clock does not move it.
-func (rl *redlock) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, time.Time, error) {
+func (rl *redlock) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
 	type answer struct {
 		hints []string
 		at    time.Time
 	}
 	per, err := read(ctx, rl, "hints", func(ctx context.Context, m *store) (answer, error) {
-		h, at, err := m.manualHints(ctx, since, ttl)
-		return answer{h, at}, err
+		hs, at, err := m.manualHints(ctx, h)
+		return answer{hs, at}, err
 	})
 	if err != nil {
 		return nil, time.Time{}, err

@@ -377,6 +377,11 @@ func (s *Scheduler) closer(in <-chan closeReq) {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
 		res, err := s.store.complete(ctx, reqs)
 		cancel()
+		if err == nil {
+			for _, r := range reqs {
+				s.statsChanged(r.r.j.Name)
+			}
+		}
 		for i, c := range batch {
 			if err != nil {
 				c.done <- closed{err: err}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/solocron/solocron/lockprovider"
 )
@@ -83,6 +84,12 @@ type Scheduler struct {
 	syncs      int          // heartbeats so far (touched by the heartbeat goroutine only)
 	downSince  atomic.Int64 // unix nanoseconds since Redis stopped answering; 0 when up
 	lastDownAt atomic.Int64 // when the last "store unreachable" was logged
+
+	// changed: jobs whose run statistics this replica changed, published
+	// at its next heartbeat (see sync).
+	changedMu sync.Mutex
+	changed   map[string]struct{}
+	gauges    metric.Registration // the job gauges' callback; see registerJobGauges
 }
 
 // New returns a scheduler for one replica, coordinating through one Redis
@@ -138,6 +145,9 @@ func newScheduler(st backend, cfg config, jobs []Job) (*Scheduler, error) {
 	if err := s.Reload(jobs); err != nil {
 		return nil, err
 	}
+	if err := s.registerJobGauges(); err != nil {
+		return nil, fmt.Errorf("scheduler: telemetry: %w", err)
+	}
 	return s, nil
 }
 
@@ -190,6 +200,7 @@ func (s *Scheduler) Reload(jobs []Job) error {
 		if m == nil {
 			m = &memo{}
 			s.memos[spec.Name] = m
+			s.tel.zero(spec.Name, m)
 		}
 		j, err := newJobState(spec, s.store.metaKey(spec.Name), m, s.cfg.skew)
 		if err != nil { // validated above; cannot happen
@@ -243,6 +254,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return errors.New("scheduler: Run called more than once")
 	}
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.WithoutCancel(ctx))
+	defer func() {
+		if s.gauges != nil {
+			_ = s.gauges.Unregister()
+		}
+	}()
 	s.log.Info("replica starting", "jobs", len(s.Jobs()), "max_clock_skew", s.cfg.skew)
 	pctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	if err := s.store.preload(pctx); err != nil && ctx.Err() == nil {
@@ -712,6 +728,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 	case string(SkippedOverlap), string(SkippedPaused), string(Missed):
 		s.tel.claimed(ctx, j, claimDecided)
 		s.tel.decided(ctx, j, Outcome(res.status))
+		s.statsChanged(j.Name)
 		log().Info("run decided", "outcome", res.status)
 	default:
 		log().Error("unexpected claim answer", "status", res.status)
@@ -790,10 +807,12 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 		case "skipped_overlap":
 			s.manual.Delete(r.id)
 			s.tel.decided(ctx, r.j, SkippedOverlap)
+			s.statsChanged(r.j.Name)
 			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedOverlap, "waited", time.Since(claimed).Round(time.Millisecond))
 			return
 		case "skipped_paused":
 			s.tel.decided(ctx, r.j, SkippedPaused)
+			s.statsChanged(r.j.Name)
 			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedPaused, "waited", time.Since(claimed).Round(time.Millisecond))
 			return
 		case "lost":
@@ -846,8 +865,17 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	defer cancel()
 	// One read says which jobs have fresh manual requests.
 	sent := time.Now()
-	hinted, server, err := s.store.manualHints(cctx, sent.Add(-hintLookback), s.cfg.manualTTL)
+	// It also publishes the jobs whose run statistics this replica changed
+	// since its last heartbeat, and reads those the others published: every
+	// replica syncs them at this beat, so the per-job metrics agree within
+	// a heartbeat or two, without a round trip of their own.
+	publish := s.takeChanged()
+	hinted, server, err := s.store.manualHints(cctx, hintReq{
+		since: sent.Add(-hintLookback), ttl: s.cfg.manualTTL,
+		changedSince: sent.Add(-changedLookback(s.cfg.syncInterval, s.cfg.skew)), changed: publish,
+	})
 	if err != nil {
+		s.unTakeChanged(publish)
 		if ctx.Err() == nil {
 			s.storeFailed(err)
 		}
@@ -903,6 +931,12 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 				"job", j.Name, "old_epoch", lost, "new_epoch", r.epoch)
 		}
 		j.memo.mu.Lock()
+		if j.memo.statsRead && j.memo.stats != r.stats {
+			// Another replica may not know yet (a run its holder never
+			// closed, reaped by this sync): tell them at the next beat.
+			s.statsChanged(j.Name)
+		}
+		j.memo.stats, j.memo.statsRead = r.stats, true
 		j.memo.paused, j.memo.last, j.memo.touched = r.paused, r.last, time.Now()
 		catchup := trusted && j.CatchupWindow > 0 && !j.memo.caughtUp
 		j.memo.caughtUp = j.memo.caughtUp || trusted

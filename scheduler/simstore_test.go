@@ -328,14 +328,14 @@ func (w *simStore) sync(ctx context.Context, replica string, skew, manualTTL tim
 	})
 }
 
-func (w *simStore) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, time.Time, error) {
+func (w *simStore) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
 	type answer struct {
 		hints  []string
 		server time.Time
 	}
 	a, err := simCall(w, ctx, "hints", "", func(ctx context.Context) (answer, error) {
-		h, s, err := w.backend.manualHints(ctx, since, ttl)
-		return answer{h, s}, err
+		hs, s, err := w.backend.manualHints(ctx, h)
+		return answer{hs, s}, err
 	})
 	return a.hints, a.server, err
 }

@@ -748,6 +748,7 @@ type syncRes struct {
 	last   time.Time // latest scheduled instant decided; zero if none
 	floor  time.Time
 	fence  int64
+	stats  jobStats
 	manual []string // pending manual run ids
 }
 
@@ -765,8 +766,8 @@ func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.D
 		return nil, err
 	}
 	out := make([]syncRes, len(reqs))
-	err = scatterRows("sync", replies, groups, 5, 0, func(_, i int, f []string) {
-		r := syncRes{epoch: f[0], paused: f[1] == "1", manual: f[5:]}
+	err = scatterRows("sync", replies, groups, 6, 0, func(_, i int, f []string) {
+		r := syncRes{epoch: f[0], paused: f[1] == "1", stats: parseStats(f[5]), manual: f[6:]}
 		if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
 			r.last = time.UnixMilli(ms)
 		}

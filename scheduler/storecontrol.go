@@ -67,19 +67,56 @@ func (s *store) scriptAndHint(ctx context.Context, sc *redis.Script, c call, job
 	}
 }
 
-// manualHints returns the jobs with manual requests since since, and drops
-// hints older than the manual request lifetime. The same round trip reads
+// changedKey is the store-wide set of jobs whose run statistics changed
+// lately (job -> time of the change on the publishing replica's clock, ms).
+// Its hash tag is its own (Redis Cluster), never a job's.
+func (s *store) changedKey() string { return s.prefix + ":{changed}" }
+
+// changedTTL is how long an entry of changedKey is kept.
+const changedTTL = time.Minute
+
+// hintReq is what a heartbeat's first round trip reads and writes, besides
 // Redis' clock.
-func (s *store) manualHints(ctx context.Context, since time.Time, ttl time.Duration) ([]string, time.Time, error) {
-	var jobs *redis.StringSliceCmd
+type hintReq struct {
+	since time.Time     // manual requests made since
+	ttl   time.Duration // manual hints older than that are dropped
+	// changedSince: jobs whose statistics changed since; changed: those
+	// this replica changed since its last heartbeat.
+	changedSince time.Time
+	changed      []string
+}
+
+// manualHints returns the jobs with manual requests since h.since, and
+// those whose statistics changed since h.changedSince (after adding
+// h.changed), and drops the hints older than their time to live. One
+// round trip.
+func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
+	var jobs, changed *redis.StringSliceCmd
 	var now *redis.TimeCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		now = p.Time(ctx)
-		jobs = p.ZRangeByScore(ctx, s.hintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(since.UnixMilli(), 10), Max: "+inf"})
-		p.ZRemRangeByScore(ctx, s.hintKey(), "-inf", strconv.FormatInt(time.Now().Add(-ttl).UnixMilli(), 10))
+		jobs = p.ZRangeByScore(ctx, s.hintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.since.UnixMilli(), 10), Max: "+inf"})
+		p.ZRemRangeByScore(ctx, s.hintKey(), "-inf", strconv.FormatInt(time.Now().Add(-h.ttl).UnixMilli(), 10))
+		if len(h.changed) > 0 {
+			at := float64(time.Now().UnixMilli())
+			zs := make([]redis.Z, len(h.changed))
+			for i, j := range h.changed {
+				zs[i] = redis.Z{Score: at, Member: j}
+			}
+			p.ZAdd(ctx, s.changedKey(), zs...)
+			p.PExpire(ctx, s.changedKey(), changedTTL)
+		}
+		if !h.changedSince.IsZero() {
+			changed = p.ZRangeByScore(ctx, s.changedKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.changedSince.UnixMilli(), 10), Max: "+inf"})
+			p.ZRemRangeByScore(ctx, s.changedKey(), "-inf", strconv.FormatInt(time.Now().Add(-changedTTL).UnixMilli(), 10))
+		}
 		return nil
 	})
-	return jobs.Val(), now.Val(), err
+	out := jobs.Val()
+	if changed != nil {
+		out = append(out, changed.Val()...)
+	}
+	return out, now.Val(), err
 }
 
 func (s *store) history(ctx context.Context, job string, limit int) ([]Run, error) {

@@ -127,6 +127,7 @@ func (c *cli) run(o runOptions) int {
 	// engine there too.
 	sched, err := conn.NewScheduler(f.Jobs,
 		scheduler.WithReplicaID(replica),
+		scheduler.WithVersion(versionString()),
 		scheduler.WithLogger(log),
 		scheduler.WithTracerProvider(tel.tracers),
 		scheduler.WithMeterProvider(tel.meters),

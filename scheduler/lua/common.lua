@@ -3,7 +3,7 @@
 -- Keys of one job share the hash tag {<job>}, so one script may touch them
 -- all on Redis Cluster. Scripts receive the job's meta key in KEYS and derive
 -- the others from it ("<prefix>:{<job>}:" .. kind), always inside that tag:
---   meta          hash  epoch, floor, guarded, paused, last, fence
+--   meta          hash  epoch, floor, guarded, paused, last, fence; ok, fails, at:<outcome> (see note)
 --   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
 --   slots         zset  run id -> lease expiry (server ms): the concurrency slots
 --   queue         zset  run id -> ticket: runs waiting for a slot, first come first served
@@ -118,10 +118,69 @@ local function notify_entry(base, entry)
   end
 end
 
+-- What the metrics export of each job (sync.lua returns it), kept in its
+-- meta by whoever closes or decides a run:
+--   ok            server ms the job's last successful run ended
+--   fails         runs in a row that ended failed, timed_out or lease_lost
+--   at:<outcome>  server ms of the job's last run with that outcome: when it
+--                 ended, or when it was decided (missed, skipped_*)
+local OUTCOMES = {'succeeded', 'failed', 'timed_out', 'lease_lost', 'interrupted', 'replaced', 'missed',
+  'skipped_overlap', 'skipped_paused'}
+local FAILURES = {failed = true, timed_out = true, lease_lost = true}
+
+-- note records in the job's meta that one of its runs got outcome at at
+-- (server ms, a string).
+local function note(base, outcome, at)
+  local meta = base .. 'meta'
+  if outcome == 'succeeded' then
+    redis.call('HSET', meta, 'at:succeeded', at, 'ok', at, 'fails', '0')
+  elseif FAILURES[outcome] then
+    redis.call('HSET', meta, 'at:' .. outcome, at)
+    redis.call('HINCRBY', meta, 'fails', 1)
+  elseif outcome and outcome ~= 'running' and outcome ~= 'waiting' then
+    redis.call('HSET', meta, 'at:' .. outcome, at)
+  end
+end
+
+-- unnote_lease_lost takes back a lease_lost that turned out to be a run
+-- never started (closed lease_lost at closed_at, missed at at): it does not
+-- count in the failure streak, and is no longer the last lease lost.
+local function unnote_lease_lost(base, closed_at, at)
+  local meta = base .. 'meta'
+  local m = redis.call('HMGET', meta, 'fails', 'at:lease_lost')
+  if (tonumber(m[1]) or 0) > 0 then
+    redis.call('HINCRBY', meta, 'fails', -1)
+  end
+  if closed_at and m[2] == closed_at then
+    redis.call('HDEL', meta, 'at:lease_lost')
+  end
+  note(base, 'missed', at)
+end
+
+-- stats packs what note kept, for sync.lua's answer:
+-- "ok|fails|outcome=ms,outcome=ms,..." (only outcomes the job has had).
+local function stats(meta)
+  local f = {'ok', 'fails'}
+  for i, o in ipairs(OUTCOMES) do
+    f[i + 2] = 'at:' .. o
+  end
+  local v = redis.call('HMGET', meta, unpack(f))
+  local runs = {}
+  for i, o in ipairs(OUTCOMES) do
+    if v[i + 2] then
+      runs[#runs + 1] = o .. '=' .. v[i + 2]
+    end
+  end
+  return (v[1] or '') .. '|' .. (v[2] or '0') .. '|' .. table.concat(runs, ',')
+end
+
 -- file appends a closed run's record (a table of strings) to the job's
 -- history. The list's TTL is set when it is created and refreshed once a day
 -- with the job's meta (check_epoch), not on every push.
 local function file(base, rec, hl)
+  if rec.finished then
+    note(base, rec.outcome, rec.finished)
+  end
   local h = base .. 'history'
   if redis.call('LPUSH', h, cjson.encode(rec)) == 1 then
     redis.call('PEXPIRE', h, META_TTL)

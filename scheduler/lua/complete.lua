@@ -36,6 +36,7 @@ for i = 1, #KEYS do
     end
     redis.call('HSET', rk, 'decision', decision, 'outcome', outcome, 'finished', fin, 'error', ARGV[a + 5],
       'attempts', ARGV[a + 4], 'closed_by', 'holder')
+    note(base, outcome, fin)
     -- Kept for its retention, never deleted: a replica whose clock lags must
     -- still find the run decided.
     redis.call('PEXPIRE', rk, ARGV[a + 7])
@@ -61,6 +62,7 @@ for i = 1, #KEYS do
       -- (the claim's answer came after its lease): the record, and its
       -- history entry (a recent one), say it never ran.
       redis.call('HSET', rk, 'outcome', 'missed')
+      unnote_lease_lost(base, redis.call('HGET', rk, 'finished'), fin)
       local h = base .. 'history'
       for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
         local ok, e = pcall(cjson.decode, item)

@@ -8,7 +8,8 @@
 -- then 5 fields per job: known epoch, record retention ms, history limit, replica id,
 -- highest fencing token the replica has seen ("0": not checked; see check_epoch)
 -- Returns per job {epoch, paused, last decided instant ms, floor ms, highest
--- fencing token, then pending manual runs as pairs: run id, request time ms}
+-- fencing token, the job's run statistics (common.lua's stats), then pending
+-- manual runs as pairs: run id, request time ms}
 local skew, fresh, manual_ttl, ahead = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local out = {}
@@ -30,7 +31,7 @@ for i = 1, #KEYS do
     end
     redis.call('ZREM', manual, id)
   end
-  local res = {epoch, paused, int(last), int(floor), int(fence)}
+  local res = {epoch, paused, int(last), int(floor), int(fence), stats(meta)}
   for _, v in ipairs(redis.call('ZRANGE', manual, 0, 9, 'WITHSCORES')) do
     res[#res + 1] = v
   end

@@ -1,0 +1,304 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// statOutcomes are the outcomes whose last time the store keeps per job
+// (common.lua's OUTCOMES, in the same order).
+var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused}
+
+// jobStats is what the store keeps about a job's runs for the metrics,
+// as the heartbeat last read it. Every replica reads the same values.
+type jobStats struct {
+	lastSuccess time.Time
+	fails       int64
+	lastRun     [len(statOutcomes)]time.Time // by statOutcomes
+}
+
+// latest is the time of the job's last run of any outcome.
+func (st jobStats) latest() time.Time {
+	var t time.Time
+	for _, r := range st.lastRun {
+		if r.After(t) {
+			t = r
+		}
+	}
+	return t
+}
+
+// parseStats reads common.lua's stats: "ok|fails|outcome=ms,outcome=ms".
+// What it cannot read it leaves zero: a metric is then absent, never wrong.
+func parseStats(s string) jobStats {
+	var st jobStats
+	f := strings.SplitN(s, "|", 3)
+	if len(f) != 3 {
+		return st
+	}
+	st.lastSuccess = msTimeOrZero(f[0])
+	st.fails, _ = strconv.ParseInt(f[1], 10, 64)
+	for _, kv := range strings.Split(f[2], ",") {
+		o, ms, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		for i, so := range statOutcomes {
+			if string(so) == o {
+				st.lastRun[i] = msTimeOrZero(ms)
+			}
+		}
+	}
+	return st
+}
+
+// mergeStats combines the statistics of the Redlock masters that answered:
+// the latest of each time (a run's close reached every master it could),
+// and the median failure streak (a master that missed a close, or a
+// claim, counts differently; the majority's count wins). Every replica
+// that heard from the same masters computes the same.
+func mergeStats(per []jobStats) jobStats {
+	var out jobStats
+	fails := make([]int64, 0, len(per))
+	for _, st := range per {
+		if st.lastSuccess.After(out.lastSuccess) {
+			out.lastSuccess = st.lastSuccess
+		}
+		for i, t := range st.lastRun {
+			if t.After(out.lastRun[i]) {
+				out.lastRun[i] = t
+			}
+		}
+		fails = append(fails, st.fails)
+	}
+	if len(fails) > 0 {
+		slices.Sort(fails)
+		out.fails = fails[len(fails)/2]
+	}
+	return out
+}
+
+func msTimeOrZero(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// periodCap bounds the instants nominalPeriod looks at.
+const periodCap = 20000
+
+// nominalPeriod is the schedule's period as the alert rules use it: for
+// "@every d", d; for a cron spec, the longest gap between consecutive
+// instants over the coming year (at most periodCap instants), so that a
+// weekdays-only job has a period of three days. 0 when the schedule has
+// fewer than two instants ahead.
+func nominalPeriod(j *jobState, from time.Time) time.Duration {
+	if d := j.sched.Every(); d > 0 {
+		return d
+	}
+	end := from.AddDate(1, 0, 0)
+	var longest time.Duration
+	prev := j.sched.Next(from)
+	for n := 0; n < periodCap && !prev.IsZero() && prev.Before(end); n++ {
+		next := j.sched.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		longest = max(longest, next.Sub(prev))
+		prev = next
+	}
+	return longest
+}
+
+// period is nominalPeriod, computed once per job state (a table reload
+// makes new ones).
+func (j *jobState) period(now time.Time) time.Duration {
+	j.periodOnce.Do(func() { j.periodVal = nominalPeriod(j, now) })
+	return j.periodVal
+}
+
+// jobGauges are the cluster-wide per-job gauges and this replica's own
+// (docs/monitoring.md lists them), observed at each collection from what
+// the last heartbeat read.
+type jobGauges struct {
+	lastSuccess, lastRun, nextRun, interval, deadline, clockOffset, maxSkew metric.Float64ObservableGauge
+	fails, paused, info                                                     metric.Int64ObservableGauge
+}
+
+// registerJobGauges registers the gauges and their callback with the
+// scheduler's meter, until Run returns (a stopped replica is no longer
+// one of the cluster's).
+func (s *Scheduler) registerJobGauges() error {
+	m := s.cfg.meter.Meter(ScopeName)
+	var g jobGauges
+	var err error
+	f := func(name, desc, unit string) metric.Float64ObservableGauge {
+		if err != nil {
+			return nil
+		}
+		var v metric.Float64ObservableGauge
+		opts := []metric.Float64ObservableGaugeOption{metric.WithDescription(desc)}
+		if unit != "" {
+			opts = append(opts, metric.WithUnit(unit))
+		}
+		v, err = m.Float64ObservableGauge(name, opts...)
+		return v
+	}
+	i := func(name, desc, unit string) metric.Int64ObservableGauge {
+		if err != nil {
+			return nil
+		}
+		var v metric.Int64ObservableGauge
+		opts := []metric.Int64ObservableGaugeOption{metric.WithDescription(desc)}
+		if unit != "" {
+			opts = append(opts, metric.WithUnit(unit))
+		}
+		v, err = m.Int64ObservableGauge(name, opts...)
+		return v
+	}
+	g.lastSuccess = f("solocron.job.last_success_timestamp", "Unix time the job's last successful run ended, from the store.", "s")
+	g.lastRun = f("solocron.job.last_run_timestamp", "Unix time of the job's last run with this outcome (ended, or decided for missed and skipped runs), from the store.", "s")
+	g.nextRun = f("solocron.job.next_run_timestamp", "Unix time of the job's next scheduled instant, plus jitter.", "s")
+	g.interval = f("solocron.job.interval", "Nominal period of the job's schedule: the @every period, or the longest gap between a cron spec's instants over the coming year.", "s")
+	g.deadline = f("solocron.job.starting_deadline", "The job's starting_deadline.", "s")
+	g.clockOffset = f("solocron.replica.clock_offset", "This replica's clock minus Redis' clock, at its last heartbeat.", "s")
+	g.maxSkew = f("solocron.max_clock_skew", "The table's store.max_clock_skew.", "s")
+	g.fails = i("solocron.job.consecutive_failures", "Runs of the job in a row that ended failed, timed_out or lease_lost, from the store.", "{failure}")
+	g.paused = i("solocron.job.paused", "1 when the job is paused cluster-wide, else 0.", "")
+	g.info = i("solocron.replica.info", "1 for this replica, with its id, its version and the fingerprint of the job table it runs.", "")
+	if err != nil {
+		return err
+	}
+	var fp fingerprintCache
+	version := s.cfg.version
+	if version == "" {
+		version = defaultVersion()
+	}
+	s.gauges, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		tab, gen := s.table()
+		now := s.now()
+		o.ObserveInt64(g.info, 1, metric.WithAttributes(
+			attribute.String("replica", s.cfg.replicaID),
+			attribute.String("version", version),
+			attribute.String("table", fp.get(tab, gen))))
+		o.ObserveFloat64(g.maxSkew, s.cfg.skew.Seconds())
+		if off, ok := s.redisClock.offset(now); ok {
+			o.ObserveFloat64(g.clockOffset, off.Seconds(), metric.WithAttributes(attribute.String("replica", s.cfg.replicaID)))
+		}
+		for _, j := range tab {
+			job := attribute.String("job", j.Name)
+			attrs := metric.WithAttributeSet(attribute.NewSet(job))
+			j.memo.mu.Lock()
+			st, paused, synced := j.memo.stats, j.memo.paused, j.memo.statsRead
+			j.memo.mu.Unlock()
+			if next := j.sched.Next(now); !next.IsZero() {
+				o.ObserveFloat64(g.nextRun, unixSeconds(j.fire(next)), attrs)
+			}
+			if p := j.period(now); p > 0 {
+				o.ObserveFloat64(g.interval, p.Seconds(), attrs)
+			}
+			o.ObserveFloat64(g.deadline, j.StartingDeadline.Seconds(), attrs)
+			if !synced {
+				// Nothing read from the store yet: no value rather than a
+				// wrong one.
+				continue
+			}
+			var p int64
+			if paused {
+				p = 1
+			}
+			o.ObserveInt64(g.paused, p, attrs)
+			o.ObserveInt64(g.fails, st.fails, attrs)
+			if !st.lastSuccess.IsZero() {
+				o.ObserveFloat64(g.lastSuccess, unixSeconds(st.lastSuccess), attrs)
+			}
+			for k, t := range st.lastRun {
+				if !t.IsZero() {
+					o.ObserveFloat64(g.lastRun, unixSeconds(t), metric.WithAttributes(job, attribute.String("outcome", string(statOutcomes[k]))))
+				}
+			}
+		}
+		return nil
+	}, g.lastSuccess, g.lastRun, g.nextRun, g.interval, g.deadline, g.clockOffset, g.maxSkew, g.fails, g.paused, g.info)
+	return err
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
+
+// fingerprintCache keeps the fingerprint of the table generation last asked
+// about.
+type fingerprintCache struct {
+	mu  sync.Mutex
+	gen int
+	fp  string
+}
+
+func (c *fingerprintCache) get(tab []*jobState, gen int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fp == "" || c.gen != gen {
+		jobs := make([]Job, len(tab))
+		for i, j := range tab {
+			jobs[i] = j.Job
+		}
+		c.fp, c.gen = TableFingerprint(jobs), gen
+	}
+	return c.fp
+}
+
+// zero makes the counters the alert rules and dashboards read for a job
+// appear at 0 as soon as the replica knows the job: a counter that first
+// shows up at 1 hides its first event from increase().
+func (t *telemetry) zero(job string, m *memo) {
+	ctx := context.Background()
+	for _, o := range []Outcome{Missed, LeaseLost} {
+		t.runs.Add(ctx, 0, m.sets.get(job, "outcome", string(o)))
+	}
+	t.leaseLost.Add(ctx, 0, m.sets.get(job, "", ""))
+}
+
+// statsChanged notes that this replica changed (or saw a change of) the
+// job's run statistics in the store; the next heartbeat tells the others.
+func (s *Scheduler) statsChanged(job string) {
+	s.changedMu.Lock()
+	if s.changed == nil {
+		s.changed = map[string]struct{}{}
+	}
+	s.changed[job] = struct{}{}
+	s.changedMu.Unlock()
+}
+
+// takeChanged returns and forgets the jobs statsChanged noted.
+func (s *Scheduler) takeChanged() []string {
+	s.changedMu.Lock()
+	defer s.changedMu.Unlock()
+	out := make([]string, 0, len(s.changed))
+	for j := range s.changed {
+		out = append(out, j)
+	}
+	clear(s.changed)
+	return out
+}
+
+// unTakeChanged puts back what a failed heartbeat could not publish.
+func (s *Scheduler) unTakeChanged(jobs []string) {
+	for _, j := range jobs {
+		s.statsChanged(j)
+	}
+}
+
+// changedLookback is how far back a heartbeat reads the jobs whose
+// statistics changed: two heartbeats, and the clock skew between the
+// replica that published a change (on its clock) and this one.
+func changedLookback(interval, skew time.Duration) time.Duration {
+	return 2*interval + skew
+}

@@ -1,0 +1,522 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/jobs"
+)
+
+// gauges collects a reader's gauges as "name{attrs}" -> value.
+func gauges(t testing.TB, r *sdkmetric.ManualReader) map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+"{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = p.Value
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+"{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = float64(p.Value)
+				}
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+"{"+p.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = float64(p.Value)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// counter counts what a replica sends Redis: round trips, calls of the
+// sync script, and commands outside scripts that read a job's keys.
+type counter struct {
+	trips, syncs, direct atomic.Int64
+	changedReads         atomic.Int64
+}
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) note(cmds []redis.Cmder) {
+	c.trips.Add(1)
+	for _, cmd := range cmds {
+		a := cmd.Args()
+		name := strings.ToLower(fmt.Sprint(a[0]))
+		switch name {
+		case "evalsha", "eval":
+			if len(a) > 1 && (a[1] == syncScript.Hash()) {
+				c.syncs.Add(1)
+			}
+		case "zrangebyscore":
+			if len(a) > 1 && strings.HasSuffix(fmt.Sprint(a[1]), ":{changed}") {
+				c.changedReads.Add(1)
+			}
+		case "hget", "hmget", "hgetall", "lrange", "zrange":
+			c.direct.Add(1)
+		}
+	}
+}
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.note([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.note(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+// agreeingReplicas runs three replicas of a table with a job that always
+// fails every second, a job that succeeds and a paused job, and checks
+// that each replica's cluster-wide gauges follow the store within two
+// heartbeats (and so agree with each other), although a job that runs
+// every second is never synced for being idle, and the full sweep comes
+// only every fullSweepEvery beats. It also counts what the replicas send:
+// one sync call per heartbeat, no command per job outside the scripts.
+//
+// newClients returns the clients of one replica: one, or a Redlock
+// replica's masters; the values are checked against the store's, read
+// directly (and merged as a Redlock replica merges them).
+func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat, slack, window time.Duration) {
+	ctx := context.Background()
+	probes := newClients()
+	table := []Job{
+		{Name: "bad", Schedule: "@every 1s", Handler: jobs.Func(func(context.Context) error { return errors.New("boom") })},
+		{Name: "good", Schedule: "@every 1s", Handler: jobs.Func(func(context.Context) error { return nil })},
+		{Name: "idle", Schedule: "@every 1h", StartingDeadline: 7 * time.Second, Handler: jobs.Func(func(context.Context) error { return nil })},
+	}
+	for _, p := range probes {
+		for _, j := range table {
+			if err := p.HSetNX(ctx, "solocron:{"+j.Name+"}:meta", "epoch", "established").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.HSet(ctx, "solocron:{idle}:meta", "paused", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type replica struct {
+		reader *sdkmetric.ManualReader
+		count  *counter
+		s      *Scheduler
+	}
+	var reps []replica
+	var wg sync.WaitGroup
+	runCtx, cancel := context.WithCancel(ctx)
+	defer func() { cancel(); wg.Wait() }()
+	for i := range 3 {
+		reader := sdkmetric.NewManualReader()
+		cs := newClients()
+		cnt := &counter{}
+		opts := []Option{WithReplicaID(fmt.Sprintf("r%d", i)), WithVersion("v-test"),
+			WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithSyncInterval(beat),
+			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))}
+		var s *Scheduler
+		var err error
+		if len(cs) == 1 {
+			cs[0].AddHook(cnt)
+			s, err = New(cs[0], table, opts...)
+		} else {
+			// Each master: its own counter; the first master's is checked.
+			cs[0].AddHook(cnt)
+			us := make([]redis.UniversalClient, len(cs))
+			for k, c := range cs {
+				us[k] = c
+			}
+			s, err = NewRedlock(us, table, opts...)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, replica{reader, cnt, s})
+		wg.Go(func() { _ = s.Run(runCtx) })
+	}
+
+	// view is what the store holds about a job, as a replica reads it: from
+	// every master, merged, in Redlock mode.
+	view := func(job string) jobStats {
+		var per []jobStats
+		for _, p := range probes {
+			m, err := p.HGetAll(ctx, "solocron:{"+job+"}:meta").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var runs []string
+			for _, o := range statOutcomes {
+				if v, ok := m["at:"+string(o)]; ok {
+					runs = append(runs, string(o)+"="+v)
+				}
+			}
+			per = append(per, parseStats(m["ok"]+"|"+cmp.Or(m["fails"], "0")+"|"+strings.Join(runs, ",")))
+		}
+		return mergeStats(per)
+	}
+	// The store's failure streak of "bad", sampled over time.
+	type sample struct {
+		at    time.Time
+		fails int64
+	}
+	var store []sample
+	lag := 2*beat + slack // two heartbeats, and slack for the reading and a slow machine
+	start := time.Now()
+	var checked int
+	for time.Since(start) < window {
+		n := view("bad").fails
+		now := time.Now()
+		store = append(store, sample{now, n})
+		// What the store held lag ago, every replica shows by now.
+		var want int64 = -1
+		for _, s := range store {
+			if !s.at.After(now.Add(-lag)) {
+				want = s.fails
+			}
+		}
+		for i, r := range reps {
+			got := gauges(t, r.reader)["solocron.job.consecutive_failures{job=bad}"]
+			if want >= 0 && int64(got) < want {
+				t.Fatalf("after %v: replica r%d shows %v consecutive failures of bad; the store had %d %v ago", now.Sub(start), i, got, want, lag)
+			}
+			checked++
+		}
+		time.Sleep(beat / 4)
+	}
+	// Quiet now (no job fires within the hour): within a few heartbeats
+	// every replica shows what the store holds.
+	quiet := make([]Job, len(table))
+	for i, j := range table {
+		j.Schedule = "@every 1h"
+		quiet[i] = j
+	}
+	for _, r := range reps {
+		if err := r.s.Reload(quiet); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(4*beat + time.Second)
+	if store[len(store)-1].fails < 3 {
+		t.Fatalf("bad failed only %d times in a row: the test did not exercise the gauges", store[len(store)-1].fails)
+	}
+
+	bad, good := view("bad"), view("good")
+	at := func(st jobStats, o Outcome) float64 {
+		return unixSeconds(st.lastRun[slices.Index(statOutcomes[:], o)])
+	}
+	first := gauges(t, reps[0].reader)
+	want := map[string]float64{
+		"solocron.job.consecutive_failures{job=bad}":                  float64(bad.fails),
+		"solocron.job.consecutive_failures{job=good}":                 0,
+		"solocron.job.last_run_timestamp{job=bad,outcome=failed}":     at(bad, Failed),
+		"solocron.job.last_success_timestamp{job=good}":               unixSeconds(good.lastSuccess),
+		"solocron.job.last_run_timestamp{job=good,outcome=succeeded}": at(good, Succeeded),
+		"solocron.job.paused{job=idle}":                               1,
+		"solocron.job.paused{job=bad}":                                0,
+		"solocron.job.interval{job=bad}":                              3600,
+		"solocron.job.interval{job=idle}":                             3600,
+		"solocron.job.starting_deadline{job=idle}":                    7,
+		"solocron.max_clock_skew{}":                                   2,
+	}
+	for k, v := range want {
+		if got, ok := first[k]; !ok || got != v {
+			t.Errorf("r0: %s = %v (present %v), want %v (the store's)", k, got, ok, v)
+		}
+	}
+	if _, ok := first["solocron.job.last_success_timestamp{job=bad}"]; ok {
+		t.Error("r0 exports a last success for bad, which never succeeded")
+	}
+	if v, ok := first["solocron.job.next_run_timestamp{job=idle}"]; !ok || v <= float64(time.Now().Unix()) || v > float64(time.Now().Add(time.Hour).Unix()) {
+		t.Errorf("r0: next run of idle at %v, want within the coming hour", v)
+	}
+	for _, o := range []string{"missed", "lease_lost"} {
+		if _, ok := first["solocron.runs{job=idle,outcome="+o+"}"]; !ok {
+			t.Errorf("r0: solocron.runs{job=idle,outcome=%s} not initialised at 0", o)
+		}
+	}
+	for i, r := range reps {
+		g := gauges(t, r.reader)
+		for k, v := range first {
+			if !strings.HasPrefix(k, "solocron.job.") || strings.HasPrefix(k, "solocron.job.next_run") {
+				continue
+			}
+			if g[k] != v {
+				t.Errorf("r%d: %s = %v, r0 shows %v", i, k, g[k], v)
+			}
+		}
+		info := fmt.Sprintf("solocron.replica.info{replica=r%d,table=%s,version=v-test}", i, TableFingerprint(quiet))
+		if g[info] != 1 {
+			t.Errorf("r%d: no %s", i, info)
+		}
+	}
+
+	cancel()
+	wg.Wait()
+
+	// What they sent: one sync call per heartbeat at most (the table is
+	// one batch), one read of the changed jobs per heartbeat, in the
+	// heartbeat's existing round trip, and no job's key read outside a
+	// script.
+	beats := int64(time.Since(start)/beat) + 2
+	for i, r := range reps {
+		if n := r.count.syncs.Load(); n > beats {
+			t.Errorf("r%d: %d sync calls in %d heartbeats", i, n, beats)
+		}
+		if n := r.count.changedReads.Load(); n > beats || n < beats/2 {
+			t.Errorf("r%d: %d reads of the changed jobs in %d heartbeats", i, n, beats)
+		}
+		if n := r.count.direct.Load(); n != 0 {
+			t.Errorf("r%d: %d commands read a job's keys outside a script", i, n)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("nothing checked")
+	}
+}
+
+func TestJobGaugesAgreeMiniredis(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, _ := redistest.MiniPipe(t)
+		agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{redistest.PipeClient(t, m)} }, time.Second, 500*time.Millisecond, 20*time.Second)
+	})
+}
+
+func TestJobGaugesAgreeRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real redis-server: not in -short")
+	}
+	srv := redistest.Start(t)
+	agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{srv.Client(t, nil)} }, 500*time.Millisecond, 2*time.Second, 15*time.Second)
+}
+
+// The same with three Redlock replicas on three masters.
+func TestJobGaugesAgreeRedlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ms []*miniredis.Miniredis
+		for range 3 {
+			m, _ := redistest.MiniPipe(t)
+			ms = append(ms, m)
+		}
+		agreeingReplicas(t, func() []*redis.Client {
+			var cs []*redis.Client
+			for _, m := range ms {
+				cs = append(cs, redistest.PipeClient(t, m))
+			}
+			return cs
+		}, time.Second, 500*time.Millisecond, 20*time.Second)
+	})
+}
+
+// The store keeps a job's last success, last run per outcome and failure
+// streak, written by the calls that close or decide runs (a close is still
+// one round trip) and returned by the heartbeat's sync.
+func TestStoreKeepsJobStats(t *testing.T) {
+	s, c := benchStore(t)
+	cnt := &counter{}
+	c.AddHook(cnt)
+	ctx := context.Background()
+	j := testJob(t, s, "streak", "@every 1s", func(j *Job) { j.Lease = time.Second })
+	seed(t, c, j)
+	base := time.Now().Truncate(time.Second).Add(-6 * time.Second)
+	n := 0
+	claim := func(kind byte) claimReq {
+		t.Helper()
+		n++
+		r := claimOf(j, base.Add(time.Duration(n)*time.Second), kind, fmt.Sprintf("o%d", n))
+		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+		if err != nil || (kind != 'x' && res[0].status != "started") {
+			t.Fatalf("claim %d: %+v, %v", n, res, err)
+		}
+		return r
+	}
+	end := func(r claimReq, o Outcome) {
+		t.Helper()
+		before := cnt.trips.Load()
+		res, err := s.complete(ctx, []completeReq{{r: &r, replica: "r1", outcome: o, attempts: 1}})
+		if err != nil || res[0] != "ok" {
+			t.Fatalf("complete %s: %v, %v", o, res, err)
+		}
+		if trips := cnt.trips.Load() - before; trips != 1 {
+			t.Errorf("closing a run took %d round trips, want 1", trips)
+		}
+	}
+	stats := func() jobStats {
+		t.Helper()
+		res, err := s.sync(ctx, "r1", 2*time.Second, time.Minute, []syncReq{{j: j, known: "e0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].stats
+	}
+	at := func(st jobStats, o Outcome) time.Time {
+		for i, so := range statOutcomes {
+			if so == o {
+				return st.lastRun[i]
+			}
+		}
+		return time.Time{}
+	}
+
+	end(claim('s'), Failed)
+	st := stats()
+	if st.fails != 1 || at(st, Failed).IsZero() || !st.lastSuccess.IsZero() {
+		t.Fatalf("after a failure: %+v", st)
+	}
+	claim('s') // never closed by its holder: reaped lease_lost
+	time.Sleep(1500 * time.Millisecond)
+	if st = stats(); st.fails != 2 || at(st, LeaseLost).IsZero() {
+		t.Fatalf("after a lost lease: %+v", st)
+	}
+	end(claim('s'), TimedOut)
+	// A run past its deadline recorded missed: the streak stays.
+	miss := claimOf(j, time.Now().Truncate(time.Second).Add(-12*time.Second), 'x', "ox")
+	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{miss}); err != nil || res[0].status != string(Missed) {
+		t.Fatalf("missed claim: %+v, %v", res, err)
+	}
+	if st = stats(); st.fails != 3 || at(st, TimedOut).IsZero() || at(st, Missed).IsZero() {
+		t.Fatalf("after a timeout and a miss: %+v", st)
+	}
+	end(claim('s'), Succeeded)
+	st = stats()
+	if st.fails != 0 || st.lastSuccess.IsZero() || !st.lastSuccess.Equal(at(st, Succeeded)) {
+		t.Fatalf("after a success: %+v", st)
+	}
+	if d := time.Since(st.lastSuccess); d < 0 || d > 5*time.Second {
+		t.Errorf("last success %v ago", d)
+	}
+
+	// A run the cluster closed lease_lost whose holder never started it
+	// (its claim answered after its lease): missed, not a failure.
+	late := claim('s')
+	time.Sleep(1500 * time.Millisecond)
+	if st = stats(); st.fails != 1 || at(st, LeaseLost).IsZero() {
+		t.Fatalf("after a lost lease: %+v", st)
+	}
+	missedAt := at(st, Missed)
+	res, err := s.complete(ctx, []completeReq{{r: &late, replica: "r1", outcome: Missed, errText: "never started"}})
+	if err != nil || res[0] != "closed" {
+		t.Fatalf("holder's close: %v, %v", res, err)
+	}
+	if st = stats(); st.fails != 0 || !at(st, LeaseLost).IsZero() || !at(st, Missed).After(missedAt) {
+		t.Errorf("after the holder said it never started: %+v", st)
+	}
+}
+
+// nominalPeriod: @every is its period; a cron spec's longest gap.
+func TestNominalPeriod(t *testing.T) {
+	s, _ := redistest.Mini(t)
+	st, err := newStore(redis.NewClient(&redis.Options{Addr: s.Addr()}), config{prefix: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // a Wednesday
+	for spec, want := range map[string]time.Duration{
+		"@every 90s":     90 * time.Second,
+		"*/5 * * * *":    5 * time.Minute,
+		"0 9 * * 1-5":    72 * time.Hour, // Friday to Monday
+		"0 0 1 * *":      31 * 24 * time.Hour,
+		"30 2 29 2 *":    0, // once in the coming year: no gap
+		"0 9-17 * * 1-5": 64 * time.Hour,
+	} {
+		j := testJob(t, st, "p", spec, nil)
+		if got := nominalPeriod(j, from); got != want {
+			t.Errorf("%s: %v, want %v", spec, got, want)
+		}
+	}
+}
+
+// parseStats never panics on a malformed answer and reads only what it
+// can.
+func TestParseStats(t *testing.T) {
+	for _, s := range []string{"", "|", "||", "x|y|z", "-5|-1|succeeded=-1", "1|2|missed", "1|2|=,=3,failed=abc"} {
+		st := parseStats(s)
+		if st.latest() != (time.Time{}) {
+			t.Errorf("%q: %+v", s, st)
+		}
+	}
+	if st := parseStats("x|y|z"); !st.lastSuccess.IsZero() || st.fails != 0 {
+		t.Errorf("x|y|z: %+v", st)
+	}
+	st := parseStats("1000|4|failed=2000,succeeded=1000,bogus=5")
+	if st.fails != 4 || !st.lastSuccess.Equal(time.UnixMilli(1000)) || !st.latest().Equal(time.UnixMilli(2000)) {
+		t.Errorf("%+v", st)
+	}
+}
+
+// A stopped replica exports no job gauges and no replica_info.
+func TestJobGaugesEndWithRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c := redistest.MiniPipe(t)
+		reader := sdkmetric.NewManualReader()
+		s, err := New(c, []Job{{Name: "j", Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return nil })}},
+			WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		time.Sleep(3 * time.Second)
+		if g := gauges(t, reader); g["solocron.job.paused{job=j}"] != 0 || len(g) < 5 {
+			t.Fatalf("running: %v", g)
+		} else if _, ok := g["solocron.job.paused{job=j}"]; !ok {
+			t.Fatalf("running: no paused gauge: %v", g)
+		}
+		cancel()
+		<-done
+		for k := range gauges(t, reader) {
+			if strings.HasPrefix(k, "solocron.job.") || strings.HasPrefix(k, "solocron.replica.") {
+				t.Errorf("after Run returned: %s", k)
+			}
+		}
+	})
+}
+
+// Redlock: the latest time of each kind, the median failure streak.
+func TestMergeStats(t *testing.T) {
+	ms := func(n int64) time.Time { return time.UnixMilli(n) }
+	a := jobStats{lastSuccess: ms(10), fails: 5}
+	a.lastRun[1] = ms(50)
+	b := jobStats{lastSuccess: ms(30), fails: 2}
+	b.lastRun[1] = ms(40)
+	c := jobStats{fails: 4}
+	got := mergeStats([]jobStats{a, b, c})
+	if !got.lastSuccess.Equal(ms(30)) || !got.lastRun[1].Equal(ms(50)) || got.fails != 4 {
+		t.Errorf("%+v", got)
+	}
+	if got := mergeStats([]jobStats{a, b}); got.fails != 5 {
+		t.Errorf("two masters: fails %d, want the higher (5)", got.fails)
+	}
+	if got := mergeStats(nil); got != (jobStats{}) {
+		t.Errorf("none: %+v", got)
+	}
+}
