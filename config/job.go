@@ -22,7 +22,7 @@ var (
 	jobFields = []string{"name", "schedule", "timezone", "offset", "command", "http", "func",
 		"dir", "env", "kill_grace", "concurrency", "overlap", "max_wait", "lease", "timeout",
 		"retries", "retry_backoff", "jitter", "starting_deadline", "catchup_window", "catchup",
-		"on_lease_lost", "paused", "history_limit", "log_output"}
+		"on_lease_lost", "paused", "history_limit", "log_output", "pause_after_failures"}
 	httpFields = []string{"method", "url", "headers", "body", "expect_status", "follow_redirects"}
 	// noDefault are the job fields every job sets itself: not in defaults:.
 	noDefault = []string{"name", "schedule"}
@@ -334,6 +334,8 @@ func (d *decoder) jobField(j *draft, p pair, path string, inDefaults bool) bool 
 		j.job.Paused, ok = d.boolean(v, path)
 	case "history_limit":
 		j.job.HistoryLimit, ok = d.integer(v, path)
+	case "pause_after_failures":
+		j.job.PauseAfterFailures, ok = d.integer(v, path)
 	}
 	if !ok {
 		j.bad[p.name] = true

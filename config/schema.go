@@ -246,6 +246,8 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"paused":            {desc: "true keeps the job from starting; scheduler pause/resume act cluster-wide.", schema: boolean(), def: false},
 		"history_limit":     {desc: "Finished run records kept in the store for this job (0 means the default).", schema: integer(0), def: scheduler.DefaultHistoryLimit},
 		"log_output":        {desc: "Command jobs: the level the job's output lines are logged at; debug keeps output out of an INFO log.", schema: enum("debug", "info"), def: "debug"},
+
+		"pause_after_failures": {desc: "Pause the job cluster-wide after this many runs in a row end failed, timed_out or lease_lost (a success resets the count; scheduler resume clears it). The run that paused it says why in its record. 0 means never.", schema: integer(0), def: 0},
 	},
 	"http": {
 		"method":           {desc: "The HTTP method; default GET.", schema: orVariable(map[string]any{"type": "string", "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"}), def: "GET"},

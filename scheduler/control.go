@@ -60,7 +60,9 @@ func checkJob(job string) error {
 // asked for them.
 func (c *Control) Pause(ctx context.Context, job string) error { return c.setPaused(ctx, job, true) }
 
-// Resume undoes Pause.
+// Resume undoes Pause, or a pause the cluster made by itself
+// (pause_after_failures), and clears the job's count of consecutive
+// failures.
 func (c *Control) Resume(ctx context.Context, job string) error { return c.setPaused(ctx, job, false) }
 
 func (c *Control) setPaused(ctx context.Context, job string, v bool) error {
@@ -107,6 +109,9 @@ type Run struct {
 	// TraceID is the trace of the run's span (32 hex digits) when spans
 	// were recorded, for finding the run in a tracing backend.
 	TraceID string `json:"trace_id,omitempty"`
+	// Paused is set on the run whose end paused its job
+	// (pause_after_failures), and says why.
+	Paused string `json:"paused,omitempty"`
 }
 
 // Duration is how long a finished run ran, or 0.
@@ -133,6 +138,7 @@ type wireRun struct {
 	Error    string `json:"error"`
 	Output   string `json:"output"`
 	Trace    string `json:"trace"`
+	Paused   string `json:"paused"`
 }
 
 func msTime(s string) time.Time {
@@ -150,7 +156,7 @@ func (w wireRun) run() Run {
 		ID: w.ID, Job: w.Job, Kind: kindOf(w.Kind), ScheduledAt: msTime(w.Sched),
 		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
 		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
-		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace,
+		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace, Paused: w.Paused,
 	}
 }
 
@@ -165,7 +171,7 @@ func runFromHash(id string, h map[string]string) Run {
 	return wireRun{
 		ID: id, Job: job, Kind: h["kind"], Sched: h["sched"], Decision: h["decision"],
 		Outcome: h["outcome"], Replica: h["replica"], Fence: h["fence"], Started: h["started"],
-		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"],
+		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"], Paused: h["paused"],
 	}.run()
 }
 
@@ -197,6 +203,12 @@ func decodeHistory(raw []string) ([]Run, error) {
 type Status struct {
 	Job    string `json:"job"`
 	Paused bool   `json:"paused"`
+	// PausedWhy says why the cluster paused the job by itself
+	// (pause_after_failures); "" for a pause by an operator, or none.
+	PausedWhy string `json:"paused_why,omitempty"`
+	// ConsecutiveFailures counts the job's latest runs in a row that ended
+	// failed, timed_out or lease_lost (reset by a success and by Resume).
+	ConsecutiveFailures int `json:"consecutive_failures"`
 	// Running lists the runs in flight, on any replica.
 	Running []Run `json:"running"`
 	// Waiting counts runs queued for a slot (overlap: wait).

@@ -118,6 +118,12 @@ type Job struct {
 	// HistoryLimit is how many finished run records the store keeps for the
 	// job. Default 100, at most MaxHistoryLimit.
 	HistoryLimit int
+	// PauseAfterFailures pauses the job cluster-wide once that many of its
+	// runs in a row ended failed, timed_out or lease_lost (a succeeded run
+	// resets the count; interrupted and replaced runs leave it). The run
+	// that paused it says so in its record (Run.Paused), Status says why,
+	// and Control.Resume clears the count. Zero never pauses.
+	PauseAfterFailures int
 }
 
 // MaxJobNameLen is the longest job name accepted.
@@ -213,6 +219,9 @@ func (j *Job) validate(index int) []error {
 	}
 	if j.Retries < 0 {
 		bad("retries", "must not be negative (got %d)", j.Retries)
+	}
+	if j.PauseAfterFailures < 0 {
+		bad("pause_after_failures", "must not be negative (got %d); 0 never pauses", j.PauseAfterFailures)
 	}
 	if j.HistoryLimit < 0 {
 		bad("history_limit", "must be at least 1 (got %d)", j.HistoryLimit)

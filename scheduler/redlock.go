@@ -781,7 +781,9 @@ func (rl *redlock) mergeStatus(job string, sts []*Status, limit int) *Status {
 	for _, s := range sts {
 		if s.Paused {
 			paused++
+			st.PausedWhy = cmp.Or(st.PausedWhy, s.PausedWhy)
 		}
+		st.ConsecutiveFailures = max(st.ConsecutiveFailures, s.ConsecutiveFailures)
 		st.Waiting = max(st.Waiting, s.Waiting)
 		st.PendingManual = max(st.PendingManual, s.PendingManual)
 		if s.LastScheduled.After(st.LastScheduled) {
@@ -791,6 +793,9 @@ func (rl *redlock) mergeStatus(job string, sts []*Status, limit int) *Status {
 		hist = append(hist, s.History)
 	}
 	st.Paused = 2*paused > len(sts)
+	if !st.Paused {
+		st.PausedWhy = ""
+	}
 	// A run holds the job's mutex where a quorum of masters has it in a slot.
 	runs, seen := mergeRuns(running)
 	for _, r := range runs {

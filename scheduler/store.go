@@ -456,7 +456,7 @@ type claimReq struct {
 // by '|' (no term contains one): kind, scheduled instant, fire instant,
 // lease, concurrency, overlap, max wait, starting deadline, retention,
 // history limit, paused, known epoch, fence floor, catch-up window,
-// catch-up base, ticket, catch-up read time.
+// catch-up base, ticket, catch-up read time, pause after failures.
 func (r *claimReq) appendTerms(b []byte) []byte {
 	j := r.j
 	b = append(b, r.kind, '|')
@@ -495,9 +495,12 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = append(b, r.ticket...)
 	b = append(b, '|')
 	if r.kind == 'c' {
-		return strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
+		b = strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
+	} else {
+		b = append(b, '0')
 	}
-	return append(b, '0')
+	b = append(b, '|')
+	return strconv.AppendInt(b, int64(j.PauseAfterFailures), 10)
 }
 
 // claimRes is the decision for one run.

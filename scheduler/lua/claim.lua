@@ -28,7 +28,8 @@
 --      queue ticket if the run must wait, or "" for the next in arrival
 --      order (Redlock passes one derived from the run, so that every
 --      master orders its queue alike) | catch-up: Redis' time when the
---      replica read the last decided instant, ms (0 otherwise)
+--      replica read the last decided instant, ms (0 otherwise) |
+--      pause_after_failures (0: never), kept in the run's record as pf
 --   A lost race reads only the first two: Redis makes a Lua string of every
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
@@ -43,7 +44,7 @@
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
 local F = 3
-local TERMS = '^' .. string.rep('([^|]*)|', 16) .. '([^|]*)$'
+local TERMS = '^' .. string.rep('([^|]*)|', 17) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
 local check_fence = ARGV[6] == '1'
@@ -89,7 +90,7 @@ local function claim(meta, a)
   local job = string.match(base, '{(.*)}')
   local id = job .. '@' .. suffix
   local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,
-    ffloor, cwindow_s, cbase_s, ticket, read_s = string.match(ARGV[a + 3], TERMS)
+    ffloor, cwindow_s, cbase_s, ticket, read_s, pf = string.match(ARGV[a + 3], TERMS)
   if not kind then
     return {'refused', '', 'malformed claim terms'}
   end
@@ -222,7 +223,7 @@ local function claim(meta, a)
       -- The ticket stays in the record: a run taken back out of a slot
       -- (undo.lua) returns to its place.
       redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-        'hl', hlimit, 'decision', '', 'outcome', 'waiting', 'wait_until', int(now + max_wait), 'ticket', ticket)
+        'hl', hlimit, 'pf', pf, 'decision', '', 'outcome', 'waiting', 'wait_until', int(now + max_wait), 'ticket', ticket)
       redis.call('PEXPIRE', rk, retention + max_wait)
       if kind ~= 'm' and sched > last then
         redis.call('HSET', meta, 'last', sched_s)
@@ -259,10 +260,10 @@ local function claim(meta, a)
   end
   if ticket ~= '' then
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket)
+      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket)
   else
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started)
+      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started)
   end
   redis.call('PEXPIRE', rk, lease + retention)
   redis.call('ZADD', slots, now + lease, id)

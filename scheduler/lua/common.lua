@@ -3,7 +3,8 @@
 -- Keys of one job share the hash tag {<job>}, so one script may touch them
 -- all on Redis Cluster. Scripts receive the job's meta key in KEYS and derive
 -- the others from it ("<prefix>:{<job>}:" .. kind), always inside that tag:
---   meta          hash  epoch, floor, guarded, paused, last, fence
+--   meta          hash  epoch, floor, guarded, paused, last, fence, fails,
+--                       paused_why
 --   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
 --   slots         zset  run id -> lease expiry (server ms): the concurrency slots
 --   queue         zset  run id -> ticket: runs waiting for a slot, first come first served
@@ -46,7 +47,7 @@ local function run_key(base, id)
 end
 
 local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 'fence',
-  'started', 'finished', 'attempts', 'error', 'output'}
+  'started', 'finished', 'attempts', 'error', 'output', 'paused'}
 
 -- file appends a closed run's record (a table of strings) to the job's
 -- history. The list's TTL is set when it is created and refreshed once a day
@@ -74,6 +75,37 @@ local function push_history(base, rk)
   file(base, rec, vals[1])
 end
 
+-- pause_after_failures ------------------------------------------------
+-- tally counts how a started run ended toward its job's consecutive
+-- failures (meta field fails): failed, timed_out and lease_lost add one,
+-- succeeded resets it, any other end (interrupted, replaced) leaves it. When
+-- the count reaches the run's pause_after_failures (its record's pf, set at
+-- the claim; 0: never), the job is paused cluster-wide; the meta's
+-- paused_why and the run's record (field paused) say why. resume clears both
+-- (pause.lua). Returns the reason when this run paused the job.
+local BAD_END = {failed = true, timed_out = true, lease_lost = true}
+local function tally(base, rk, outcome)
+  local meta = base .. 'meta'
+  if outcome == 'succeeded' then
+    redis.call('HDEL', meta, 'fails')
+    return nil
+  end
+  if not BAD_END[outcome] then
+    return nil
+  end
+  local n = redis.call('HINCRBY', meta, 'fails', 1)
+  local limit = tonumber(redis.call('HGET', rk, 'pf')) or 0
+  if limit <= 0 or n < limit or redis.call('HGET', meta, 'paused') == '1' then
+    return nil
+  end
+  local why = string.format('paused after %d runs in a row ended badly (pause_after_failures: %d), the last %s',
+    n, limit, outcome)
+  redis.call('HSET', meta, 'paused', '1', 'paused_why', why)
+  redis.call('HSET', rk, 'paused', why)
+  return why
+end
+-- end pause_after_failures --------------------------------------------
+
 -- close ends a run on behalf of the cluster (its holder is gone, or it was
 -- replaced, or it never started) and files it in the history. The record is
 -- kept for its retention: a finished run is never simply deleted, or a
@@ -86,6 +118,9 @@ local function close(base, rk, outcome, err, now)
     redis.call('HSET', rk, 'decision', outcome)
   end
   redis.call('HSET', rk, 'outcome', outcome, 'finished', int(now), 'error', err)
+  if d == 'started' then
+    tally(base, rk, outcome)
+  end
   redis.call('PEXPIRE', rk, tonumber(redis.call('HGET', rk, 'ret')) or 60000)
   push_history(base, rk)
 end

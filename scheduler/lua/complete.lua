@@ -40,8 +40,15 @@ for i = 1, #KEYS do
     -- still find the run decided.
     redis.call('PEXPIRE', rk, ARGV[a + 7])
     local h = base .. 'history'
+    local paused = ''
+    if decision == 'started' then
+      local why = tally(base, rk, outcome)
+      if why then
+        paused = ',"paused":' .. cjson.encode(why)
+      end
+    end
     local entry = ARGV[a + 6] .. ',"decision":"' .. decision .. '","fence":"' .. (rec[6] or '') ..
-      '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"}'
+      '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"' .. paused .. '}'
     if redis.call('LPUSH', h, entry) == 1 then
       redis.call('PEXPIRE', h, META_TTL)
     end
@@ -60,6 +67,11 @@ for i = 1, #KEYS do
       -- (the claim's answer came after its lease): the record, and its
       -- history entry (a recent one), say it never ran.
       redis.call('HSET', rk, 'outcome', 'missed')
+      -- Nor does it count as a failure (pause_after_failures); a pause it
+      -- caused stands, for an operator to resume.
+      if tonumber(redis.call('HGET', base .. 'meta', 'fails') or '0') > 0 then
+        redis.call('HINCRBY', base .. 'meta', 'fails', -1)
+      end
       local h = base .. 'history'
       for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
         local ok, e = pcall(cjson.decode, item)
