@@ -129,6 +129,8 @@ func pausedText(st jobState) string {
 	switch {
 	case st.Paused && st.PausedInTable:
 		return "yes (cluster and table)"
+	case st.Paused && st.PausedWhy != "":
+		return "yes (after failures)"
 	case st.Paused:
 		return "yes"
 	case st.PausedInTable:
@@ -192,6 +194,10 @@ func printStatusTable(w io.Writer, states []jobState) {
 func printJobStatus(w io.Writer, st jobState) {
 	fmt.Fprintf(w, "job:            %s\n", st.Job)
 	fmt.Fprintf(w, "paused:         %s\n", pausedText(st))
+	if st.Paused && st.PausedWhy != "" {
+		fmt.Fprintf(w, "paused why:     %s\n", st.PausedWhy)
+	}
+	fmt.Fprintf(w, "failures:       %d in a row\n", st.ConsecutiveFailures)
 	fmt.Fprintf(w, "last scheduled: %s\n", stamp(st.LastScheduled))
 	fmt.Fprintf(w, "waiting:        %d\n", st.Waiting)
 	fmt.Fprintf(w, "pending manual: %d\n", st.PendingManual)
