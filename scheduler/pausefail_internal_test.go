@@ -192,3 +192,27 @@ func TestPauseAfterFailuresValidation(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 }
+
+// An instant inside a blackout window is recorded skipped_blackout by the
+// claim, on a real Redis as on miniredis; one outside it starts.
+func TestClaimRecordsBlackout(t *testing.T) {
+	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+		p := newPauseProbe(t, s, c, nil)
+		from := p.at.Add(time.Second) // the next instant claimed
+		bs, err := parseBlackouts([]Blackout{{From: from, To: from.Add(time.Second)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.j.blackouts = bs
+		r, res := p.claim()
+		if res.status != "skipped_blackout" {
+			t.Fatalf("claim of %s inside the window: %+v", r.id, res)
+		}
+		if got, err := p.ctl.Get(context.Background(), r.id); err != nil || got == nil || got.Outcome != SkippedBlackout {
+			t.Fatalf("record of %s: %+v, %v", r.id, got, err)
+		}
+		if r, res := p.claim(); res.status != "started" {
+			t.Fatalf("claim of %s outside the window: %+v", r.id, res)
+		}
+	})
+}

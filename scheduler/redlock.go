@@ -310,7 +310,7 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 			refused = append(refused, i)
 		case "decided":
 			others = append(others, i)
-		case string(SkippedOverlap), string(SkippedPaused), string(Missed):
+		case string(SkippedOverlap), string(SkippedPaused), string(SkippedBlackout), string(Missed):
 			ours = append(ours, i)
 		}
 	}

@@ -695,7 +695,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 			again := []claimReq{r}
 			s.loops.Go(func() { s.claim(ctx, again) })
 		}
-	case string(SkippedOverlap), string(SkippedPaused), string(Missed):
+	case string(SkippedOverlap), string(SkippedPaused), string(SkippedBlackout), string(Missed):
 		s.tel.claimed(ctx, j, claimDecided)
 		s.tel.decided(ctx, j, Outcome(res.status))
 		log().Info("run decided", "outcome", res.status)

@@ -456,7 +456,8 @@ type claimReq struct {
 // by '|' (no term contains one): kind, scheduled instant, fire instant,
 // lease, concurrency, overlap, max wait, starting deadline, retention,
 // history limit, paused, known epoch, fence floor, catch-up window,
-// catch-up base, ticket, catch-up read time, pause after failures.
+// catch-up base, ticket, catch-up read time, pause after failures, in a
+// blackout window (1|0).
 func (r *claimReq) appendTerms(b []byte) []byte {
 	j := r.j
 	b = append(b, r.kind, '|')
@@ -500,7 +501,14 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 		b = append(b, '0')
 	}
 	b = append(b, '|')
-	return strconv.AppendInt(b, int64(j.PauseAfterFailures), 10)
+	b = strconv.AppendInt(b, int64(j.PauseAfterFailures), 10)
+	b = append(b, '|')
+	if r.kind != 'm' && len(j.blackouts) > 0 {
+		if _, in := j.blackouts.at(r.sched); in {
+			return append(b, '1')
+		}
+	}
+	return append(b, '0')
 }
 
 // claimRes is the decision for one run.

@@ -29,7 +29,9 @@
 --      order (Redlock passes one derived from the run, so that every
 --      master orders its queue alike) | catch-up: Redis' time when the
 --      replica read the last decided instant, ms (0 otherwise) |
---      pause_after_failures (0: never), kept in the run's record as pf
+--      pause_after_failures (0: never), kept in the run's record as pf |
+--      1 if the instant is inside one of the job's blackout windows (every
+--      replica computes it alike), else 0
 --   A lost race reads only the first two: Redis makes a Lua string of every
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
@@ -37,14 +39,15 @@
 --   {"decided", epoch, outcome, replica}      someone decided it already; a
 --                                             lost race answers the same as
 --                                             one string, "decided||outcome|replica"
---   {"skipped_overlap"|"skipped_paused"|"missed", epoch}   decided now, by us
+--   {"skipped_overlap"|"skipped_paused"|"skipped_blackout"|"missed", epoch}
+--                                             decided now, by us
 --   {"waiting", epoch, place in queue}        overlap: wait; poll with admit.lua
 --   {"early", epoch, server time ms}          too early on Redis' clock: ask again
 --   {"later", epoch, server time ms}          claimed ahead of the instant, but
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
 local F = 3
-local TERMS = '^' .. string.rep('([^|]*)|', 17) .. '([^|]*)$'
+local TERMS = '^' .. string.rep('([^|]*)|', 18) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
 local check_fence = ARGV[6] == '1'
@@ -90,7 +93,7 @@ local function claim(meta, a)
   local job = string.match(base, '{(.*)}')
   local id = job .. '@' .. suffix
   local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,
-    ffloor, cwindow_s, cbase_s, ticket, read_s, pf = string.match(ARGV[a + 3], TERMS)
+    ffloor, cwindow_s, cbase_s, ticket, read_s, pf, blackout = string.match(ARGV[a + 3], TERMS)
   if not kind then
     return {'refused', '', 'malformed claim terms'}
   end
@@ -196,6 +199,12 @@ local function claim(meta, a)
   -- been without claiming ahead.
   local ahead = (kind == 's' or kind == 'x') and now < fire
 
+  if kind ~= 'm' and blackout == '1' then
+    if ahead then
+      return {'later', epoch, now_s}
+    end
+    return decide('skipped_blackout', 'inside a blackout window')
+  end
   if kind ~= 'm' and (paused == '1' or lpaused == '1') then
     if ahead then
       return {'later', epoch, now_s}
