@@ -618,7 +618,7 @@ func claimCalls() *scriptCounter {
 			return false
 		}
 		terms, _ := argv[len(argv)-1].(string)
-		return strings.Count(terms, "|") == 16
+		return strings.Count(terms, "|") == 18 // 19 terms (claimReq.appendTerms)
 	}}
 }
 
