@@ -158,6 +158,8 @@
 //	paused             boolean              false     keeps the job from starting
 //	history_limit      integer              100       run records kept (at most 10000)
 //	pause_after_failures integer            0 (off)   pause after N runs in a row end badly
+//	blackouts          list of windows      none      instants inside are skipped_blackout:
+//	                                                  {cron, duration, timezone} or {from, to}
 //
 // A field left out means its default: the File holds zero for it, and the
 // scheduler applies the default. What the values may be (a valid zone, a

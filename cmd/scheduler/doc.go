@@ -124,7 +124,9 @@
 // replica honours from its next claim: paused runs are recorded
 // skipped_paused; runs in flight go on. A job with paused: true in the
 // table stays paused on the replicas that load that table whatever the flag
-// says.
+// says. A job with pause_after_failures: N is paused by the cluster itself
+// after N runs in a row end failed, timed_out or lease_lost; status JOB
+// says why, and resume JOB also clears that count.
 //
 // schema prints the JSON Schema (draft 2020-12) of the job table, the one
 // docs/solocron.schema.json holds, for editors; it needs no table.
@@ -222,7 +224,7 @@
 // ids.
 //
 //	solocron_runs_total{job,outcome}              runs decided (started, skipped_overlap,
-//	                                              skipped_paused, missed) or ended (succeeded,
+//	                                              skipped_paused, skipped_blackout, missed) or ended (succeeded,
 //	                                              failed, timed_out, lease_lost, interrupted,
 //	                                              replaced) by this replica
 //	solocron_claims_total{job,result}             claim attempts: won, taken (another replica
