@@ -37,9 +37,9 @@ var (
 
 	// reservedEnv are set by the scheduler for every run of a command job.
 	reservedEnv = []string{"SOLOCRON_JOB", "SOLOCRON_RUN_ID", "SOLOCRON_SCHEDULED_AT",
-		"SOLOCRON_FENCING_TOKEN", "SOLOCRON_ATTEMPT", "SOLOCRON_REPLICA_ID"}
+		"SOLOCRON_FENCING_TOKEN", "SOLOCRON_ATTEMPT", "SOLOCRON_REPLICA_ID", "SOLOCRON_SLOT"}
 	// reservedHeaders are set by the scheduler on every request of an http job.
-	reservedHeaders = []string{"Idempotency-Key", "Solocron-Fencing-Token"}
+	reservedHeaders = []string{"Idempotency-Key", "Solocron-Fencing-Token", "Solocron-Fencing-Slot"}
 )
 
 // source is where the value of one job field was written.

@@ -109,6 +109,9 @@ type Run struct {
 	// TraceID is the trace of the run's span (32 hex digits) when spans
 	// were recorded, for finding the run in a tracing backend.
 	TraceID string `json:"trace_id,omitempty"`
+	// Slot is the concurrency slot (1..concurrency) a started run held;
+	// its fencing token is above every earlier holder's of that slot.
+	Slot int `json:"slot,omitempty"`
 	// Paused is set on the run whose end paused its job
 	// (pause_after_failures), and says why.
 	Paused string `json:"paused,omitempty"`
@@ -139,6 +142,7 @@ type wireRun struct {
 	Output   string `json:"output"`
 	Trace    string `json:"trace"`
 	Paused   string `json:"paused"`
+	Slot     string `json:"slot"`
 }
 
 func msTime(s string) time.Time {
@@ -152,7 +156,8 @@ func msTime(s string) time.Time {
 func (w wireRun) run() Run {
 	fence, _ := strconv.ParseInt(w.Fence, 10, 64)
 	attempts, _ := strconv.Atoi(w.Attempts)
-	return Run{
+	slot, _ := strconv.Atoi(w.Slot)
+	return Run{Slot: slot,
 		ID: w.ID, Job: w.Job, Kind: kindOf(w.Kind), ScheduledAt: msTime(w.Sched),
 		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
 		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
@@ -164,14 +169,17 @@ func (w wireRun) run() Run {
 // and job are in its key, not in the hash.
 func runFromHash(id string, h map[string]string) Run {
 	job, _, _ := splitRunID(id)
-	attempts := h["attempts"]
+	attempts, slot := h["attempts"], h["slot"]
 	if attempts == "" && h["started"] != "" {
 		attempts = "1"
+	}
+	if slot == "" && h["started"] != "" {
+		slot = "1"
 	}
 	return wireRun{
 		ID: id, Job: job, Kind: h["kind"], Sched: h["sched"], Decision: h["decision"],
 		Outcome: h["outcome"], Replica: h["replica"], Fence: h["fence"], Started: h["started"],
-		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"], Paused: h["paused"],
+		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"], Paused: h["paused"], Slot: slot,
 	}.run()
 }
 

@@ -653,6 +653,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 				}
 			}
 		}
+		r.slot = res.slot
 		s.startAt(r, res.fence, start, end, startAt)
 	case "decided":
 		s.tel.claimed(ctx, j, claimTaken)

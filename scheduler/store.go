@@ -450,6 +450,9 @@ type claimReq struct {
 	// ticket orders the run in the job's queue if it must wait; "" for
 	// arrival order.
 	ticket string
+	// slot is the concurrency slot (1..concurrency) the run holds once
+	// started; 0 before.
+	slot int
 }
 
 // appendTerms appends the claim's terms as claim.lua reads them, separated
@@ -522,6 +525,7 @@ type claimRes struct {
 	server  time.Time
 	reason  string
 	unacked string // started, but too few replicas acknowledged it: why
+	slot    int    // started: the run's concurrency slot, 1..concurrency
 }
 
 func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
@@ -577,6 +581,7 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 		switch res.status {
 		case "started":
 			res.fence, _ = strconv.ParseInt(at(f, 2), 10, 64)
+			res.slot, _ = strconv.Atoi(at(f, 4))
 			if ms, _ := strconv.ParseInt(at(f, 3), 10, 64); ms > 0 {
 				res.server = time.UnixMilli(ms)
 			}
@@ -615,6 +620,9 @@ func (s *store) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration,
 		return "", 0, fmt.Errorf("scheduler: unexpected admit reply %v", replies[0])
 	}
 	n, _ = strconv.ParseInt(at(f, 1), 10, 64)
+	if f[0] == "started" {
+		r.slot, _ = strconv.Atoi(at(f, 2))
+	}
 	if f[0] == "started" && acks != nil && !s.acked(acks[0]) {
 		// As for a claim: an admission too few replicas hold is taken back,
 		// and the run keeps its place in the queue.
@@ -703,8 +711,9 @@ func (c completeReq) entry() string {
 		Error    string `json:"error"`
 		Output   string `json:"output"`
 		Trace    string `json:"trace,omitempty"`
+		Slot     string `json:"slot,omitempty"`
 	}{r.id, r.j.Name, recordKind(r.kind), strconv.FormatInt(r.sched.UnixMilli(), 10), string(c.outcome), c.replica,
-		strconv.Itoa(c.attempts), c.errText, c.output, c.traceID})
+		strconv.Itoa(c.attempts), c.errText, c.output, c.traceID, slotText(r.slot)})
 	return string(b[:len(b)-1])
 }
 
@@ -825,4 +834,12 @@ var errNoRedis = errors.New("scheduler: store unreachable")
 func isNetErr(err error) bool {
 	var re redis.Error
 	return err != nil && !(errors.As(err, &re) && !strings.HasPrefix(re.Error(), "LOADING"))
+}
+
+// slotText is a run's slot as its record keeps it: "" before it started.
+func slotText(slot int) string {
+	if slot <= 0 {
+		return ""
+	}
+	return strconv.Itoa(slot)
 }

@@ -35,7 +35,7 @@
 --   A lost race reads only the first two: Redis makes a Lua string of every
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
---   {"started", epoch, fencing token, server time ms}
+--   {"started", epoch, fencing token, server time ms, slot (1..concurrency)}
 --   {"decided", epoch, outcome, replica}      someone decided it already; a
 --                                             lost race answers the same as
 --                                             one string, "decided||outcome|replica"
@@ -60,7 +60,7 @@ local function claim(meta, a)
   local base = string.sub(meta, 1, -5)
   local suffix, owner = ARGV[a + 1], ARGV[a + 2]
   local rk = base .. 'run:' .. suffix
-  local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision')
+  local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision', 'slot')
   if d[1] then
     if d[3] == owner then
       -- Our own decision, asked again: go-redis retried a call whose reply
@@ -76,7 +76,7 @@ local function claim(meta, a)
         redis.call('PEXPIRE', meta, META_TTL)
       end
       if d[1] == 'running' then
-        return {'started', '', d[4], now_s}
+        return {'started', '', d[4], now_s, d[6] or '1'}
       elseif d[1] == 'waiting' then
         local id = string.match(base, '{(.*)}') .. '@' .. suffix
         return {'waiting', '', int((redis.call('ZRANK', base .. 'queue', id) or 0) + 1)}
@@ -262,6 +262,7 @@ local function claim(meta, a)
   -- Start: the record, the slot and the job's token and last instant, in
   -- four writes.
   local f = int(fence_after(now_us, fence_last, ffloor))
+  local slot = take_slot(meta, base, rk, id, limit)
   -- Claimed ahead, the job starts at its instant.
   local started = now_s
   if ahead then
@@ -281,7 +282,7 @@ local function claim(meta, a)
   else
     redis.call('HSET', meta, 'fence', f)
   end
-  return {'started', epoch, f, now_s}
+  return {'started', epoch, f, now_s, int(slot)}
 end
 
 local out = {}

@@ -47,7 +47,7 @@ local function run_key(base, id)
 end
 
 local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 'fence',
-  'started', 'finished', 'attempts', 'error', 'output', 'paused'}
+  'started', 'finished', 'attempts', 'error', 'output', 'paused', 'slot'}
 
 -- file appends a closed run's record (a table of strings) to the job's
 -- history. The list's TTL is set when it is created and refreshed once a day
@@ -71,6 +71,9 @@ local function push_history(base, rk)
   rec.id = rec.job .. '@' .. string.sub(rk, #base + 5)
   if rec.started and not rec.attempts then
     rec.attempts = '1'
+  end
+  if rec.started and not rec.slot then
+    rec.slot = '1'
   end
   file(base, rec, vals[1])
 end
@@ -248,13 +251,46 @@ local function fence_after(now_us, last, floor)
   return f
 end
 
+-- take_slot gives run id the lowest slot number (1..limit) that no run
+-- holding a slot has, records it in the job's meta (slot:<n> -> run id) and
+-- in the run's record (slot), and returns it. A number whose holder no
+-- longer holds a slot (it ended, was reaped or replaced) is free: nothing
+-- needs clearing when a run ends. With one slot there is nothing to choose
+-- and nothing is written: a record without slot holds slot 1. Its caller
+-- has reaped expired holders, and holds fewer than limit runs in slots.
+-- The fencing token rises per job, so per slot too: a sink that keeps the
+-- highest token per slot refuses exactly that slot's stale holders.
+local function take_slot(meta, base, rk, id, limit)
+  if limit <= 1 then
+    return 1
+  end
+  local names = {}
+  for k = 1, limit do
+    names[k] = 'slot:' .. k
+  end
+  local holders = redis.call('HMGET', meta, unpack(names))
+  local slots, n = base .. 'slots', limit + 1
+  for k = 1, limit do
+    local h = holders[k]
+    if not h or h == id or not redis.call('ZSCORE', slots, h) then
+      n = k
+      break
+    end
+  end
+  redis.call('HSET', meta, 'slot:' .. n, id)
+  redis.call('HSET', rk, 'slot', n)
+  return n
+end
+
 -- start puts a decided run into a slot and issues its first fencing token.
-local function start(meta, base, rk, id, lease, now, ffloor)
+-- Returns the token and the slot's number.
+local function start(meta, base, rk, id, lease, now, ffloor, limit)
+  local slot = take_slot(meta, base, rk, id, limit or 1)
   local f = next_fence(meta, ffloor)
   redis.call('ZADD', base .. 'slots', now + lease, id)
   redis.call('HSET', rk, 'decision', 'started', 'outcome', 'running', 'fence', int(f),
     'started', int(now), 'attempts', '1')
   redis.call('PEXPIRE', rk, lease + (tonumber(redis.call('HGET', rk, 'ret')) or 60000))
-  return f
+  return f, slot
 end
 
