@@ -216,3 +216,63 @@ func TestClaimRecordsBlackout(t *testing.T) {
 		}
 	})
 }
+
+// Slots are numbered 1..concurrency, the lowest free first; a slot whose
+// holder lost its lease goes to the next run with a higher token, so a sink
+// keyed by slot refuses the stale holder (real Redis and miniredis).
+func TestSlotsAreNumberedAndReused(t *testing.T) {
+	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+		p := newPauseProbe(t, s, c, func(j *Job) { j.Concurrency = 3; j.Lease = 200 * time.Millisecond })
+		ctx := context.Background()
+		var held []claimReq
+		tokens := map[int]int64{}
+		for want := 1; want <= 3; want++ {
+			r, res := p.claim()
+			if res.status != "started" || res.slot != want {
+				t.Fatalf("claim %d: %+v, want started in slot %d", want, res, want)
+			}
+			r.slot = res.slot
+			tokens[res.slot] = res.fence
+			held = append(held, r)
+		}
+		if _, res := p.claim(); res.status != "skipped_overlap" {
+			t.Fatalf("a fourth run with 3 slots held: %+v", res)
+		}
+		// Slot 2's holder ends; the next run takes slot 2.
+		if got, err := s.complete(ctx, []completeReq{{r: &held[1], replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil || got[0] != "ok" {
+			t.Fatalf("complete: %v %v", got, err)
+		}
+		if h, _ := p.ctl.History(ctx, p.j.Name, 5); len(h) == 0 || h[0].Slot != 2 {
+			t.Fatalf("the record of slot 2's run: %+v", h)
+		}
+		r, res := p.claim()
+		if res.status != "started" || res.slot != 2 || res.fence <= tokens[2] {
+			t.Fatalf("after slot 2 freed: %+v; want slot 2 with a token above %d", res, tokens[2])
+		}
+		// Every holder stops renewing: once the leases ran out, the next
+		// runs take slots 1.. again, each with a token above its slot's old.
+		tokens[2] = res.fence
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			// Read only: the lease's expiry against Redis' clock.
+			exp, err := c.ZScore(ctx, s.key(p.j.Name, "slots"), r.id).Result()
+			now, terr := c.Time(ctx).Result()
+			if err != nil || terr != nil {
+				t.Fatal(err, terr)
+			}
+			if int64(exp) < now.UnixMilli() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the lease never expired")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for want := 1; want <= 3; want++ {
+			_, res := p.claim()
+			if res.status != "started" || res.slot != want || res.fence <= tokens[want] {
+				t.Fatalf("claim after the leases expired: %+v; want slot %d with a token above %d", res, want, tokens[want])
+			}
+		}
+	})
+}
