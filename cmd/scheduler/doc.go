@@ -280,8 +280,8 @@
 // TMPDIR, TZ, LANG, LANGUAGE and LC_* from the scheduler's (when set), then
 // the job's env (a secret the job needs is named there, e.g.
 // env: {API_KEY: "${API_KEY}"}), then SOLOCRON_JOB, SOLOCRON_RUN_ID,
-// SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT and
-// SOLOCRON_REPLICA_ID. They run in a process group of their own that dies
+// SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT,
+// SOLOCRON_REPLICA_ID and SOLOCRON_SLOT. They run in a process group of their own that dies
 // with the replica (see package jobs). Their output lines are logged at
 // DEBUG, unless the job says log_output: info; the run record keeps the
 // last 4 KiB either way.
