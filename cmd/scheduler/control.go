@@ -204,9 +204,9 @@ func printJobStatus(w io.Writer, st jobState) {
 	fmt.Fprintf(w, "running:        %d\n", len(st.Running))
 	if len(st.Running) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  RUN\tREPLICA\tSINCE\tTOKEN\tATTEMPTS")
+		fmt.Fprintln(tw, "  RUN\tREPLICA\tSINCE\tSLOT\tTOKEN\tATTEMPTS")
 		for _, r := range st.Running {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", r.ID, r.Replica, stamp(r.StartedAt), r.FencingToken, r.Attempts)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\n", r.ID, r.Replica, stamp(r.StartedAt), r.Slot, r.FencingToken, r.Attempts)
 		}
 		_ = tw.Flush()
 	}
