@@ -438,7 +438,8 @@ type admitted struct {
 func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (string, int64, error) {
 	sent := time.Now()
 	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (admitted, error) {
-		s, n, err := m.admit(ctx, r, waiterTTL, fenceFloor)
+		own := *r // each master's answer sets its slot: not on the shared request
+		s, n, err := m.admit(ctx, &own, waiterTTL, fenceFloor)
 		return admitted{s, n}, err
 	})
 	elapsed := time.Since(sent)
