@@ -85,9 +85,12 @@
 //	lottery  0 0 12 * * *  2026-11-22T04:00:00Z  Sun 2026-11-22 12:00:00 CST (Asia/Shanghai)
 //	lottery  0 0 12 * * *  2026-11-23T04:00:00Z  Mon 2026-11-23 12:00:00 CST (Asia/Shanghai)
 //
+// An instant inside one of the job's blackout windows is listed with
+// "[blackout <window>: recorded skipped_blackout]" after it: it will not run.
+//
 // status [--json] [--limit N] [JOB] shows each job of the table, or JOB, as
 // the cluster sees it: paused (cluster-wide, or in the table), runs in flight
-// on any replica (replica, since, fencing token), runs waiting for a slot,
+// on any replica (replica, since, slot, fencing token), runs waiting for a slot,
 // manual runs not yet claimed, and the last N (default 5) finished runs with
 // outcome and duration. --json prints one object for JOB and an array
 // otherwise, each with the fields of scheduler.Status plus paused_in_table.
