@@ -90,6 +90,7 @@ jobs:
     on_lease_lost: continue
     paused: true
     history_limit: 50
+    pause_after_failures: 3
   - name: ping
     schedule: "@every 10s"
     offset: 3s
@@ -123,7 +124,7 @@ func TestParseGoodFile(t *testing.T) {
 		Concurrency: 2, Overlap: scheduler.OverlapWait, MaxWait: 30 * time.Second, Lease: time.Minute,
 		Timeout: 10 * time.Minute, Retries: 3, RetryBackoff: 2 * time.Second, Jitter: time.Second,
 		StartingDeadline: 20 * time.Second, CatchupWindow: time.Hour, Catchup: scheduler.CatchupAll,
-		OnLeaseLost: scheduler.LeaseLostContinue, Paused: true, HistoryLimit: 50,
+		OnLeaseLost: scheduler.LeaseLostContinue, Paused: true, HistoryLimit: 50, PauseAfterFailures: 3,
 	}, {
 		// An HTTP job without a timeout gets jobs.DefaultHTTPTimeout.
 		Name: "ping", Schedule: "@every 10s", Timezone: "Europe/Berlin", Offset: 3 * time.Second, Lease: time.Minute,

@@ -167,6 +167,9 @@
 //	on_lease_lost      cancel|continue      cancel    what a lost lease does to a running job
 //	paused             boolean              false     keeps the job from starting
 //	history_limit      integer              100       run records kept (at most 10000)
+//	pause_after_failures integer            0 (off)   pause after N runs in a row end badly
+//	blackouts          list of windows      none      instants inside are skipped_blackout:
+//	                                                  {cron, duration, timezone} or {from, to}
 //
 // A field left out means its default: the File holds zero for it, and the
 // scheduler applies the default. What the values may be (a valid zone, a
@@ -178,7 +181,7 @@
 // shell, write ["sh", "-c", "..."]. env must not set the variables the
 // scheduler sets for every run (SOLOCRON_JOB, SOLOCRON_RUN_ID,
 // SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT,
-// SOLOCRON_REPLICA_ID). env, dir, kill_grace and log_output in a job that
+// SOLOCRON_REPLICA_ID, SOLOCRON_SLOT). env, dir, kill_grace and log_output in a job that
 // is not a command job are errors. A command job inherits nothing else of
 // the scheduler's environment (see jobs.Inherited): a secret it needs is
 // named in env.

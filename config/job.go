@@ -22,7 +22,7 @@ var (
 	jobFields = []string{"name", "schedule", "timezone", "offset", "command", "http", "func",
 		"dir", "env", "kill_grace", "concurrency", "overlap", "max_wait", "lease", "timeout",
 		"retries", "retry_backoff", "jitter", "starting_deadline", "catchup_window", "catchup",
-		"on_lease_lost", "paused", "history_limit", "log_output", "notify"}
+		"on_lease_lost", "paused", "history_limit", "log_output", "notify", "pause_after_failures", "blackouts"}
 	httpFields = []string{"method", "url", "headers", "body", "expect_status", "follow_redirects"}
 	// noDefault are the job fields every job sets itself: not in defaults:.
 	noDefault = []string{"name", "schedule"}
@@ -37,9 +37,9 @@ var (
 
 	// reservedEnv are set by the scheduler for every run of a command job.
 	reservedEnv = []string{"SOLOCRON_JOB", "SOLOCRON_RUN_ID", "SOLOCRON_SCHEDULED_AT",
-		"SOLOCRON_FENCING_TOKEN", "SOLOCRON_ATTEMPT", "SOLOCRON_REPLICA_ID"}
+		"SOLOCRON_FENCING_TOKEN", "SOLOCRON_ATTEMPT", "SOLOCRON_REPLICA_ID", "SOLOCRON_SLOT"}
 	// reservedHeaders are set by the scheduler on every request of an http job.
-	reservedHeaders = []string{"Idempotency-Key", "Solocron-Fencing-Token"}
+	reservedHeaders = []string{"Idempotency-Key", "Solocron-Fencing-Token", "Solocron-Fencing-Slot"}
 )
 
 // source is where the value of one job field was written.
@@ -182,7 +182,9 @@ func (d *decoder) jobs(n *yaml.Node, def *draft, mode string) []scheduler.Job {
 				continue
 			}
 			j := drafts[fe.Job]
-			if j.skip || j.bad[fe.Field] || fe.Field == "command" && j.job.Handler == nil {
+			// Blackout windows were checked by d.blackouts, at their lines.
+			if j.skip || j.bad[fe.Field] || fe.Field == "command" && j.job.Handler == nil ||
+				strings.HasPrefix(fe.Field, "blackouts[") {
 				continue // already reported in YAML terms
 			}
 			d.jobError(j, fe.Field, "", fe.Err)
@@ -336,6 +338,10 @@ func (d *decoder) jobField(j *draft, p pair, path string, inDefaults bool) bool 
 		j.job.HistoryLimit, ok = d.integer(v, path)
 	case "notify":
 		j.job.Notify, ok = d.notifyNames(v, path)
+	case "pause_after_failures":
+		j.job.PauseAfterFailures, ok = d.integer(v, path)
+	case "blackouts":
+		j.job.Blackouts, ok = d.blackouts(v, path)
 	}
 	if !ok {
 		j.bad[p.name] = true
@@ -681,4 +687,88 @@ func httpToken(s string) bool {
 		return false
 	}
 	return true
+}
+
+// blackoutFields are the fields of one entry of blackouts:.
+var blackoutFields = []string{"cron", "duration", "timezone", "from", "to"}
+
+// blackouts decodes a list of blackout windows, each checked here, at its
+// own fields' lines: {cron, duration, timezone} or {from, to}.
+func (d *decoder) blackouts(n *yaml.Node, path string) ([]scheduler.Blackout, bool) {
+	if n = d.resolve(n); n == nil {
+		return nil, false
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.typeError(n, path, "a list of blackout windows ({cron, duration, timezone} or {from, to})")
+		return nil, false
+	}
+	out := make([]scheduler.Blackout, 0, len(n.Content))
+	ok := true
+	for i, e := range n.Content {
+		ep := index(path, i)
+		e = d.resolve(e)
+		if e == nil {
+			ok = false
+			continue
+		}
+		if e.Kind != yaml.MappingNode {
+			d.typeError(e, ep, "a mapping ({cron, duration, timezone} or {from, to})")
+			ok = false
+			continue
+		}
+		var b scheduler.Blackout
+		at := map[string]*yaml.Node{}
+		good := true
+		d.fields(d.mapping(e, ep), ep, blackoutFields, nil, func(p pair, fp string) bool {
+			var g bool
+			switch p.name {
+			case "cron":
+				b.Cron, g = d.str(p.val, fp)
+			case "duration":
+				b.Duration, g = d.duration(p.val, fp)
+			case "timezone":
+				b.Timezone, g = d.str(p.val, fp)
+			case "from":
+				b.From, g = d.instant(p.val, fp)
+			case "to":
+				b.To, g = d.instant(p.val, fp)
+			default:
+				return false
+			}
+			at[p.name] = p.val
+			good = good && g
+			return true
+		})
+		if good {
+			for _, err := range flatten(b.Validate()) {
+				var fe *scheduler.FieldError
+				if !errors.As(err, &fe) {
+					continue
+				}
+				node := e
+				if v, found := at[fe.Field]; found {
+					node = v
+				}
+				d.add(node.Line, node.Column, field(ep, fe.Field), fe.Err)
+				good = false
+			}
+		}
+		ok = ok && good
+		out = append(out, b)
+	}
+	return out, ok
+}
+
+// instant decodes an RFC 3339 time (2026-12-31T22:00:00Z).
+func (d *decoder) instant(n *yaml.Node, path string) (time.Time, bool) {
+	s, ok := d.str(n, path)
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		d.errorf(d.resolve(n), path, "expected an RFC 3339 time such as 2026-12-31T22:00:00Z, got %q", clip(s))
+		return time.Time{}, false
+	}
+	return t, true
 }

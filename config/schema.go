@@ -57,6 +57,7 @@ func JSONSchema() []byte {
 		"admin_tls":    section("admin_tls", adminTLSFields),
 		"http":         section("http", httpFields),
 		"notification": section("notification", notificationFields),
+		"blackout":     section("blackout", blackoutFields),
 		"job":          section("job", jobFields),
 		"defaults":     section("job", slices.DeleteFunc(slices.Clone(jobFields), func(f string) bool { return slices.Contains(noDefault, f) })),
 	}
@@ -255,6 +256,16 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"history_limit":     {desc: "Finished run records kept in the store for this job (0 means the default).", schema: integer(0), def: scheduler.DefaultHistoryLimit},
 		"notify":            {desc: "Names of notifications (from notifications:) told of this job's events.", schema: list(orVariable(map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]{1,64}$`}), 0)},
 		"log_output":        {desc: "Command jobs: the level the job's output lines are logged at; debug keeps output out of an INFO log.", schema: enum("debug", "info"), def: "debug"},
+
+		"blackouts":            {desc: "Windows in which scheduled (and catch-up) instants do not run but are recorded skipped_blackout: {cron, duration, timezone} (each cron instant opens a window of duration) or {from, to} (RFC 3339; from inclusive, to exclusive). Manual runs still run.", schema: list(ref("blackout"), 0)},
+		"pause_after_failures": {desc: "Pause the job cluster-wide after this many runs in a row end failed, timed_out or lease_lost (a success resets the count; scheduler resume clears it). The run that paused it says why in its record. 0 means never.", schema: integer(0), def: 0},
+	},
+	"blackout": {
+		"cron":     {desc: "When each window opens: a cron spec (5 fields, 6 with seconds first) or @daily/...; not @every. With duration.", schema: text},
+		"duration": {desc: "How long each window opened by cron lasts.", schema: duration},
+		"timezone": {desc: "IANA time zone cron is read in; default UTC.", schema: text, def: "UTC"},
+		"from":     {desc: "A one-off window's start, RFC 3339 (inclusive). With to.", schema: map[string]any{"type": "string", "format": "date-time"}},
+		"to":       {desc: "A one-off window's end, RFC 3339 (exclusive).", schema: map[string]any{"type": "string", "format": "date-time"}},
 	},
 	"notification": {
 		"name":    {desc: "How jobs refer to it in notify: [A-Za-z0-9_.-]{1,64}, unique.", schema: orVariable(map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]{1,64}$`})},

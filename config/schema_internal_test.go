@@ -18,7 +18,7 @@ var schemaSections = []struct {
 }{
 	{"top", topFields}, {"store", storeFields}, {"tls", tlsFields}, {"sentinel", sentinelFields},
 	{"cluster", clusterFields}, {"redlock", redlockFields}, {"admin", adminFields}, {"admin_tls", adminTLSFields},
-	{"job", jobFields}, {"http", httpFields}, {"notification", notificationFields},
+	{"job", jobFields}, {"http", httpFields}, {"notification", notificationFields}, {"blackout", blackoutFields},
 }
 
 // Every field the loader lists has a type and a description in the schema,

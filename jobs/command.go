@@ -38,6 +38,7 @@ const (
 	envFencingToken = "SOLOCRON_FENCING_TOKEN"
 	envAttempt      = "SOLOCRON_ATTEMPT"
 	envReplicaID    = "SOLOCRON_REPLICA_ID"
+	envSlot         = "SOLOCRON_SLOT"
 	// envSupervisor marks a process started as a job supervisor; its value
 	// is the pid of the process that started it. See SupervisorMain.
 	envSupervisor = "SOLOCRON_JOB_SUPERVISOR"
@@ -177,6 +178,9 @@ func (c *Command) environ(ctx context.Context) ([]string, error) {
 		set(envFencingToken, strconv.FormatInt(info.FencingToken, 10))
 		set(envAttempt, strconv.Itoa(info.Attempt))
 		set(envReplicaID, info.ReplicaID)
+		if info.Slot > 0 {
+			set(envSlot, strconv.Itoa(info.Slot))
+		}
 	}
 	for _, kv := range traceEnv(ctx) { // TRACEPARENT, TRACESTATE
 		set(kv[0], kv[1])

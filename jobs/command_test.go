@@ -104,12 +104,12 @@ func TestCommandEnvironment(t *testing.T) {
 		scheduled := time.Date(2026, 11, 22, 4, 0, 0, 0, time.FixedZone("CST", 8*3600))
 		ctx = NewContext(ctx, Info{
 			Job: "lottery", RunID: "lottery@2026-11-21T20:00:00Z", ScheduledAt: scheduled,
-			FencingToken: 42, Attempt: 2, ReplicaID: "replica-a",
+			FencingToken: 42, Slot: 3, Attempt: 2, ReplicaID: "replica-a",
 		})
 		inheritedKey := "PATH" // a variable of ours the child must see
 		inherited := inheritedKey + "=" + os.Getenv(inheritedKey)
 		c := helper(t, "env", "SOLOCRON_JOB", "SOLOCRON_RUN_ID", "SOLOCRON_SCHEDULED_AT",
-			"SOLOCRON_FENCING_TOKEN", "SOLOCRON_ATTEMPT", "SOLOCRON_REPLICA_ID",
+			"SOLOCRON_FENCING_TOKEN", "SOLOCRON_ATTEMPT", "SOLOCRON_REPLICA_ID", "SOLOCRON_SLOT",
 			"EXTRA", inheritedKey, envSupervisor)
 		c.Env["EXTRA"] = "from Env"
 		c.Env["SOLOCRON_FENCING_TOKEN"] = "1" // the run's value must win
@@ -125,6 +125,7 @@ func TestCommandEnvironment(t *testing.T) {
 			"SOLOCRON_FENCING_TOKEN=42",
 			"SOLOCRON_ATTEMPT=2",
 			"SOLOCRON_REPLICA_ID=replica-a",
+			"SOLOCRON_SLOT=3",
 			"EXTRA=from Env",
 			inherited,
 			envSupervisor + " unset",

@@ -55,10 +55,11 @@
 //	SOLOCRON_FENCING_TOKEN   the fencing token, a decimal integer
 //	SOLOCRON_ATTEMPT         1 for the first attempt, 2 for the first retry, ...
 //	SOLOCRON_REPLICA_ID      the replica running it
+//	SOLOCRON_SLOT            the concurrency slot it holds, 1..the job's concurrency
 //
-// An HTTP request carries Idempotency-Key: <run id> and
-// Solocron-Fencing-Token: <token>, replacing configured headers of the same
-// name. (Without an Info in the context, as when a program calls Run
+// An HTTP request carries Idempotency-Key: <run id>, Solocron-Fencing-Token:
+// <token> and Solocron-Fencing-Slot: <slot>, replacing configured headers of
+// the same name. (Without an Info in the context, as when a program calls Run
 // itself, neither the variables nor the headers are added.)
 //
 // When the run's span is traced, the job also gets the run's trace context

@@ -26,6 +26,7 @@ const (
 const (
 	headerIdempotencyKey = "Idempotency-Key"
 	headerFencingToken   = "Solocron-Fencing-Token"
+	headerFencingSlot    = "Solocron-Fencing-Slot"
 )
 
 // DefaultHTTPTimeout bounds an HTTP job's request when HTTP.Timeout is 0: a
@@ -67,8 +68,9 @@ func (e *RedirectError) Error() string {
 // HTTP is a Job that sends one HTTP request.
 //
 // Besides Headers it always sends Idempotency-Key: <run id> and
-// Solocron-Fencing-Token: <fencing token> (taken from the context's Info;
-// they replace configured headers of the same name), so the receiver can
+// Solocron-Fencing-Token: <fencing token> and Solocron-Fencing-Slot: <slot>
+// (taken from the context's Info; they replace configured headers of the
+// same name), so the receiver can
 // de-duplicate retried deliveries and refuse a stale run; and the run's
 // trace context (traceparent, tracestate: see WithTraceContext), so the
 // receiver's spans join the run's trace.
@@ -162,6 +164,9 @@ func (h *HTTP) Run(ctx context.Context) error {
 	if info, ok := FromContext(ctx); ok {
 		req.Header.Set(headerIdempotencyKey, info.RunID)
 		req.Header.Set(headerFencingToken, strconv.FormatInt(info.FencingToken, 10))
+		if info.Slot > 0 {
+			req.Header.Set(headerFencingSlot, strconv.Itoa(info.Slot))
+		}
 	}
 
 	base := h.Client

@@ -94,7 +94,7 @@ func TestHTTPRequest(t *testing.T) {
 		got <- seen{r.Method, string(b), r.Host, r.Header.Clone()}
 		_, _ = io.WriteString(w, "accepted")
 	})
-	ctx := NewContext(t.Context(), Info{Job: "hook", RunID: "hook@2026-11-22T04:00:00Z", FencingToken: 7, Attempt: 1})
+	ctx := NewContext(t.Context(), Info{Job: "hook", RunID: "hook@2026-11-22T04:00:00Z", FencingToken: 7, Slot: 2, Attempt: 1})
 	tail := NewTail(0)
 	h := &HTTP{
 		Method: http.MethodPost,
@@ -104,6 +104,7 @@ func TestHTTPRequest(t *testing.T) {
 			"Content-Type":           "application/json",
 			"idempotency-key":        "spoofed", // the run's values win, whatever the case
 			"Solocron-Fencing-Token": "1",
+			"solocron-fencing-slot":  "9",
 			"Host":                   "example.test",
 		},
 		Body: `{"winners":10}`,
@@ -120,6 +121,7 @@ func TestHTTPRequest(t *testing.T) {
 		"Content-Type":           "application/json",
 		"Idempotency-Key":        "hook@2026-11-22T04:00:00Z",
 		"Solocron-Fencing-Token": "7",
+		"Solocron-Fencing-Slot":  "2",
 	} {
 		if v := s.header.Values(k); len(v) != 1 || v[0] != want {
 			t.Errorf("header %s = %q, want [%q]", k, v, want)

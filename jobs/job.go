@@ -30,6 +30,11 @@ type Info struct {
 	// to any store the job writes to, so that store can refuse a writer whose
 	// lease has already passed to someone else.
 	FencingToken int64
+	// Slot is the concurrency slot the run holds, 1..the job's concurrency
+	// (0 outside a run). The fencing token rises per slot too: a store that
+	// keeps the highest token per (job, slot) refuses exactly the stale
+	// holders of that slot, while the job's other slots write on.
+	Slot int
 	// Attempt is 1 for the first attempt and rises with each retry.
 	Attempt int
 	// ReplicaID names the replica running the job.
@@ -57,6 +62,9 @@ func ScheduledAt(ctx context.Context) time.Time { info, _ := FromContext(ctx); r
 
 // FencingToken returns the fencing token stored in ctx, or 0.
 func FencingToken(ctx context.Context) int64 { info, _ := FromContext(ctx); return info.FencingToken }
+
+// Slot returns the concurrency slot stored in ctx, or 0.
+func Slot(ctx context.Context) int { info, _ := FromContext(ctx); return info.Slot }
 
 // Attempt returns the 1-based attempt number stored in ctx, or 0.
 func Attempt(ctx context.Context) int { info, _ := FromContext(ctx); return info.Attempt }

@@ -69,5 +69,6 @@ func traceHeader(name, value string) bool {
 			return false
 		}
 	}
-	return !strings.EqualFold(name, headerIdempotencyKey) && !strings.EqualFold(name, headerFencingToken)
+	return !strings.EqualFold(name, headerIdempotencyKey) && !strings.EqualFold(name, headerFencingToken) &&
+		!strings.EqualFold(name, headerFencingSlot)
 }

@@ -19,7 +19,8 @@ type backend interface {
 	// "retry": the run was claimed, then taken back (too few replicas
 	// acknowledged it, or no Redlock quorum) — nothing started, try again.
 	claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error)
-	// admit polls a queued run: "started" (n is the fencing token),
+	// admit polls a queued run: "started" (n is the fencing token; r.slot
+	// is set to the run's slot),
 	// "waiting" (n is the place), "skipped_overlap", "skipped_paused" (a
 	// scheduled or catch-up run of a job paused while it waited) or "lost".
 	admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status string, n int64, err error)

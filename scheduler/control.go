@@ -60,7 +60,9 @@ func checkJob(job string) error {
 // asked for them.
 func (c *Control) Pause(ctx context.Context, job string) error { return c.setPaused(ctx, job, true) }
 
-// Resume undoes Pause.
+// Resume undoes Pause, or a pause the cluster made by itself
+// (pause_after_failures), and clears the job's count of consecutive
+// failures.
 func (c *Control) Resume(ctx context.Context, job string) error { return c.setPaused(ctx, job, false) }
 
 func (c *Control) setPaused(ctx context.Context, job string, v bool) error {
@@ -107,6 +109,12 @@ type Run struct {
 	// TraceID is the trace of the run's span (32 hex digits) when spans
 	// were recorded, for finding the run in a tracing backend.
 	TraceID string `json:"trace_id,omitempty"`
+	// Slot is the concurrency slot (1..concurrency) a started run held;
+	// its fencing token is above every earlier holder's of that slot.
+	Slot int `json:"slot,omitempty"`
+	// Paused is set on the run whose end paused its job
+	// (pause_after_failures), and says why.
+	Paused string `json:"paused,omitempty"`
 }
 
 // Duration is how long a finished run ran, or 0.
@@ -133,6 +141,8 @@ type wireRun struct {
 	Error    string `json:"error"`
 	Output   string `json:"output"`
 	Trace    string `json:"trace"`
+	Paused   string `json:"paused"`
+	Slot     string `json:"slot"`
 }
 
 func msTime(s string) time.Time {
@@ -146,11 +156,12 @@ func msTime(s string) time.Time {
 func (w wireRun) run() Run {
 	fence, _ := strconv.ParseInt(w.Fence, 10, 64)
 	attempts, _ := strconv.Atoi(w.Attempts)
-	return Run{
+	slot, _ := strconv.Atoi(w.Slot)
+	return Run{Slot: slot,
 		ID: w.ID, Job: w.Job, Kind: kindOf(w.Kind), ScheduledAt: msTime(w.Sched),
 		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
 		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
-		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace,
+		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace, Paused: w.Paused,
 	}
 }
 
@@ -158,14 +169,17 @@ func (w wireRun) run() Run {
 // and job are in its key, not in the hash.
 func runFromHash(id string, h map[string]string) Run {
 	job, _, _ := splitRunID(id)
-	attempts := h["attempts"]
+	attempts, slot := h["attempts"], h["slot"]
 	if attempts == "" && h["started"] != "" {
 		attempts = "1"
+	}
+	if slot == "" && h["started"] != "" {
+		slot = "1"
 	}
 	return wireRun{
 		ID: id, Job: job, Kind: h["kind"], Sched: h["sched"], Decision: h["decision"],
 		Outcome: h["outcome"], Replica: h["replica"], Fence: h["fence"], Started: h["started"],
-		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"],
+		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"], Paused: h["paused"], Slot: slot,
 	}.run()
 }
 
@@ -197,6 +211,12 @@ func decodeHistory(raw []string) ([]Run, error) {
 type Status struct {
 	Job    string `json:"job"`
 	Paused bool   `json:"paused"`
+	// PausedWhy says why the cluster paused the job by itself
+	// (pause_after_failures); "" for a pause by an operator, or none.
+	PausedWhy string `json:"paused_why,omitempty"`
+	// ConsecutiveFailures counts the job's latest runs in a row that ended
+	// failed, timed_out or lease_lost (reset by a success and by Resume).
+	ConsecutiveFailures int `json:"consecutive_failures"`
 	// Running lists the runs in flight, on any replica.
 	Running []Run `json:"running"`
 	// Waiting counts runs queued for a slot (overlap: wait).

@@ -121,6 +121,16 @@ type Job struct {
 	// Notify names the notification targets (WithNotifications) told of
 	// this job's events. Default none.
 	Notify []string
+	// PauseAfterFailures pauses the job cluster-wide once that many of its
+	// runs in a row ended failed, timed_out or lease_lost (a succeeded run
+	// resets the count; interrupted and replaced runs leave it). The run
+	// that paused it says so in its record (Run.Paused), Status says why,
+	// and Control.Resume clears the count. Zero never pauses.
+	PauseAfterFailures int
+	// Blackouts are windows in which the job's scheduled (and catch-up)
+	// instants do not run: they are recorded skipped_blackout. Manual runs
+	// still run.
+	Blackouts []Blackout
 }
 
 // MaxJobNameLen is the longest job name accepted.
@@ -217,6 +227,17 @@ func (j *Job) validate(index int) []error {
 	if j.Retries < 0 {
 		bad("retries", "must not be negative (got %d)", j.Retries)
 	}
+	for i, b := range j.Blackouts {
+		for _, e := range flatten(b.Validate()) {
+			var fe *FieldError
+			if errors.As(e, &fe) {
+				errs = append(errs, &FieldError{Job: index, Field: fmt.Sprintf("blackouts[%d].%s", i, fe.Field), Err: fe.Err})
+			}
+		}
+	}
+	if j.PauseAfterFailures < 0 {
+		bad("pause_after_failures", "must not be negative (got %d); 0 never pauses", j.PauseAfterFailures)
+	}
 	if j.HistoryLimit < 0 {
 		bad("history_limit", "must be at least 1 (got %d)", j.HistoryLimit)
 	}
@@ -291,4 +312,15 @@ func (j Job) withDefaults() Job {
 		j.HistoryLimit = DefaultHistoryLimit
 	}
 	return j
+}
+
+// flatten lists the errors errors.Join joined (none for nil).
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

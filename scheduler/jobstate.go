@@ -20,6 +20,8 @@ type jobState struct {
 
 	periodOnce sync.Once     // see period
 	periodVal  time.Duration // the schedule's nominal period
+	// blackouts are the job's Blackouts, parsed.
+	blackouts blackouts
 }
 
 // newJobState parses spec's schedule; spec has its defaults applied.
@@ -28,7 +30,11 @@ func newJobState(spec Job, metaKey string, m *memo, skew time.Duration) (*jobSta
 	if err != nil {
 		return nil, err
 	}
-	return &jobState{Job: spec, sched: sched, metaKey: metaKey, memo: m, skew: skew}, nil
+	bs, err := parseBlackouts(spec.Blackouts)
+	if err != nil {
+		return nil, err
+	}
+	return &jobState{Job: spec, sched: sched, metaKey: metaKey, memo: m, skew: skew, blackouts: bs}, nil
 }
 
 // memo is what this replica remembers about a job across table reloads.

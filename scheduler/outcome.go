@@ -13,6 +13,9 @@ const (
 	SkippedOverlap Outcome = "skipped_overlap"
 	// SkippedPaused: the job was paused.
 	SkippedPaused Outcome = "skipped_paused"
+	// SkippedBlackout: the instant fell in one of the job's blackout
+	// windows.
+	SkippedBlackout Outcome = "skipped_blackout"
 	// Missed: no replica could claim the run before its starting deadline
 	// (e.g. Redis was unreachable), or its replica stopped while it waited;
 	// or Redis lost its data after the run could have started (a job state

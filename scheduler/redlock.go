@@ -310,7 +310,7 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 			refused = append(refused, i)
 		case "decided":
 			others = append(others, i)
-		case string(SkippedOverlap), string(SkippedPaused), string(Missed):
+		case string(SkippedOverlap), string(SkippedPaused), string(SkippedBlackout), string(Missed):
 			ours = append(ours, i)
 		}
 	}
@@ -438,7 +438,8 @@ type admitted struct {
 func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (string, int64, error) {
 	sent := time.Now()
 	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (admitted, error) {
-		s, n, err := m.admit(ctx, r, waiterTTL, fenceFloor)
+		own := *r // each master's answer sets its slot: not on the shared request
+		s, n, err := m.admit(ctx, &own, waiterTTL, fenceFloor)
 		return admitted{s, n}, err
 	})
 	elapsed := time.Since(sent)
@@ -784,7 +785,9 @@ func (rl *redlock) mergeStatus(job string, sts []*Status, limit int) *Status {
 	for _, s := range sts {
 		if s.Paused {
 			paused++
+			st.PausedWhy = cmp.Or(st.PausedWhy, s.PausedWhy)
 		}
+		st.ConsecutiveFailures = max(st.ConsecutiveFailures, s.ConsecutiveFailures)
 		st.Waiting = max(st.Waiting, s.Waiting)
 		st.PendingManual = max(st.PendingManual, s.PendingManual)
 		if s.LastScheduled.After(st.LastScheduled) {
@@ -794,6 +797,9 @@ func (rl *redlock) mergeStatus(job string, sts []*Status, limit int) *Status {
 		hist = append(hist, s.History)
 	}
 	st.Paused = 2*paused > len(sts)
+	if !st.Paused {
+		st.PausedWhy = ""
+	}
 	// A run holds the job's mutex where a quorum of masters has it in a slot.
 	runs, seen := mergeRuns(running)
 	for _, r := range runs {

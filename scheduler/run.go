@@ -90,6 +90,9 @@ func (s *Scheduler) startAt(r claimReq, fence int64, claimStart, claimEnd, start
 
 func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, startAt time.Time) {
 	j := r.j
+	if r.slot < 1 {
+		r.slot = 1 // one slot only (a Redlock mutex): nothing to number
+	}
 	jobAttr := jobAttrs(j, "", "")
 	s.tel.running.Add(s.runCtx, 1, jobAttr)
 	defer s.tel.running.Add(s.runCtx, -1, jobAttr)
@@ -197,7 +200,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	tail := jobs.NewTail(outputLimit)
 	attempt := 1
 	attemptCtx := func() context.Context {
-		info := jobs.Info{Job: j.Name, RunID: r.id, ScheduledAt: r.sched.UTC(), FencingToken: fence, Attempt: attempt, ReplicaID: s.cfg.replicaID}
+		info := jobs.Info{Job: j.Name, RunID: r.id, ScheduledAt: r.sched.UTC(), FencingToken: fence, Slot: r.slot, Attempt: attempt, ReplicaID: s.cfg.replicaID}
 		actx := jobs.NewContext(jobCtx, info)
 		actx = jobs.WithOutput(actx, tail)
 		if len(carrier) > 0 {

@@ -683,6 +683,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 				}
 			}
 		}
+		r.slot = res.slot
 		s.startAt(r, res.fence, start, end, startAt)
 	case "decided":
 		s.tel.claimed(ctx, j, claimTaken)
@@ -725,7 +726,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 			again := []claimReq{r}
 			s.loops.Go(func() { s.claim(ctx, again) })
 		}
-	case string(SkippedOverlap), string(SkippedPaused), string(Missed):
+	case string(SkippedOverlap), string(SkippedPaused), string(SkippedBlackout), string(Missed):
 		s.tel.claimed(ctx, j, claimDecided)
 		s.tel.decided(ctx, j, Outcome(res.status))
 		s.statsChanged(j.Name)

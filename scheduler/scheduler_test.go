@@ -618,7 +618,7 @@ func claimCalls() *scriptCounter {
 			return false
 		}
 		terms, _ := argv[len(argv)-1].(string)
-		return strings.Count(terms, "|") == 16
+		return strings.Count(terms, "|") == 18 // 19 terms (claimReq.appendTerms)
 	}}
 }
 
@@ -764,8 +764,8 @@ func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
 				if !ok || !scriptWithArgs(3+1+7)(cmd) {
 					return false
 				}
-				v, _ := rc.Val().([]any) // the admission itself, not a "still waiting"
-				return len(v) == 2 && v[0] == "started"
+				v, _ := rc.Val().([]any)                // the admission itself, not a "still waiting"
+				return len(v) == 3 && v[0] == "started" // token, slot
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

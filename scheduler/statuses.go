@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"strconv"
 )
 
 // statusScript reads many jobs' state at once (see Control.Statuses).
@@ -88,13 +89,17 @@ func (s *store) statuses(ctx context.Context, jobs []string, limit int) ([]*Stat
 // decodeStatus reads one job's part of the status script's answer.
 func decodeStatus(job string, v any) (*Status, error) {
 	f, ok := v.([]any)
-	if !ok || len(f) != 6 {
+	if !ok || len(f) != 8 {
 		return nil, fmt.Errorf("scheduler: bad status answer for %q", job)
 	}
 	str := func(x any) string { s, _ := x.(string); return s }
 	num := func(x any) int { n, _ := x.(int64); return int(n) }
 	st := &Status{Job: job, Paused: str(f[0]) == "1", LastScheduled: msTime(str(f[1])),
 		Waiting: num(f[2]), PendingManual: num(f[3]), Running: []Run{}}
+	if st.Paused {
+		st.PausedWhy = str(f[6])
+	}
+	st.ConsecutiveFailures, _ = strconv.Atoi(str(f[7]))
 	hist, _ := f[4].([]any)
 	raw := make([]string, len(hist))
 	for i, h := range hist {

@@ -453,13 +453,17 @@ type claimReq struct {
 	// ticket orders the run in the job's queue if it must wait; "" for
 	// arrival order.
 	ticket string
+	// slot is the concurrency slot (1..concurrency) the run holds once
+	// started; 0 before.
+	slot int
 }
 
 // appendTerms appends the claim's terms as claim.lua reads them, separated
 // by '|' (no term contains one): kind, scheduled instant, fire instant,
 // lease, concurrency, overlap, max wait, starting deadline, retention,
 // history limit, paused, known epoch, fence floor, catch-up window,
-// catch-up base, ticket, catch-up read time.
+// catch-up base, ticket, catch-up read time, pause after failures, in a
+// blackout window (1|0).
 func (r *claimReq) appendTerms(b []byte) []byte {
 	j := r.j
 	b = append(b, r.kind, '|')
@@ -498,7 +502,17 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = append(b, r.ticket...)
 	b = append(b, '|')
 	if r.kind == 'c' {
-		return strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
+		b = strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
+	} else {
+		b = append(b, '0')
+	}
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(j.PauseAfterFailures), 10)
+	b = append(b, '|')
+	if r.kind != 'm' && len(j.blackouts) > 0 {
+		if _, in := j.blackouts.at(r.sched); in {
+			return append(b, '1')
+		}
 	}
 	return append(b, '0')
 }
@@ -514,6 +528,7 @@ type claimRes struct {
 	server  time.Time
 	reason  string
 	unacked string // started, but too few replicas acknowledged it: why
+	slot    int    // started: the run's concurrency slot, 1..concurrency
 }
 
 func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
@@ -569,6 +584,7 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 		switch res.status {
 		case "started":
 			res.fence, _ = strconv.ParseInt(at(f, 2), 10, 64)
+			res.slot, _ = strconv.Atoi(at(f, 4))
 			if ms, _ := strconv.ParseInt(at(f, 3), 10, 64); ms > 0 {
 				res.server = time.UnixMilli(ms)
 			}
@@ -607,6 +623,9 @@ func (s *store) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration,
 		return "", 0, fmt.Errorf("scheduler: unexpected admit reply %v", replies[0])
 	}
 	n, _ = strconv.ParseInt(at(f, 1), 10, 64)
+	if f[0] == "started" {
+		r.slot, _ = strconv.Atoi(at(f, 2))
+	}
 	if f[0] == "started" && acks != nil && !s.acked(acks[0]) {
 		// As for a claim: an admission too few replicas hold is taken back,
 		// and the run keeps its place in the queue.
@@ -695,8 +714,9 @@ func (c completeReq) entry() string {
 		Error    string `json:"error"`
 		Output   string `json:"output"`
 		Trace    string `json:"trace,omitempty"`
+		Slot     string `json:"slot,omitempty"`
 	}{r.id, r.j.Name, recordKind(r.kind), strconv.FormatInt(r.sched.UnixMilli(), 10), string(c.outcome), c.replica,
-		strconv.Itoa(c.attempts), c.errText, c.output, c.traceID})
+		strconv.Itoa(c.attempts), c.errText, c.output, c.traceID, slotText(r.slot)})
 	return string(b[:len(b)-1])
 }
 
@@ -818,4 +838,12 @@ var errNoRedis = errors.New("scheduler: store unreachable")
 func isNetErr(err error) bool {
 	var re redis.Error
 	return err != nil && !(errors.As(err, &re) && !strings.HasPrefix(re.Error(), "LOADING"))
+}
+
+// slotText is a run's slot as its record keeps it: "" before it started.
+func slotText(slot int) string {
+	if slot <= 0 {
+		return ""
+	}
+	return strconv.Itoa(slot)
 }

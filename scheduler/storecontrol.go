@@ -133,7 +133,7 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	var waiting, manual *redis.IntCmd
 	var hist *redis.StringSliceCmd
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		meta = p.HMGet(ctx, s.metaKey(job), "paused", "last")
+		meta = p.HMGet(ctx, s.metaKey(job), "paused", "last", "paused_why", "fails")
 		slots = p.ZRange(ctx, s.key(job, "slots"), 0, -1)
 		waiting = p.ZCard(ctx, s.key(job, "queue"))
 		manual = p.ZCard(ctx, s.key(job, "manual"))
@@ -143,10 +143,16 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 		return nil, err
 	}
 	st := &Status{Job: job, Waiting: int(waiting.Val()), PendingManual: int(manual.Val()), Running: []Run{}}
-	if m := meta.Val(); len(m) == 2 {
+	if m := meta.Val(); len(m) == 4 {
 		st.Paused = m[0] == "1"
 		if v, ok := m[1].(string); ok {
 			st.LastScheduled = msTime(v)
+		}
+		if st.Paused {
+			st.PausedWhy, _ = m[2].(string)
+		}
+		if v, ok := m[3].(string); ok {
+			st.ConsecutiveFailures, _ = strconv.Atoi(v)
 		}
 	}
 	var err error

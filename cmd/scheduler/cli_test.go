@@ -52,6 +52,33 @@ dst      30 2 * * *                   2026-03-30T00:30:00Z  Mon 2026-03-30 02:30
 	}
 }
 
+// next marks the instants inside a blackout window.
+func TestNextMarksBlackouts(t *testing.T) {
+	t.Parallel()
+	table := filepath.Join(t.TempDir(), "solocron.yaml")
+	writeFile(t, table, `jobs:
+  - name: daily
+    schedule: "0 12 * * *"
+    command: ["true"]
+    blackouts:
+      - {cron: "0 0 24 12 *", duration: 48h, timezone: Europe/Berlin}
+      - {from: 2026-12-31T00:00:00Z, to: 2027-01-01T00:00:00Z}
+`)
+	r := runCLI(t, nil, env(), "next", "--config", table, "--count", "9", "--from", "2026-12-23T00:00:00Z")
+	r.want(t, 0, "next")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")[1:]
+	if len(lines) != 9 {
+		t.Fatalf("want 9 instants:\n%s", r.stdout)
+	}
+	for i, l := range lines {
+		// The 24th and 25th (Berlin's Christmas window) and the 31st.
+		want := i == 1 || i == 2 || i == 8
+		if got := strings.Contains(l, "[blackout ") && strings.Contains(l, "skipped_blackout"); got != want {
+			t.Errorf("line %d marked %v, want %v: %q", i, got, want, l)
+		}
+	}
+}
+
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, nil, env(), "version")

@@ -129,6 +129,8 @@ func pausedText(st jobState) string {
 	switch {
 	case st.Paused && st.PausedInTable:
 		return "yes (cluster and table)"
+	case st.Paused && st.PausedWhy != "":
+		return "yes (after failures)"
 	case st.Paused:
 		return "yes"
 	case st.PausedInTable:
@@ -192,15 +194,19 @@ func printStatusTable(w io.Writer, states []jobState) {
 func printJobStatus(w io.Writer, st jobState) {
 	fmt.Fprintf(w, "job:            %s\n", st.Job)
 	fmt.Fprintf(w, "paused:         %s\n", pausedText(st))
+	if st.Paused && st.PausedWhy != "" {
+		fmt.Fprintf(w, "paused why:     %s\n", st.PausedWhy)
+	}
+	fmt.Fprintf(w, "failures:       %d in a row\n", st.ConsecutiveFailures)
 	fmt.Fprintf(w, "last scheduled: %s\n", stamp(st.LastScheduled))
 	fmt.Fprintf(w, "waiting:        %d\n", st.Waiting)
 	fmt.Fprintf(w, "pending manual: %d\n", st.PendingManual)
 	fmt.Fprintf(w, "running:        %d\n", len(st.Running))
 	if len(st.Running) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  RUN\tREPLICA\tSINCE\tTOKEN\tATTEMPTS")
+		fmt.Fprintln(tw, "  RUN\tREPLICA\tSINCE\tSLOT\tTOKEN\tATTEMPTS")
 		for _, r := range st.Running {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", r.ID, r.Replica, stamp(r.StartedAt), r.FencingToken, r.Attempts)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\n", r.ID, r.Replica, stamp(r.StartedAt), r.Slot, r.FencingToken, r.Attempts)
 		}
 		_ = tw.Flush()
 	}

@@ -85,9 +85,12 @@
 //	lottery  0 0 12 * * *  2026-11-22T04:00:00Z  Sun 2026-11-22 12:00:00 CST (Asia/Shanghai)
 //	lottery  0 0 12 * * *  2026-11-23T04:00:00Z  Mon 2026-11-23 12:00:00 CST (Asia/Shanghai)
 //
+// An instant inside one of the job's blackout windows is listed with
+// "[blackout <window>: recorded skipped_blackout]" after it: it will not run.
+//
 // status [--json] [--limit N] [JOB] shows each job of the table, or JOB, as
 // the cluster sees it: paused (cluster-wide, or in the table), runs in flight
-// on any replica (replica, since, fencing token), runs waiting for a slot,
+// on any replica (replica, since, slot, fencing token), runs waiting for a slot,
 // manual runs not yet claimed, and the last N (default 5) finished runs with
 // outcome and duration. --json prints one object for JOB and an array
 // otherwise, each with the fields of scheduler.Status plus paused_in_table.
@@ -124,7 +127,9 @@
 // replica honours from its next claim: paused runs are recorded
 // skipped_paused; runs in flight go on. A job with paused: true in the
 // table stays paused on the replicas that load that table whatever the flag
-// says.
+// says. A job with pause_after_failures: N is paused by the cluster itself
+// after N runs in a row end failed, timed_out or lease_lost; status JOB
+// says why, and resume JOB also clears that count.
 //
 // replicas lists the live replicas as they registered in the store (each
 // writes a record once per heartbeat; one that stops beating drops out after
@@ -250,7 +255,7 @@
 // ids.
 //
 //	solocron_runs_total{job,outcome}              runs decided (started, skipped_overlap,
-//	                                              skipped_paused, missed) or ended (succeeded,
+//	                                              skipped_paused, skipped_blackout, missed) or ended (succeeded,
 //	                                              failed, timed_out, lease_lost, interrupted,
 //	                                              replaced) by this replica
 //	solocron_claims_total{job,result}             claim attempts: won, taken (another replica
@@ -306,8 +311,8 @@
 // TMPDIR, TZ, LANG, LANGUAGE and LC_* from the scheduler's (when set), then
 // the job's env (a secret the job needs is named there, e.g.
 // env: {API_KEY: "${API_KEY}"}), then SOLOCRON_JOB, SOLOCRON_RUN_ID,
-// SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT and
-// SOLOCRON_REPLICA_ID. They run in a process group of their own that dies
+// SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT,
+// SOLOCRON_REPLICA_ID and SOLOCRON_SLOT. They run in a process group of their own that dies
 // with the replica (see package jobs). Their output lines are logged at
 // DEBUG, unless the job says log_output: info; the run record keeps the
 // last 4 KiB either way.

@@ -63,8 +63,12 @@ func nextFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 					fmt.Fprintf(tw, "%s\t%s\t(never again)\t\n", j.Name, spec)
 					break
 				}
+				mark := ""
+				if b, in := j.InBlackout(t); in {
+					mark = "  [blackout " + b.String() + ": recorded skipped_blackout]"
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", j.Name, spec, t.UTC().Format(time.RFC3339),
-					t.In(s.Location()).Format("Mon 2006-01-02 15:04:05 MST")+" ("+s.Location().String()+")")
+					t.In(s.Location()).Format("Mon 2006-01-02 15:04:05 MST")+" ("+s.Location().String()+")"+mark)
 			}
 		}
 		if err := tw.Flush(); err != nil {

@@ -34,6 +34,14 @@ func Example() {
 	//   store holds "report by B" (token 1795320045000000)
 	//   => B's report stands
 	//   A: renews its lease: lockprovider: lease lost: "daily-report" is no longer held by this lease
+	//
+	// With concurrency: 2, the store keeps the highest token per slot.
+	//   X (slot 1, token 100) starts in slot 1: one token per job: accepted; per slot: accepted
+	//   Y (slot 2, token 101) starts in slot 2: one token per job: accepted; per slot: accepted
+	//   X (slot 1, token 100) writes again, still holding slot 1: one token per job: REFUSED (stale fencing token 100: 101 already accepted); per slot: accepted
+	//   Z (slot 1, token 102) X froze and lost slot 1; Z took it: one token per job: accepted; per slot: accepted
+	//   X (slot 1, token 100) wakes up; its stale write goes out: one token per job: REFUSED (stale fencing token 100: 102 already accepted); per slot: REFUSED (stale fencing token 100 in slot 1: 102 already accepted)
+	//   => per job refuses the job's own concurrent run X; per slot refuses only X's stale write
 }
 
 // A fenced store accepts equal and higher tokens and refuses lower ones; an
@@ -61,5 +69,21 @@ func TestStore(t *testing.T) {
 	}
 	if _, tok := plain.Read(); tok != 3 {
 		t.Errorf("unfenced store holds token %d; want the last write's, 3", tok)
+	}
+}
+
+// A slot store refuses a token below its slot's highest only: other slots'
+// tokens do not count.
+func TestSlotStore(t *testing.T) {
+	var s SlotStore
+	for _, w := range []struct {
+		slot  int
+		token int64
+		stale bool
+	}{{1, 5, false}, {2, 7, false}, {1, 5, false}, {1, 6, false}, {1, 5, true}, {2, 6, true}, {3, 1, false}} {
+		err := s.Write(w.slot, w.token, "v")
+		if stale := errors.Is(err, ErrStaleToken); stale != w.stale || (err != nil && !stale) {
+			t.Errorf("Write(slot %d, %d) = %v; want stale %v", w.slot, w.token, err, w.stale)
+		}
 	}
 }

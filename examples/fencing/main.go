@@ -48,7 +48,36 @@ func run(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "With fencing: the store refuses a token below the highest it accepted.")
-	return story(w, &Store{Fenced: true})
+	if err := story(w, &Store{Fenced: true}); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "With concurrency: 2, the store keeps the highest token per slot.")
+	slots(w, &Store{Fenced: true}, &SlotStore{})
+	return nil
+}
+
+// slots is the story for a job with concurrency: 2. Each run gets its slot
+// and token from the scheduler (SOLOCRON_SLOT, SOLOCRON_FENCING_TOKEN); the
+// tokens here are made up, in the order the scheduler would issue them.
+func slots(w io.Writer, perJob *Store, perSlot *SlotStore) {
+	type write struct {
+		who   string
+		slot  int
+		token int64
+		note  string
+	}
+	for _, wr := range []write{
+		{"X", 1, 100, "starts in slot 1"},
+		{"Y", 2, 101, "starts in slot 2"},
+		{"X", 1, 100, "writes again, still holding slot 1"},
+		{"Z", 1, 102, "X froze and lost slot 1; Z took it"},
+		{"X", 1, 100, "wakes up; its stale write goes out"},
+	} {
+		fmt.Fprintf(w, "  %s (slot %d, token %d) %s: one token per job: %s; per slot: %s\n", wr.who, wr.slot, wr.token, wr.note,
+			result(perJob.Write(wr.token, wr.who)), result(perSlot.Write(wr.slot, wr.token, wr.who)))
+	}
+	fmt.Fprintln(w, "  => per job refuses the job's own concurrent run X; per slot refuses only X's stale write")
 }
 
 func story(w io.Writer, store *Store) error {

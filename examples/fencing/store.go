@@ -48,3 +48,32 @@ func (s *Store) Read() (string, int64) {
 	defer s.mu.Unlock()
 	return s.value, s.token
 }
+
+// SlotStore is the fenced store for a job with concurrency: N > 1. Its N
+// runs in flight hold slots 1..N (SOLOCRON_SLOT, the Solocron-Fencing-Slot
+// header, jobs.Info.Slot), and a run's token is above every earlier
+// holder's of its slot. One highest token per job would refuse the job's
+// own concurrent runs (a run in slot 1 writes after the run in slot 2
+// started with a higher token); one per slot refuses exactly the stale
+// holders. In SQL, with the slot in the key:
+//
+//	UPDATE exports SET body = $1, fence = $2 WHERE job = $3 AND slot = $4 AND fence <= $2
+type SlotStore struct {
+	mu      sync.Mutex
+	highest map[int]int64 // slot -> highest token accepted
+	values  map[int]string
+}
+
+// Write stores value on behalf of the holder of slot with token.
+func (s *SlotStore) Write(slot int, token int64, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.highest == nil {
+		s.highest, s.values = map[int]int64{}, map[int]string{}
+	}
+	if token < s.highest[slot] {
+		return fmt.Errorf("%w %d in slot %d: %d already accepted", ErrStaleToken, token, slot, s.highest[slot])
+	}
+	s.highest[slot], s.values[slot] = token, value
+	return nil
+}

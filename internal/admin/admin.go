@@ -302,12 +302,20 @@ type JobInfo struct {
 	Retries          int       `json:"retries"`
 	StartingDeadline string    `json:"starting_deadline"`
 	HistoryLimit     int       `json:"history_limit"`
+	// PauseAfterFailures is the table's pause_after_failures (0: never).
+	PauseAfterFailures int `json:"pause_after_failures,omitempty"`
 	// PausedInTable is the table's paused: true; this replica's table keeps
 	// the job from starting whatever the cluster flag says.
 	PausedInTable bool `json:"paused_in_table"`
 	// Paused is the cluster-wide flag set by pause/resume. Filled in by the
 	// listing only.
 	Paused *bool `json:"paused,omitempty"`
+	// PausedWhy says why the cluster paused the job by itself
+	// (pause_after_failures). Listing only.
+	PausedWhy string `json:"paused_why,omitempty"`
+	// ConsecutiveFailures counts the job's latest runs in a row that ended
+	// badly. Listing only.
+	ConsecutiveFailures *int `json:"consecutive_failures,omitempty"`
 	// Running counts runs in flight on any replica. Listing only.
 	Running *int `json:"running,omitempty"`
 	// LastRun is the latest finished run. Listing only.
@@ -331,7 +339,7 @@ func (a *api) info(j scheduler.Job) JobInfo {
 		Name: j.Name, Kind: Kind(j), Schedule: j.Schedule, Timezone: j.Timezone,
 		Concurrency: j.Concurrency, Overlap: string(j.Overlap), Lease: j.Lease.String(),
 		Retries: j.Retries, StartingDeadline: j.StartingDeadline.String(),
-		HistoryLimit: j.HistoryLimit, PausedInTable: j.Paused,
+		HistoryLimit: j.HistoryLimit, PausedInTable: j.Paused, PauseAfterFailures: j.PauseAfterFailures,
 	}
 	if in.Timezone == "" {
 		in.Timezone = "UTC"
@@ -396,6 +404,7 @@ func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
 		in, st := a.info(j), sts[i]
 		running := len(st.Running)
 		in.Paused, in.Running = &st.Paused, &running
+		in.PausedWhy, in.ConsecutiveFailures = st.PausedWhy, &st.ConsecutiveFailures
 		if len(st.History) > 0 {
 			in.LastRun = &st.History[0]
 		}

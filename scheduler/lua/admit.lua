@@ -4,7 +4,7 @@
 -- ARGV[1] run id   ARGV[2] owner token   ARGV[3] lease ms   ARGV[4] concurrency
 -- ARGV[5] waiter ttl ms   ARGV[6] highest fencing token the replica has seen
 -- ARGV[7] paused by the replica's table: 1|0
--- Returns {"started", fencing token} | {"waiting", place} |
+-- Returns {"started", fencing token, slot} | {"waiting", place} |
 --         {"skipped_overlap"} | {"skipped_paused"} |
 --         {"lost"} (no longer ours: reaped, or not found)
 local meta = KEYS[1]
@@ -17,9 +17,9 @@ local base = base_of(meta)
 redis.call('PEXPIRE', meta, META_TTL)
 reap(base, now)
 local rk = run_key(base, id)
-local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'wait_until', 'fence', 'kind')
+local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'wait_until', 'fence', 'kind', 'slot')
 if rec[1] == owner and rec[2] == 'running' then
-  return {'started', rec[4]} -- admitted already; this is a retried call
+  return {'started', rec[4], rec[6] or '1'} -- admitted already; this is a retried call
 end
 if rec[1] ~= owner or rec[2] ~= 'waiting' then
   return {'lost'}
@@ -46,7 +46,8 @@ local rank = redis.call('ZRANK', queue, id)
 if rank and rank < free then
   redis.call('ZREM', queue, id)
   redis.call('ZREM', waiting, id)
-  return {'started', int(start(meta, base, rk, id, lease, now, ARGV[6]))}
+  local f, slot = start(meta, base, rk, id, lease, now, ARGV[6], limit)
+  return {'started', int(f), int(slot)}
 end
 redis.call('ZADD', waiting, now + tonumber(ARGV[5]), id)
 return {'waiting', int((rank or 0) - free + 1)}

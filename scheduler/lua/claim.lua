@@ -28,22 +28,26 @@
 --      queue ticket if the run must wait, or "" for the next in arrival
 --      order (Redlock passes one derived from the run, so that every
 --      master orders its queue alike) | catch-up: Redis' time when the
---      replica read the last decided instant, ms (0 otherwise)
+--      replica read the last decided instant, ms (0 otherwise) |
+--      pause_after_failures (0: never), kept in the run's record as pf |
+--      1 if the instant is inside one of the job's blackout windows (every
+--      replica computes it alike), else 0
 --   A lost race reads only the first two: Redis makes a Lua string of every
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
---   {"started", epoch, fencing token, server time ms}
+--   {"started", epoch, fencing token, server time ms, slot (1..concurrency)}
 --   {"decided", epoch, outcome, replica}      someone decided it already; a
 --                                             lost race answers the same as
 --                                             one string, "decided||outcome|replica"
---   {"skipped_overlap"|"skipped_paused"|"missed", epoch}   decided now, by us
+--   {"skipped_overlap"|"skipped_paused"|"skipped_blackout"|"missed", epoch}
+--                                             decided now, by us
 --   {"waiting", epoch, place in queue}        overlap: wait; poll with admit.lua
 --   {"early", epoch, server time ms}          too early on Redis' clock: ask again
 --   {"later", epoch, server time ms}          claimed ahead of the instant, but
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
 local F = 3
-local TERMS = '^' .. string.rep('([^|]*)|', 16) .. '([^|]*)$'
+local TERMS = '^' .. string.rep('([^|]*)|', 18) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
 local check_fence = ARGV[6] == '1'
@@ -56,7 +60,7 @@ local function claim(meta, a)
   local base = string.sub(meta, 1, -5)
   local suffix, owner = ARGV[a + 1], ARGV[a + 2]
   local rk = base .. 'run:' .. suffix
-  local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision')
+  local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision', 'slot')
   if d[1] then
     if d[3] == owner then
       -- Our own decision, asked again: go-redis retried a call whose reply
@@ -72,7 +76,7 @@ local function claim(meta, a)
         redis.call('PEXPIRE', meta, META_TTL)
       end
       if d[1] == 'running' then
-        return {'started', '', d[4], now_s}
+        return {'started', '', d[4], now_s, d[6] or '1'}
       elseif d[1] == 'waiting' then
         local id = string.match(base, '{(.*)}') .. '@' .. suffix
         return {'waiting', '', int((redis.call('ZRANK', base .. 'queue', id) or 0) + 1)}
@@ -89,7 +93,7 @@ local function claim(meta, a)
   local job = string.match(base, '{(.*)}')
   local id = job .. '@' .. suffix
   local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,
-    ffloor, cwindow_s, cbase_s, ticket, read_s = string.match(ARGV[a + 3], TERMS)
+    ffloor, cwindow_s, cbase_s, ticket, read_s, pf, blackout = string.match(ARGV[a + 3], TERMS)
   if not kind then
     return {'refused', '', 'malformed claim terms'}
   end
@@ -195,6 +199,12 @@ local function claim(meta, a)
   -- been without claiming ahead.
   local ahead = (kind == 's' or kind == 'x') and now < fire
 
+  if kind ~= 'm' and blackout == '1' then
+    if ahead then
+      return {'later', epoch, now_s}
+    end
+    return decide('skipped_blackout', 'inside a blackout window')
+  end
   if kind ~= 'm' and (paused == '1' or lpaused == '1') then
     if ahead then
       return {'later', epoch, now_s}
@@ -222,7 +232,7 @@ local function claim(meta, a)
       -- The ticket stays in the record: a run taken back out of a slot
       -- (undo.lua) returns to its place.
       redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-        'hl', hlimit, 'decision', '', 'outcome', 'waiting', 'wait_until', int(now + max_wait), 'ticket', ticket)
+        'hl', hlimit, 'pf', pf, 'decision', '', 'outcome', 'waiting', 'wait_until', int(now + max_wait), 'ticket', ticket)
       redis.call('PEXPIRE', rk, retention + max_wait)
       if kind ~= 'm' and sched > last then
         redis.call('HSET', meta, 'last', sched_s)
@@ -252,6 +262,7 @@ local function claim(meta, a)
   -- Start: the record, the slot and the job's token and last instant, in
   -- four writes.
   local f = int(fence_after(now_us, fence_last, ffloor))
+  local slot = take_slot(meta, base, rk, id, limit)
   -- Claimed ahead, the job starts at its instant.
   local started = now_s
   if ahead then
@@ -259,10 +270,10 @@ local function claim(meta, a)
   end
   if ticket ~= '' then
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket)
+      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket)
   else
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started)
+      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started)
   end
   redis.call('PEXPIRE', rk, lease + retention)
   redis.call('ZADD', slots, now + lease, id)
@@ -271,7 +282,7 @@ local function claim(meta, a)
   else
     redis.call('HSET', meta, 'fence', f)
   end
-  return {'started', epoch, f, now_s}
+  return {'started', epoch, f, now_s, int(slot)}
 end
 
 local out = {}

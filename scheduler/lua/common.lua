@@ -3,7 +3,8 @@
 -- Keys of one job share the hash tag {<job>}, so one script may touch them
 -- all on Redis Cluster. Scripts receive the job's meta key in KEYS and derive
 -- the others from it ("<prefix>:{<job>}:" .. kind), always inside that tag:
---   meta          hash  epoch, floor, guarded, paused, last, fence; ok, fails, at:<outcome> (see note)
+--   meta          hash  epoch, floor, guarded, paused, last, fence; ok, at:<outcome> (see note);
+--                       fails, paused_why (see tally)
 --   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
 --   slots         zset  run id -> lease expiry (server ms): the concurrency slots
 --   queue         zset  run id -> ticket: runs waiting for a slot, first come first served
@@ -46,7 +47,7 @@ local function run_key(base, id)
 end
 
 local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 'fence',
-  'started', 'finished', 'attempts', 'error', 'output'}
+  'started', 'finished', 'attempts', 'error', 'output', 'paused', 'slot'}
 
 -- Notifications (scheduler/notify.go; docs/monitoring.md). Per job:
 --   notify:on  string  JSON {"on": {event: [target, ...]}, "max": N}: who wants
@@ -58,14 +59,12 @@ local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 
 --   notify:d   hash    delivery -> the event as JSON; delivery.."\no" -> its
 --                      holder, delivery.."\nn" -> attempts; "#dropped" ->
 --                      events refused because the queue was full
---   notify:f   string  runs in a row that ended failed, timed_out or
---                      lease_lost (for recovered); only kept while the job
---                      has notifications
 -- notify queues rec's event (a closed run's record, a table of strings) for
 -- every target that wants it, in the script that closes the run: an event
--- is never lost between the close and the queue.
-local NOTIFY_FAIL = {failed = true, timed_out = true, lease_lost = true}
-local function notify(base, rec)
+-- is never lost between the close and the queue. ended is the failure
+-- streak (meta field fails, see tally) a succeeded rec ended: a success
+-- that ended one is the event recovered.
+local function notify(base, rec, ended)
   local sub = redis.call('GET', base .. 'notify:on')
   if not sub then
     return
@@ -76,14 +75,10 @@ local function notify(base, rec)
   end
   local ev = rec.outcome
   if ev == 'succeeded' then
-    if not redis.call('GET', base .. 'notify:f') then
+    if (tonumber(ended) or 0) <= 0 then
       return
     end
-    redis.call('DEL', base .. 'notify:f')
     ev = 'recovered'
-  elseif NOTIFY_FAIL[ev] then
-    redis.call('INCR', base .. 'notify:f')
-    redis.call('PEXPIRE', base .. 'notify:f', META_TTL)
   end
   local targets = cfg.on[ev]
   if type(targets) ~= 'table' then
@@ -108,35 +103,31 @@ end
 
 -- notify_entry is notify for a history entry already encoded (complete.lua);
 -- it decodes it only for a job with notifications.
-local function notify_entry(base, entry)
+local function notify_entry(base, entry, ended)
   if redis.call('EXISTS', base .. 'notify:on') == 0 then
     return
   end
   local ok, rec = pcall(cjson.decode, entry)
   if ok and type(rec) == 'table' then
-    notify(base, rec)
+    notify(base, rec, ended)
   end
 end
 
 -- What the metrics export of each job (sync.lua returns it), kept in its
 -- meta by whoever closes or decides a run:
 --   ok            server ms the job's last successful run ended
---   fails         runs in a row that ended failed, timed_out or lease_lost
+--   fails         the failure streak, kept by tally (not by note)
 --   at:<outcome>  server ms of the job's last run with that outcome: when it
 --                 ended, or when it was decided (missed, skipped_*)
 local OUTCOMES = {'succeeded', 'failed', 'timed_out', 'lease_lost', 'interrupted', 'replaced', 'missed',
-  'skipped_overlap', 'skipped_paused'}
-local FAILURES = {failed = true, timed_out = true, lease_lost = true}
+  'skipped_overlap', 'skipped_paused', 'skipped_blackout'}
 
 -- note records in the job's meta that one of its runs got outcome at at
 -- (server ms, a string).
 local function note(base, outcome, at)
   local meta = base .. 'meta'
   if outcome == 'succeeded' then
-    redis.call('HSET', meta, 'at:succeeded', at, 'ok', at, 'fails', '0')
-  elseif FAILURES[outcome] then
-    redis.call('HSET', meta, 'at:' .. outcome, at)
-    redis.call('HINCRBY', meta, 'fails', 1)
+    redis.call('HSET', meta, 'at:succeeded', at, 'ok', at)
   elseif outcome and outcome ~= 'running' and outcome ~= 'waiting' then
     redis.call('HSET', meta, 'at:' .. outcome, at)
   end
@@ -144,7 +135,9 @@ end
 
 -- unnote_lease_lost takes back a lease_lost that turned out to be a run
 -- never started (closed lease_lost at closed_at, missed at at): it does not
--- count in the failure streak, and is no longer the last lease lost.
+-- count in the failure streak (pause_after_failures, the gauge; a pause it
+-- caused stands, for an operator to resume), and is no longer the last
+-- lease lost.
 local function unnote_lease_lost(base, closed_at, at)
   local meta = base .. 'meta'
   local m = redis.call('HMGET', meta, 'fails', 'at:lease_lost')
@@ -177,7 +170,8 @@ end
 -- file appends a closed run's record (a table of strings) to the job's
 -- history. The list's TTL is set when it is created and refreshed once a day
 -- with the job's meta (check_epoch), not on every push.
-local function file(base, rec, hl)
+-- ended: the failure streak a succeeded rec ended (see tally), for notify.
+local function file(base, rec, hl, ended)
   if rec.finished then
     note(base, rec.outcome, rec.finished)
   end
@@ -186,10 +180,10 @@ local function file(base, rec, hl)
     redis.call('PEXPIRE', h, META_TTL)
   end
   redis.call('LTRIM', h, 0, (tonumber(hl) or 100) - 1)
-  notify(base, rec)
+  notify(base, rec, ended)
 end
 
-local function push_history(base, rk)
+local function push_history(base, rk, ended)
   local vals = redis.call('HMGET', rk, 'hl', unpack(RECORD))
   local rec = {}
   for i, f in ipairs(RECORD) do
@@ -201,8 +195,51 @@ local function push_history(base, rk)
   if rec.started and not rec.attempts then
     rec.attempts = '1'
   end
-  file(base, rec, vals[1])
+  if rec.started and not rec.slot then
+    rec.slot = '1'
+  end
+  file(base, rec, vals[1], ended)
 end
+
+-- pause_after_failures ------------------------------------------------
+-- tally counts how a started run ended toward its job's consecutive
+-- failures (meta field fails; the one failure streak: pause_after_failures,
+-- the consecutive_failures gauge and the recovered notification all read
+-- it): failed, timed_out and lease_lost add one, succeeded resets it, any
+-- other end (interrupted, replaced) leaves it; unnote_lease_lost takes a
+-- lease_lost back. When the count reaches the run's pause_after_failures
+-- (its record's pf, set at the claim; 0: never), the job is paused
+-- cluster-wide, like an operator's pause it queues the paused notification,
+-- and the meta's paused_why and the run's record (field paused) say why.
+-- resume clears both (pause.lua). Returns the reason when this run paused
+-- the job, and the streak a success ended (0 otherwise).
+local BAD_END = {failed = true, timed_out = true, lease_lost = true}
+local function tally(base, rk, outcome)
+  local meta = base .. 'meta'
+  if outcome == 'succeeded' then
+    local ended = tonumber(redis.call('HGET', meta, 'fails')) or 0
+    redis.call('HDEL', meta, 'fails')
+    return nil, ended
+  end
+  if not BAD_END[outcome] then
+    return nil, 0
+  end
+  local n = redis.call('HINCRBY', meta, 'fails', 1)
+  local limit = tonumber(redis.call('HGET', rk, 'pf')) or 0
+  if limit <= 0 or n < limit or redis.call('HGET', meta, 'paused') == '1' then
+    return nil, 0
+  end
+  local why = string.format('paused after %d runs in a row ended badly (pause_after_failures: %d), the last %s',
+    n, limit, outcome)
+  redis.call('HSET', meta, 'paused', '1', 'paused_why', why)
+  redis.call('HSET', rk, 'paused', why)
+  local job = string.match(base, '{(.*)}')
+  -- Microseconds, as pause.lua: each pause is an event of its own.
+  local ms, us = clock()
+  notify(base, {id = job .. '@paused-' .. int(us), job = job, outcome = 'paused', finished = int(ms), paused = why})
+  return why, 0
+end
+-- end pause_after_failures --------------------------------------------
 
 -- close ends a run on behalf of the cluster (its holder is gone, or it was
 -- replaced, or it never started) and files it in the history. The record is
@@ -216,8 +253,13 @@ local function close(base, rk, outcome, err, now)
     redis.call('HSET', rk, 'decision', outcome)
   end
   redis.call('HSET', rk, 'outcome', outcome, 'finished', int(now), 'error', err)
+  local ended = 0
+  if d == 'started' then
+    local _
+    _, ended = tally(base, rk, outcome)
+  end
   redis.call('PEXPIRE', rk, tonumber(redis.call('HGET', rk, 'ret')) or 60000)
-  push_history(base, rk)
+  push_history(base, rk, ended)
 end
 
 -- reap frees slots whose lease expired and queue places whose waiter stopped
@@ -343,13 +385,46 @@ local function fence_after(now_us, last, floor)
   return f
 end
 
+-- take_slot gives run id the lowest slot number (1..limit) that no run
+-- holding a slot has, records it in the job's meta (slot:<n> -> run id) and
+-- in the run's record (slot), and returns it. A number whose holder no
+-- longer holds a slot (it ended, was reaped or replaced) is free: nothing
+-- needs clearing when a run ends. With one slot there is nothing to choose
+-- and nothing is written: a record without slot holds slot 1. Its caller
+-- has reaped expired holders, and holds fewer than limit runs in slots.
+-- The fencing token rises per job, so per slot too: a sink that keeps the
+-- highest token per slot refuses exactly that slot's stale holders.
+local function take_slot(meta, base, rk, id, limit)
+  if limit <= 1 then
+    return 1
+  end
+  local names = {}
+  for k = 1, limit do
+    names[k] = 'slot:' .. k
+  end
+  local holders = redis.call('HMGET', meta, unpack(names))
+  local slots, n = base .. 'slots', limit + 1
+  for k = 1, limit do
+    local h = holders[k]
+    if not h or h == id or not redis.call('ZSCORE', slots, h) then
+      n = k
+      break
+    end
+  end
+  redis.call('HSET', meta, 'slot:' .. n, id)
+  redis.call('HSET', rk, 'slot', n)
+  return n
+end
+
 -- start puts a decided run into a slot and issues its first fencing token.
-local function start(meta, base, rk, id, lease, now, ffloor)
+-- Returns the token and the slot's number.
+local function start(meta, base, rk, id, lease, now, ffloor, limit)
+  local slot = take_slot(meta, base, rk, id, limit or 1)
   local f = next_fence(meta, ffloor)
   redis.call('ZADD', base .. 'slots', now + lease, id)
   redis.call('HSET', rk, 'decision', 'started', 'outcome', 'running', 'fence', int(f),
     'started', int(now), 'attempts', '1')
   redis.call('PEXPIRE', rk, lease + (tonumber(redis.call('HGET', rk, 'ret')) or 60000))
-  return f
+  return f, slot
 end
 

@@ -41,13 +41,21 @@ for i = 1, #KEYS do
     -- still find the run decided.
     redis.call('PEXPIRE', rk, ARGV[a + 7])
     local h = base .. 'history'
+    local paused, ended = '', 0
+    if decision == 'started' then
+      local why
+      why, ended = tally(base, rk, outcome)
+      if why then
+        paused = ',"paused":' .. cjson.encode(why)
+      end
+    end
     local entry = ARGV[a + 6] .. ',"decision":"' .. decision .. '","fence":"' .. (rec[6] or '') ..
-      '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"}'
+      '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"' .. paused .. '}'
     if redis.call('LPUSH', h, entry) == 1 then
       redis.call('PEXPIRE', h, META_TTL)
     end
     redis.call('LTRIM', h, 0, tonumber(ARGV[a + 8]) - 1)
-    notify_entry(base, entry)
+    notify_entry(base, entry, ended)
     out[i] = 'ok'
   else
     local err = rec[3] or ''

@@ -1,11 +1,19 @@
 -- Sets or clears a job's cluster-wide pause flag, honoured by every replica
 -- at its next claim. Pausing a running job also queues its paused
--- notification (once: pausing a paused job changes nothing).
+-- notification (once: pausing a paused job changes nothing). Resuming also
+-- clears the job's failure streak (meta fails: pause_after_failures counts
+-- afresh, the consecutive_failures gauge reads 0, and the next success is
+-- not a recovered event) and the reason an automatic pause
+-- (pause_after_failures) gave; an operator's pause has no reason recorded.
 -- KEYS[1] meta key of the job
 -- ARGV[1] "1" to pause, "0" to resume
 -- Returns 1.
 local was = redis.call('HGET', KEYS[1], 'paused')
 redis.call('HSET', KEYS[1], 'paused', ARGV[1])
+redis.call('HDEL', KEYS[1], 'paused_why')
+if ARGV[1] == '0' then
+  redis.call('HDEL', KEYS[1], 'fails')
+end
 redis.call('PEXPIRE', KEYS[1], META_TTL)
 if ARGV[1] == '1' and was ~= '1' then
   local base = base_of(KEYS[1])

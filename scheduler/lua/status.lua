@@ -3,8 +3,10 @@
 -- limit.
 -- KEYS   the meta key of each job (on Redis Cluster, one job per call)
 -- ARGV[1] how many history records per job
--- Returns, per job: {paused, last, waiting, manual, history, running}, where
--- paused and last are the meta fields ('' when unset), waiting and manual
+-- Returns, per job: {paused, last, waiting, manual, history, running,
+-- paused_why, fails}, where paused, last, paused_why (why the cluster paused
+-- the job by itself) and fails (consecutive failures) are the meta fields
+-- ('' when unset), waiting and manual
 -- the sizes of the queue and of the manual requests, history the latest
 -- records (JSON, newest first), and running one {id, {field, value, ...}}
 -- per run holding a slot.
@@ -12,7 +14,7 @@ local limit = tonumber(ARGV[1])
 local out = {}
 for i, meta in ipairs(KEYS) do
   local base = base_of(meta)
-  local m = redis.call('HMGET', meta, 'paused', 'last')
+  local m = redis.call('HMGET', meta, 'paused', 'last', 'paused_why', 'fails')
   local running = {}
   for _, id in ipairs(redis.call('ZRANGE', base .. 'slots', 0, -1)) do
     local h = redis.call('HGETALL', run_key(base, id))
@@ -21,6 +23,6 @@ for i, meta in ipairs(KEYS) do
     end
   end
   out[i] = {m[1] or '', m[2] or '', redis.call('ZCARD', base .. 'queue'), redis.call('ZCARD', base .. 'manual'),
-    redis.call('LRANGE', base .. 'history', 0, limit - 1), running}
+    redis.call('LRANGE', base .. 'history', 0, limit - 1), running, m[3] or '', m[4] or ''}
 end
 return out

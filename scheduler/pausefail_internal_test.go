@@ -1,0 +1,278 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/redistest"
+)
+
+// pauseStores runs fn on a real redis-server and on miniredis.
+func pauseStores(t *testing.T, fn func(t *testing.T, s *store, c *redis.Client)) {
+	t.Run("redis-server", func(t *testing.T) {
+		s, c := benchStore(t)
+		fn(t, s, c)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		_, c := redistest.Mini(t)
+		s, err := newStore(c, config{prefix: "mini"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(t, s, c)
+	})
+}
+
+// pauseProbe claims and closes runs of one job, one instant per call.
+type pauseProbe struct {
+	t   *testing.T
+	s   *store
+	j   *jobState
+	at  time.Time
+	ctl *Control
+}
+
+func newPauseProbe(t *testing.T, s *store, c *redis.Client, mod func(*Job)) *pauseProbe {
+	j := testJob(t, s, "flaky", "@every 1s", func(j *Job) {
+		j.StartingDeadline = time.Minute
+		if mod != nil {
+			mod(j)
+		}
+	})
+	seed(t, c, j)
+	// Instants in the recent past, inside the starting deadline, rising.
+	return &pauseProbe{t: t, s: s, j: j, at: time.Now().Truncate(time.Second).Add(-40 * time.Second),
+		ctl: &Control{store: s}}
+}
+
+// claim claims the next instant and returns its request and the answer.
+func (p *pauseProbe) claim() (claimReq, claimRes) {
+	p.t.Helper()
+	p.at = p.at.Add(time.Second)
+	r := claimOf(p.j, p.at, 's', newEpoch())
+	res, err := p.s.claim(context.Background(), "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return r, res[0]
+}
+
+// end claims the next instant, which must start, and closes it with o.
+func (p *pauseProbe) end(o Outcome) {
+	p.t.Helper()
+	r, res := p.claim()
+	if res.status != "started" {
+		p.t.Fatalf("claim of %s: %+v, want started", r.id, res)
+	}
+	got, err := p.s.complete(context.Background(), []completeReq{{r: &r, replica: "r1", outcome: o, attempts: 1}})
+	if err != nil || got[0] != "ok" {
+		p.t.Fatalf("complete %s: %v %v", r.id, got, err)
+	}
+}
+
+func (p *pauseProbe) status() *Status {
+	p.t.Helper()
+	st, err := p.ctl.Status(context.Background(), p.j.Name, 20)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return st
+}
+
+// After pause_after_failures runs in a row end badly the job is paused in
+// the store: the next claim is skipped_paused, the status and the run that
+// paused it say why; a success in between resets the count; resume clears
+// it.
+func TestPauseAfterFailures(t *testing.T) {
+	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+		p := newPauseProbe(t, s, c, func(j *Job) { j.PauseAfterFailures = 3 })
+		p.end(Failed)
+		p.end(TimedOut)
+		if st := p.status(); st.Paused || st.ConsecutiveFailures != 2 {
+			t.Fatalf("after 2 bad ends: paused %v, failures %d; want not paused, 2", st.Paused, st.ConsecutiveFailures)
+		}
+		p.end(Succeeded)
+		if st := p.status(); st.ConsecutiveFailures != 0 {
+			t.Fatalf("a success left the count at %d", st.ConsecutiveFailures)
+		}
+		p.end(Failed)
+		p.end(Interrupted) // neither good nor bad: the count stands
+		p.end(Failed)
+		if st := p.status(); st.Paused {
+			t.Fatalf("paused after 2 failures and an interruption: %+v", st)
+		}
+		p.end(LeaseLost)
+		st := p.status()
+		if !st.Paused || st.ConsecutiveFailures != 3 || !strings.Contains(st.PausedWhy, "pause_after_failures: 3") {
+			t.Fatalf("after 3 bad ends in a row: paused %v, failures %d, why %q", st.Paused, st.ConsecutiveFailures, st.PausedWhy)
+		}
+		last := st.History[0]
+		if last.Outcome != LeaseLost || !strings.Contains(last.Paused, "3 runs in a row") {
+			t.Fatalf("the run that paused the job: %+v; want its record to say why", last)
+		}
+		for _, r := range st.History[1:] {
+			if r.Paused != "" {
+				t.Errorf("run %s says it paused the job: %q", r.ID, r.Paused)
+			}
+		}
+		if _, res := p.claim(); res.status != "skipped_paused" {
+			t.Fatalf("claim after the pause: %+v, want skipped_paused", res)
+		}
+		if err := p.ctl.Resume(context.Background(), p.j.Name); err != nil {
+			t.Fatal(err)
+		}
+		if st := p.status(); st.Paused || st.ConsecutiveFailures != 0 || st.PausedWhy != "" {
+			t.Fatalf("after resume: %+v", st)
+		}
+		// The count starts again from zero: two more failures do not pause.
+		p.end(Failed)
+		p.end(Failed)
+		if st := p.status(); st.Paused || st.ConsecutiveFailures != 2 {
+			t.Fatalf("after resume and 2 failures: paused %v, failures %d", st.Paused, st.ConsecutiveFailures)
+		}
+	})
+}
+
+// Without pause_after_failures the count is kept, but nothing pauses.
+func TestNoPauseWithoutLimit(t *testing.T) {
+	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+		p := newPauseProbe(t, s, c, nil)
+		for range 5 {
+			p.end(Failed)
+		}
+		if st := p.status(); st.Paused || st.ConsecutiveFailures != 5 {
+			t.Fatalf("paused %v, failures %d; want not paused, 5", st.Paused, st.ConsecutiveFailures)
+		}
+	})
+}
+
+// A run the cluster closes lease_lost (its replica stopped renewing) counts
+// too: the job pauses without its holder ever reporting.
+func TestPauseAfterClusterClosedLeaseLost(t *testing.T) {
+	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+		p := newPauseProbe(t, s, c, func(j *Job) { j.PauseAfterFailures = 1; j.Lease = 100 * time.Millisecond })
+		r, res := p.claim()
+		if res.status != "started" {
+			t.Fatalf("claim: %+v", res)
+		}
+		ctx := context.Background()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err := s.renew(ctx, []renewReq{{j: p.j, id: r.id, owner: r.owner}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0] == "lost" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the lease never expired")
+			}
+			time.Sleep(150 * time.Millisecond) // the lease's own expiry, on Redis' clock
+		}
+		st := p.status()
+		if !st.Paused || st.ConsecutiveFailures != 1 {
+			t.Fatalf("after a lease lost: paused %v, failures %d", st.Paused, st.ConsecutiveFailures)
+		}
+		if h := st.History[0]; h.Outcome != LeaseLost || h.Paused == "" {
+			t.Fatalf("the lease_lost record: %+v; want it to say it paused the job", h)
+		}
+	})
+}
+
+func TestPauseAfterFailuresValidation(t *testing.T) {
+	j := Job{Name: "x", Schedule: "@every 1s", Handler: testJob(t, &store{prefix: "p"}, "x", "@every 1s", nil).Handler,
+		PauseAfterFailures: -1}
+	err := j.Validate()
+	if err == nil || !strings.Contains(err.Error(), "pause_after_failures") {
+		t.Fatalf("Validate: %v", err)
+	}
+}
+
+// An instant inside a blackout window is recorded skipped_blackout by the
+// claim, on a real Redis as on miniredis; one outside it starts.
+func TestClaimRecordsBlackout(t *testing.T) {
+	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+		p := newPauseProbe(t, s, c, nil)
+		from := p.at.Add(time.Second) // the next instant claimed
+		bs, err := parseBlackouts([]Blackout{{From: from, To: from.Add(time.Second)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.j.blackouts = bs
+		r, res := p.claim()
+		if res.status != "skipped_blackout" {
+			t.Fatalf("claim of %s inside the window: %+v", r.id, res)
+		}
+		if got, err := p.ctl.Get(context.Background(), r.id); err != nil || got == nil || got.Outcome != SkippedBlackout {
+			t.Fatalf("record of %s: %+v, %v", r.id, got, err)
+		}
+		if r, res := p.claim(); res.status != "started" {
+			t.Fatalf("claim of %s outside the window: %+v", r.id, res)
+		}
+	})
+}
+
+// Slots are numbered 1..concurrency, the lowest free first; a slot whose
+// holder lost its lease goes to the next run with a higher token, so a sink
+// keyed by slot refuses the stale holder (real Redis and miniredis).
+func TestSlotsAreNumberedAndReused(t *testing.T) {
+	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+		p := newPauseProbe(t, s, c, func(j *Job) { j.Concurrency = 3; j.Lease = 200 * time.Millisecond })
+		ctx := context.Background()
+		var held []claimReq
+		tokens := map[int]int64{}
+		for want := 1; want <= 3; want++ {
+			r, res := p.claim()
+			if res.status != "started" || res.slot != want {
+				t.Fatalf("claim %d: %+v, want started in slot %d", want, res, want)
+			}
+			r.slot = res.slot
+			tokens[res.slot] = res.fence
+			held = append(held, r)
+		}
+		if _, res := p.claim(); res.status != "skipped_overlap" {
+			t.Fatalf("a fourth run with 3 slots held: %+v", res)
+		}
+		// Slot 2's holder ends; the next run takes slot 2.
+		if got, err := s.complete(ctx, []completeReq{{r: &held[1], replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil || got[0] != "ok" {
+			t.Fatalf("complete: %v %v", got, err)
+		}
+		if h, _ := p.ctl.History(ctx, p.j.Name, 5); len(h) == 0 || h[0].Slot != 2 {
+			t.Fatalf("the record of slot 2's run: %+v", h)
+		}
+		r, res := p.claim()
+		if res.status != "started" || res.slot != 2 || res.fence <= tokens[2] {
+			t.Fatalf("after slot 2 freed: %+v; want slot 2 with a token above %d", res, tokens[2])
+		}
+		// Every holder stops renewing: once the leases ran out, the next
+		// runs take slots 1.. again, each with a token above its slot's old.
+		tokens[2] = res.fence
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			// Read only: the lease's expiry against Redis' clock.
+			exp, err := c.ZScore(ctx, s.key(p.j.Name, "slots"), r.id).Result()
+			now, terr := c.Time(ctx).Result()
+			if err != nil || terr != nil {
+				t.Fatal(err, terr)
+			}
+			if int64(exp) < now.UnixMilli() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the lease never expired")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for want := 1; want <= 3; want++ {
+			_, res := p.claim()
+			if res.status != "started" || res.slot != want || res.fence <= tokens[want] {
+				t.Fatalf("claim after the leases expired: %+v; want slot %d with a token above %d", res, want, tokens[want])
+			}
+		}
+	})
+}
