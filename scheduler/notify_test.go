@@ -446,3 +446,54 @@ func TestNotifyMissed(t *testing.T) {
 		t.Errorf("post: %+v", p)
 	}
 }
+
+// pause_after_failures pausing a job queues the paused notification, as an
+// operator's pause does: one POST, for the one pause, on a real Redis; the
+// failures that led to it are posted too.
+func TestNotifyPauseAfterFailures(t *testing.T) {
+	srv := redistest.Start(t)
+	rcv := newReceiver(t)
+	f := newFleet(t)
+	table := []scheduler.Job{{Name: "tripping", Schedule: "@every 1s", PauseAfterFailures: 2, Notify: []string{"ops"},
+		Handler: flaky(1 << 30)}}
+	s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
+		scheduler.WithNotifications(rcv.target(notify.Paused, notify.Failed)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.run(s)
+	ctx := context.Background()
+	testkit.WaitFor(t, 60*time.Second, "a paused notification", func() bool {
+		for _, p := range rcv.posts() {
+			if p.event == "paused" {
+				return true
+			}
+		}
+		return false
+	})
+	st, err := s.Control().Status(ctx, "tripping", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Paused || st.PausedWhy == "" || st.ConsecutiveFailures != 2 {
+		t.Errorf("status: paused %v, why %q, failures %d", st.Paused, st.PausedWhy, st.ConsecutiveFailures)
+	}
+	time.Sleep(2 * time.Second) // room for a wrong second paused or failed post
+	f.stop()
+	paused, failed := 0, 0
+	for _, p := range rcv.posts() {
+		switch p.event {
+		case "paused":
+			paused++
+			if !strings.HasPrefix(p.delivery, "tripping@paused-") || !strings.HasSuffix(p.delivery, ":paused") ||
+				p.body.Run != nil || !p.sigOK || p.body.Job.Name != "tripping" {
+				t.Errorf("paused post: %+v", p)
+			}
+		case "failed":
+			failed++
+		}
+	}
+	if paused != 1 || failed != 2 {
+		t.Errorf("got %d paused and %d failed notifications, want 1 and 2", paused, failed)
+	}
+}
