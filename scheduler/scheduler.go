@@ -784,6 +784,14 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 			s.tel.decided(ctx, r.j, SkippedPaused)
 			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedPaused, "waited", time.Since(claimed).Round(time.Millisecond))
 			return
+		case string(Missed):
+			// An earlier poll admitted it, but its answer came after the
+			// client's deadline and the lease ran out before this one:
+			// recorded missed, never started.
+			s.manual.Delete(r.id)
+			s.tel.decided(ctx, r.j, Missed)
+			s.log.Warn("run not started: its admission was answered after its lease ran out", "job", r.j.Name, "run_id", r.id)
+			return
 		case "lost":
 			s.manual.Delete(r.id)
 			s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)

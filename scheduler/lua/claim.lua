@@ -76,6 +76,13 @@ local function claim(meta, a)
       elseif d[1] == 'waiting' then
         local id = string.match(base, '{(.*)}') .. '@' .. suffix
         return {'waiting', '', int((redis.call('ZRANK', base .. 'queue', id) or 0) + 1)}
+      elseif d[1] == 'lease_lost' and d[5] == 'started' and redis.call('HGET', rk, 'closed_by') ~= 'holder' then
+        -- Started by the first call, whose answer came after the client's
+        -- deadline; its lease ran out meanwhile and the cluster closed it.
+        -- Asked again, its holder never had the answer: it never ran.
+        never_started(base, rk, string.match(base, '{(.*)}') .. '@' .. suffix,
+          'never started: its claim was answered after its replica stopped waiting, and its lease ran out before the claim was asked again')
+        return {'missed', ''}
       elseif d[5] == 'started' or d[5] == '' then
         return {'decided', '', d[1], d[2] or ''}
       end
@@ -110,7 +117,7 @@ local function claim(meta, a)
   local function decide(outcome, err)
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
       'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
-    redis.call('PEXPIRE', rk, retention)
+    keep(rk, retention, sched, now)
     if kind ~= 'm' and sched > last then
       redis.call('HSET', meta, 'last', sched_s)
     end

@@ -74,6 +74,37 @@ local function push_history(base, rk)
   file(base, rec, vals[1])
 end
 
+-- keep makes a decided run's record expire after its retention (ret, ms),
+-- and never before its instant (sched, ms) + retention: until then a claim
+-- may still decide the run ("too old to decide" counts from the instant),
+-- and must find it decided. A run decided before its instant (recorded
+-- missed after a loss, closed by a holder that shut down before it) would
+-- otherwise lose its record early, and a late claim file a second one.
+local function keep(rk, ret, sched, now)
+  ret = tonumber(ret) or 60000
+  redis.call('PEXPIRE', rk, int(math.max(ret, (tonumber(sched) or 0) + ret - now)))
+end
+
+-- never_started rewrites a run the cluster closed lease_lost (its lease ran
+-- out) whose holder never started it: the claim's (or admission's) answer
+-- never reached the holder, which asks again with the same owner token
+-- only because it did not get one. The record and its history entry (a
+-- recent one) say missed, err. Only the holder knows it did not start: a
+-- holder that started and then died never asks again, and its run stays
+-- lease_lost.
+local function never_started(base, rk, id, err)
+  redis.call('HSET', rk, 'outcome', 'missed', 'error', err)
+  local h = base .. 'history'
+  for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
+    local ok, e = pcall(cjson.decode, item)
+    if ok and type(e) == 'table' and e.id == id then
+      e.outcome, e.error = 'missed', err
+      redis.call('LSET', h, k - 1, cjson.encode(e))
+      break
+    end
+  end
+end
+
 -- close ends a run on behalf of the cluster (its holder is gone, or it was
 -- replaced, or it never started) and files it in the history. The record is
 -- kept for its retention: a finished run is never simply deleted, or a
@@ -81,12 +112,12 @@ end
 local function close(base, rk, outcome, err, now)
   -- A run closed before anything was decided for it (a queued run whose
   -- replica died) carries its outcome as its decision: no field is empty.
-  local d = redis.call('HGET', rk, 'decision')
-  if not d or d == '' then
+  local d = redis.call('HMGET', rk, 'decision', 'ret', 'sched')
+  if not d[1] or d[1] == '' then
     redis.call('HSET', rk, 'decision', outcome)
   end
   redis.call('HSET', rk, 'outcome', outcome, 'finished', int(now), 'error', err)
-  redis.call('PEXPIRE', rk, tonumber(redis.call('HGET', rk, 'ret')) or 60000)
+  keep(rk, d[2], d[3], now)
   push_history(base, rk)
 end
 
