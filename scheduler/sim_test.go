@@ -125,20 +125,6 @@ type simKnownDefect struct {
 // "What the search found"). Each matches only violations of its own
 // invariants that carry its own signature.
 var simKnownDefects = map[string]simKnownDefect{
-	// A claim (or admit) the store ran whose answer came after the
-	// client's deadline: the retry, with the same owner token, finds the
-	// run closed lease_lost by the cluster (its lease ran out meanwhile)
-	// and answers "decided"; the run never started but its record says
-	// started -> lease_lost (issue 12 defect 12 covers only answers that
-	// arrive).
-	"D12-lost-answer": {
-		name:       "issue 12 defect 12, remainder: a claim answered after the client's deadline is recorded started -> lease_lost although it never ran",
-		invariants: []string{invLeaseLostRan, invManualOnce},
-		match: func(v simViolation) bool {
-			return strings.Contains(v.detail, "lease expired: its replica stopped renewing it")
-		},
-		exposed: func(p *simPlan) bool { return simPlanHas(p, evLossy, evLateClaim, evSkewLoss, evStall) },
-	},
 	// A failover to a copy that missed writes is noticed only when a
 	// replica that saw one of the lost writes next talks to the new
 	// primary (README, bad-day table): until then another replica's claim

@@ -76,12 +76,15 @@ local function claim(meta, a)
       elseif d[1] == 'waiting' then
         local id = string.match(base, '{(.*)}') .. '@' .. suffix
         return {'waiting', '', int((redis.call('ZRANK', base .. 'queue', id) or 0) + 1)}
-      elseif d[1] == 'lease_lost' and d[5] == 'started' and redis.call('HGET', rk, 'closed_by') ~= 'holder' then
+      elseif d[5] == 'started' and (d[1] == 'missed' or d[1] == 'lease_lost' and
+          redis.call('HGET', rk, 'closed_by') ~= 'holder') then
         -- Started by the first call, whose answer came after the client's
         -- deadline; its lease ran out meanwhile and the cluster closed it.
         -- Asked again, its holder never had the answer: it never ran.
-        never_started(base, rk, string.match(base, '{(.*)}') .. '@' .. suffix,
-          'never started: its claim was answered after its replica stopped waiting, and its lease ran out before the claim was asked again')
+        if d[1] == 'lease_lost' then
+          never_started(base, rk, string.match(base, '{(.*)}') .. '@' .. suffix,
+            'never started: its claim was answered after its replica stopped waiting, and its lease ran out before the claim was asked again')
+        end
         return {'missed', ''}
       elseif d[5] == 'started' or d[5] == '' then
         return {'decided', '', d[1], d[2] or ''}
