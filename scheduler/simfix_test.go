@@ -218,3 +218,54 @@ func TestRecordDecidedAheadKeptFromItsInstant(t *testing.T) {
 		t.Errorf("closed lease_lost before its instant: record expires in %s, before its instant + retention (%s from now)", ttl, time.Until(at2)+j.retention(at2))
 	}
 }
+
+// A replica that lost the race for a run learns the winner's fencing token
+// from the answer, as a heartbeat would teach it: a failover to a copy that
+// missed the winner's claim is noticed at the loser's next claim, which
+// records the run missed instead of starting it a second time (issue 12,
+// defect 3's window, narrowed; the search's seed 3).
+func TestLostRaceTeachesTheToken(t *testing.T) {
+	s, c := benchStore(t)
+	ctx := context.Background()
+	winner := testJob(t, s, "raced", "@every 1s", nil)
+	loser := testJob(t, s, "raced", "@every 1s", nil)
+	seed(t, c, winner)
+	seed(t, c, loser)
+	copyFence, err := c.HGet(ctx, winner.metaKey, "fence").Int64()
+	if err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Truncate(time.Second)
+	won, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{claimOf(winner, at, 's', "owner-1")})
+	if err != nil || won[0].status != "started" {
+		t.Fatalf("winner: %+v, %v", won, err)
+	}
+	lost, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{claimOf(loser, at, 's', "owner-2")})
+	if err != nil || lost[0].status != "decided" {
+		t.Fatalf("loser: %+v, %v", lost, err)
+	}
+	if lost[0].fence != won[0].fence || lost[0].replica != "r1" || lost[0].outcome != string(Running) {
+		t.Fatalf("lost race answered %+v; want the winner's token %d, running by r1", lost[0], won[0].fence)
+	}
+	loser.memo.observe(lost[0].epoch, lost[0].fence) // as handle does
+
+	// A failover to a copy taken before the winner's claim: its record and
+	// token are gone; the epoch survives.
+	rk := s.key(winner.Name, "run:"+runID(winner.Name, at)[len(winner.Name)+1:])
+	if err := c.Del(ctx, rk, s.key(winner.Name, "slots")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HSet(ctx, winner.metaKey, "fence", copyFence).Err(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{claimOf(loser, at, 's', "owner-3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].status == "started" {
+		t.Fatalf("the loser started the run again on the stale copy: %+v", again[0])
+	}
+	if again[0].status != string(Missed) {
+		t.Errorf("the loser's claim on the stale copy: %+v; want missed (the loss noticed)", again[0])
+	}
+}

@@ -33,9 +33,12 @@
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
 --   {"started", epoch, fencing token, server time ms}
---   {"decided", epoch, outcome, replica}      someone decided it already; a
---                                             lost race answers the same as
---                                             one string, "decided||outcome|replica"
+--   {"decided", epoch, outcome, fencing token or "", replica}
+--                                             someone decided it already; a
+--                                             lost race answers the same as one
+--                                             string, "decided||outcome|fence|replica"
+--                                             (the winner's token: the loser
+--                                             learns it, as from a heartbeat)
 --   {"skipped_overlap"|"skipped_paused"|"missed", epoch}   decided now, by us
 --   {"waiting", epoch, place in queue}        overlap: wait; poll with admit.lua
 --   {"early", epoch, server time ms}          too early on Redis' clock: ask again
@@ -87,13 +90,13 @@ local function claim(meta, a)
         end
         return {'missed', ''}
       elseif d[5] == 'started' or d[5] == '' then
-        return {'decided', '', d[1], d[2] or ''}
+        return {'decided', '', d[1], d[4] or '', d[2] or ''}
       end
       return {d[5], ''}
     end
     -- A lost race, the most common answer of all, in one string: Redis
     -- builds no table for it, and the replica parses no array.
-    return 'decided||' .. d[1] .. '|' .. (d[2] or '')
+    return 'decided||' .. d[1] .. '|' .. (d[4] or '') .. '|' .. (d[2] or '')
   end
 
   local job = string.match(base, '{(.*)}')
