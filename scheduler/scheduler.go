@@ -985,7 +985,15 @@ func (s *Scheduler) recordMisses(ctx context.Context) {
 			now := s.now()
 			s.missedMu.Lock()
 			for _, r := range reqs {
-				if now.Before(r.sched.Add(r.j.retention(r.sched))) {
+				until := r.sched.Add(r.j.retention(r.sched))
+				if !r.sent.IsZero() {
+					// A claim of ours may have been granted, its answer
+					// lost: its record outlives the retention by the
+					// lease, and only our owner token can say the run
+					// never started.
+					until = until.Add(r.j.Lease)
+				}
+				if now.Before(until) {
 					s.missed = append(s.missed, r)
 				}
 			}

@@ -373,6 +373,12 @@ func (w *simWorld) check() []simViolation {
 			if end.IsZero() {
 				end = w.start.Add(simLength)
 			}
+			if g != nil && g.at.Add(claimTimeout).After(end) {
+				// Killed or frozen before the call the store granted it
+				// could time out, its replica never learnt that the run
+				// was its own, nor could it say it never started it.
+				end = g.at.Add(claimTimeout)
+			}
 			if g != nil && o.impaired(g.in, g.at, end) {
 				continue
 			}
