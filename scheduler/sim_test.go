@@ -127,12 +127,15 @@ type simKnownDefect struct {
 var simKnownDefects = map[string]simKnownDefect{
 	// A failover to a copy that missed writes is noticed only when a
 	// replica that saw one of the lost writes next talks to the new
-	// primary (README, bad-day table): until then another replica's claim
-	// can start a run again, and the copy's stale running and waiting
-	// entries are closed a second time. min_replicas_ack is the remedy.
+	// primary (README, bad-day table): until then any replica whose own
+	// knowledge of the job predates the copy can start a run again, and
+	// the copy's stale running and waiting entries are closed a second
+	// time (lease_lost, missed) after their holders closed them on the
+	// lost primary. Inherent without min_replicas_ack, which is the
+	// remedy; the search has no Redis replicas, so it cannot use it.
 	"D3-failover-window": {
 		name:       "issue 12 defect 3, documented window: a failover to a stale copy before a replica that saw the lost writes talks to it",
-		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises},
+		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises, invLeaseLostRan},
 		match: func(v simViolation) bool {
 			return strings.Contains(v.detail, "failover to the copy")
 		},

@@ -382,15 +382,18 @@ func (w *simWorld) check() []simViolation {
 			if g != nil && o.impaired(g.in, g.at, end) {
 				continue
 			}
-			how := "no grant observed"
+			how, lost := "no grant observed", ""
 			if g != nil {
+				// A failover in between may have brought back a copy that
+				// still has the run running, after its holder closed it.
+				lost = w.lossesBetween(g.at, end)
 				how = fmt.Sprintf("granted to %s (%s) at t=%s", g.in, g.via, w.rel(g.at))
 				if st, ok := o.stopped[g.in]; ok && !st.After(end) {
 					how += fmt.Sprintf(", which was stopping (SIGTERM) from t=%s", w.rel(st))
 				}
 			}
-			add(invLeaseLostRan, id, "run %s recorded started -> lease_lost by %s but never ran; %s, its replica alive and not frozen (error %q)",
-				id, r.Replica, how, r.Error)
+			add(invLeaseLostRan, id, "run %s recorded started -> lease_lost by %s but never ran; %s, its replica alive and not frozen (error %q)%s",
+				id, r.Replica, how, r.Error, lost)
 		}
 	}
 

@@ -79,10 +79,12 @@ end
 -- may still decide the run ("too old to decide" counts from the instant),
 -- and must find it decided. A run decided before its instant (recorded
 -- missed after a loss, closed by a holder that shut down before it) would
--- otherwise lose its record early, and a late claim file a second one.
+-- otherwise lose its record early, and a late claim file a second one. A
+-- second more: a claim at the very millisecond is still decided, and must
+-- not find the record just expired.
 local function keep(rk, ret, sched, now)
   ret = tonumber(ret) or 60000
-  redis.call('PEXPIRE', rk, int(math.max(ret, (tonumber(sched) or 0) + ret - now)))
+  redis.call('PEXPIRE', rk, int(math.max(ret, (tonumber(sched) or 0) + ret - now + 1000)))
 end
 
 -- never_started rewrites a run the cluster closed lease_lost (its lease ran
