@@ -990,8 +990,9 @@ func (s *Scheduler) recordMisses(ctx context.Context) {
 					// A claim of ours may have been granted, its answer
 					// lost: its record outlives the retention by the
 					// lease, and only our owner token can say the run
-					// never started.
-					until = until.Add(r.j.Lease)
+					// never started. Asking too late is harmless: Redis
+					// refuses a claim too old to decide.
+					until = until.Add(r.j.Lease + 2*claimTimeout)
 				}
 				if now.Before(until) {
 					s.missed = append(s.missed, r)

@@ -384,9 +384,11 @@ func (w *simWorld) check() []simViolation {
 			}
 			how, lost := "no grant observed", ""
 			if g != nil {
-				// A failover in between may have brought back a copy that
-				// still has the run running, after its holder closed it.
-				lost = w.lossesBetween(g.at, end)
+				// A failover since may have brought back a copy that still
+				// has the run running after its holder closed it, or that
+				// misses the holder's "never started" over the cluster's
+				// lease_lost.
+				lost = w.lossesBetween(g.at, w.start.Add(simLength))
 				how = fmt.Sprintf("granted to %s (%s) at t=%s", g.in, g.via, w.rel(g.at))
 				if st, ok := o.stopped[g.in]; ok && !st.After(end) {
 					how += fmt.Sprintf(", which was stopping (SIGTERM) from t=%s", w.rel(st))
