@@ -269,3 +269,49 @@ func TestLostRaceTeachesTheToken(t *testing.T) {
 		t.Errorf("the loser's claim on the stale copy: %+v; want missed (the loss noticed)", again[0])
 	}
 }
+
+// A queue place the store still holds for a run scheduled before its
+// data-loss floor, whose waiter stopped polling, is recorded missed for the
+// loss: after a failover to a stale copy, the run may have been admitted
+// and run on the lost primary, and its replica is not gone (issue 12,
+// defect 3's window: the copy's stale waiting entries).
+func TestStaleQueuePlaceAfterLoss(t *testing.T) {
+	s, c := benchStore(t)
+	ctx := context.Background()
+	j := testJob(t, s, "stale", "@every 1s", func(j *Job) { j.Overlap = OverlapWait; j.MaxWait = time.Hour })
+	seed(t, c, j)
+	at := time.Now().Truncate(time.Second)
+	first := claimOf(j, at, 's', "owner-1")
+	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{first}); err != nil || res[0].status != "started" {
+		t.Fatalf("first run: %+v, %v", res, err)
+	}
+	queued := func(sched time.Time, owner string) claimReq {
+		r := claimOf(j, sched, 's', owner)
+		r.fire = time.Now()
+		res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{r})
+		if err != nil || res[0].status != "waiting" {
+			t.Fatalf("%s: %+v, %v; want waiting", r.id, res, err)
+		}
+		return r
+	}
+	before, after := queued(at.Add(time.Second), "owner-2"), queued(at.Add(2*time.Second), "owner-3")
+	// The loss noticed: the floor lies between the two.
+	if err := c.HSet(ctx, j.metaKey, "floor", at.Add(1500*time.Millisecond).UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []claimReq{before, after} {
+		if err := c.ZAdd(ctx, s.key(j.Name, "waiting"), redis.Z{Score: 1, Member: r.id}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	known, fence := j.memo.snapshot()
+	if _, err := s.sync(ctx, "r3", 2*time.Second, time.Hour, []syncReq{{j: j, known: known, fence: fence}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := recordOf(t, s, c, j, before.id); rec["outcome"] != string(Missed) || !strings.HasPrefix(rec["error"], "Redis lost data") {
+		t.Errorf("before the floor: outcome %q error %q; want missed for the loss", rec["outcome"], rec["error"])
+	}
+	if rec, _ := recordOf(t, s, c, j, after.id); rec["outcome"] != string(Missed) || rec["error"] != "its replica stopped waiting for a slot" {
+		t.Errorf("after the floor: outcome %q error %q; want missed, its replica stopped waiting", rec["outcome"], rec["error"])
+	}
+}

@@ -140,6 +140,7 @@ local function reap(base, now)
     redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
   end
   local gone = redis.call('ZRANGEBYSCORE', waiting, '-inf', now)
+  local floor
   for _, id in ipairs(gone) do
     redis.call('ZREM', queue, id)
     local rk = run_key(base, id)
@@ -152,7 +153,16 @@ local function reap(base, now)
         redis.call('ZADD', base .. 'manual', w[3], id)
         redis.call('PEXPIRE', base .. 'manual', META_TTL)
       else
-        close(base, rk, 'missed', 'its replica stopped waiting for a slot', now)
+        -- Scheduled before the data-loss floor, it may have been admitted
+        -- and run on the data that was lost (a failover to a stale copy):
+        -- its place here is stale, not its replica gone.
+        floor = floor or tonumber(redis.call('HGET', base .. 'meta', 'floor')) or 0
+        if (tonumber(w[3]) or 0) < floor then
+          close(base, rk, 'missed', 'Redis lost data (a failover to a copy that missed writes, a restart or a flush) ' ..
+            'after this run could have been admitted: its queue place is stale, and it is not started again', now)
+        else
+          close(base, rk, 'missed', 'its replica stopped waiting for a slot', now)
+        end
       end
     end
   end
