@@ -492,6 +492,11 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		if len(skipped) > 0 {
 			return skipStatus, 0, nil
 		}
+		for _, i := range lost {
+			if per[i].status == string(Missed) {
+				return string(Missed), 0, nil // it never started: recorded so
+			}
+		}
 		return "lost", 0, nil
 	}
 	take("requeue", started)

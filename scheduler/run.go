@@ -154,7 +154,18 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		if err != nil {
 			text := fmt.Sprintf("never started: its claim was answered %s after it was sent, past its lease, and the lease could not be taken back: %v", late, err)
 			log.Warn("run not started: its claim was answered after its lease ran out", "late_by", late, "err", err)
-			s.closeRun(r, Missed, 0, text, "", "", log)
+			if !s.closeRun(r, Missed, 0, text, "", "", log) {
+				// Only this replica knows the run never started; if Redis
+				// stays away past the lease, the cluster closes it
+				// lease_lost. Keep saying so while its record lives: the
+				// close turns that lease_lost into missed.
+				until := r.sched.Add(j.retention(r.sched) + j.Lease)
+				for s.now().Before(until) && sleep(ctx, time.Second) {
+					if s.closeRun(r, Missed, 0, text, "", "", log) {
+						break
+					}
+				}
+			}
 			s.tel.ended(context.WithoutCancel(ctx), j, Missed, 0)
 			span.End()
 			return
@@ -304,9 +315,12 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 // are retried until the close timeout. If Redis stays away, the run's lease
 // expires and the heartbeat of any replica closes it as lease_lost — the
 // record is never lost.
+//
+// It reports whether Redis answered (the end recorded, or the record found
+// closed or gone); false: it gave up at the close timeout.
 func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, output, traceID string, log interface {
 	Warn(string, ...any)
-}) {
+}) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
 	defer cancel()
 	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: capText(errText, errorLimit), output: output, traceID: traceID}
@@ -328,25 +342,25 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 		switch {
 		case c.err == nil && c.res == "closed":
 			log.Warn("the cluster had already closed this run; its record keeps that outcome", "outcome_here", o)
-			return
+			return true
 		case c.err == nil && c.res == "lost":
 			log.Warn("run record no longer ours (Redis lost it, or it expired)")
-			return
+			return true
 		case c.err == nil && c.res == closeUnacked:
 			// Applied, but not on enough replicas yet: sent again (a close
 			// is idempotent) until they have it, or a failover's new
 			// primary does.
 			unacked = true
 		case c.err == nil:
-			return
+			return true
 		}
 		if !sleep(ctx, backoff) {
 			if unacked && c.err == nil {
 				log.Warn("the run's end was recorded, but fewer replicas than min_replicas_ack acknowledged it; if a failover loses it, the run's lease expires and the cluster closes it as lease_lost")
-				return
+				return true
 			}
 			log.Warn("could not record the run's end; its lease will expire and the cluster will close it as lease_lost", "err", c.err)
-			return
+			return false
 		}
 		backoff = min(2*backoff, time.Second)
 	}

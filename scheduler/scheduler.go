@@ -816,6 +816,14 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 			s.statsChanged(r.j.Name)
 			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedPaused, "waited", time.Since(claimed).Round(time.Millisecond))
 			return
+		case string(Missed):
+			// An earlier poll admitted it, but its answer came after the
+			// client's deadline and the lease ran out before this one:
+			// recorded missed, never started.
+			s.manual.Delete(r.id)
+			s.tel.decided(ctx, r.j, Missed)
+			s.log.Warn("run not started: its admission was answered after its lease ran out", "job", r.j.Name, "run_id", r.id)
+			return
 		case "lost":
 			s.manual.Delete(r.id)
 			s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)
@@ -1024,7 +1032,16 @@ func (s *Scheduler) recordMisses(ctx context.Context) {
 			now := s.now()
 			s.missedMu.Lock()
 			for _, r := range reqs {
-				if now.Before(r.sched.Add(r.j.retention(r.sched))) {
+				until := r.sched.Add(r.j.retention(r.sched))
+				if !r.sent.IsZero() {
+					// A claim of ours may have been granted, its answer
+					// lost: its record outlives the retention by the
+					// lease, and only our owner token can say the run
+					// never started. Asking too late is harmless: Redis
+					// refuses a claim too old to decide.
+					until = until.Add(r.j.Lease + 2*claimTimeout)
+				}
+				if now.Before(until) {
 					s.missed = append(s.missed, r)
 				}
 			}

@@ -125,28 +125,17 @@ type simKnownDefect struct {
 // "What the search found"). Each matches only violations of its own
 // invariants that carry its own signature.
 var simKnownDefects = map[string]simKnownDefect{
-	// A claim (or admit) the store ran whose answer came after the
-	// client's deadline: the retry, with the same owner token, finds the
-	// run closed lease_lost by the cluster (its lease ran out meanwhile)
-	// and answers "decided"; the run never started but its record says
-	// started -> lease_lost (issue 12 defect 12 covers only answers that
-	// arrive).
-	"D12-lost-answer": {
-		name:       "issue 12 defect 12, remainder: a claim answered after the client's deadline is recorded started -> lease_lost although it never ran",
-		invariants: []string{invLeaseLostRan, invManualOnce},
-		match: func(v simViolation) bool {
-			return strings.Contains(v.detail, "lease expired: its replica stopped renewing it")
-		},
-		exposed: func(p *simPlan) bool { return simPlanHas(p, evLossy, evLateClaim, evSkewLoss, evStall) },
-	},
 	// A failover to a copy that missed writes is noticed only when a
 	// replica that saw one of the lost writes next talks to the new
-	// primary (README, bad-day table): until then another replica's claim
-	// can start a run again, and the copy's stale running and waiting
-	// entries are closed a second time. min_replicas_ack is the remedy.
+	// primary (README, bad-day table): until then any replica whose own
+	// knowledge of the job predates the copy can start a run again, and
+	// the copy's stale running and waiting entries are closed a second
+	// time (lease_lost, missed) after their holders closed them on the
+	// lost primary. Inherent without min_replicas_ack, which is the
+	// remedy; the search has no Redis replicas, so it cannot use it.
 	"D3-failover-window": {
 		name:       "issue 12 defect 3, documented window: a failover to a stale copy before a replica that saw the lost writes talks to it",
-		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises},
+		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises, invLeaseLostRan},
 		match: func(v simViolation) bool {
 			return strings.Contains(v.detail, "failover to the copy")
 		},

@@ -373,18 +373,29 @@ func (w *simWorld) check() []simViolation {
 			if end.IsZero() {
 				end = w.start.Add(simLength)
 			}
+			if g != nil && g.at.Add(claimTimeout).After(end) {
+				// Killed or frozen before the call the store granted it
+				// could time out, its replica never learnt that the run
+				// was its own, nor could it say it never started it.
+				end = g.at.Add(claimTimeout)
+			}
 			if g != nil && o.impaired(g.in, g.at, end) {
 				continue
 			}
-			how := "no grant observed"
+			how, lost := "no grant observed", ""
 			if g != nil {
+				// A failover since may have brought back a copy that still
+				// has the run running after its holder closed it, or that
+				// misses the holder's "never started" over the cluster's
+				// lease_lost.
+				lost = w.lossesBetween(g.at, w.start.Add(simLength))
 				how = fmt.Sprintf("granted to %s (%s) at t=%s", g.in, g.via, w.rel(g.at))
 				if st, ok := o.stopped[g.in]; ok && !st.After(end) {
 					how += fmt.Sprintf(", which was stopping (SIGTERM) from t=%s", w.rel(st))
 				}
 			}
-			add(invLeaseLostRan, id, "run %s recorded started -> lease_lost by %s but never ran; %s, its replica alive and not frozen (error %q)",
-				id, r.Replica, how, r.Error)
+			add(invLeaseLostRan, id, "run %s recorded started -> lease_lost by %s but never ran; %s, its replica alive and not frozen (error %q)%s",
+				id, r.Replica, how, r.Error, lost)
 		}
 	}
 

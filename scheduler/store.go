@@ -578,8 +578,8 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 		return nil, err
 	}
 	out := make([]claimRes, len(reqs))
-	// A lost race answers "decided||outcome|replica" in one string.
-	err = scatterRows("claim", replies, groups, 2, 4, func(gi, i int, f []string) {
+	// A lost race answers "decided||outcome|fence|replica" in one string.
+	err = scatterRows("claim", replies, groups, 2, 5, func(gi, i int, f []string) {
 		res := claimRes{status: f[0], epoch: f[1]}
 		switch res.status {
 		case "started":
@@ -592,7 +592,15 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 				res.unacked = s.why(acks[gi])
 			}
 		case "decided":
-			res.outcome, res.replica = at(f, 2), at(f, 3)
+			res.outcome, res.replica = at(f, 2), at(f, 4)
+			if s.minAck <= 0 {
+				// The winner's token, learnt as a heartbeat learns the
+				// job's: a failover to a copy older than it is noticed at
+				// this replica's next claim, not only the winner's. With
+				// min_replicas_ack, a claim that is taken back (unacked)
+				// may be lost in a failover without any loss to notice.
+				res.fence, _ = strconv.ParseInt(at(f, 3), 10, 64)
+			}
 		case "waiting":
 			res.place, _ = strconv.ParseInt(at(f, 2), 10, 64)
 		case "early", "later":

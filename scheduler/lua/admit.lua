@@ -6,6 +6,8 @@
 -- ARGV[7] paused by the replica's table: 1|0
 -- Returns {"started", fencing token, slot} | {"waiting", place} |
 --         {"skipped_overlap"} | {"skipped_paused"} |
+--         {"missed"} (admitted by an earlier call whose answer was lost, and
+--         closed since: it never started) |
 --         {"lost"} (no longer ours: reaped, or not found)
 local meta = KEYS[1]
 local id, owner, lease, limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -17,9 +19,17 @@ local base = base_of(meta)
 redis.call('PEXPIRE', meta, META_TTL)
 reap(base, now)
 local rk = run_key(base, id)
-local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'wait_until', 'fence', 'kind', 'slot')
+local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'wait_until', 'fence', 'kind', 'slot', 'closed_by')
 if rec[1] == owner and rec[2] == 'running' then
   return {'started', rec[4], rec[6] or '1'} -- admitted already; this is a retried call
+end
+if rec[1] == owner and rec[2] == 'lease_lost' and rec[7] ~= 'holder' then
+  -- Admitted by an earlier poll whose answer came after the client's
+  -- deadline; its lease ran out meanwhile and the cluster closed it. Still
+  -- polling, its holder never had the answer: it never ran.
+  never_started(base, rk, id,
+    'never started: its admission was answered after its replica stopped waiting, and its lease ran out before it polled again', now)
+  return {'missed'}
 end
 if rec[1] ~= owner or rec[2] ~= 'waiting' then
   return {'lost'}

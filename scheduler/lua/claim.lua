@@ -36,9 +36,12 @@
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
 --   {"started", epoch, fencing token, server time ms, slot (1..concurrency)}
---   {"decided", epoch, outcome, replica}      someone decided it already; a
---                                             lost race answers the same as
---                                             one string, "decided||outcome|replica"
+--   {"decided", epoch, outcome, fencing token or "", replica}
+--                                             someone decided it already; a
+--                                             lost race answers the same as one
+--                                             string, "decided||outcome|fence|replica"
+--                                             (the winner's token: the loser
+--                                             learns it, as from a heartbeat)
 --   {"skipped_overlap"|"skipped_paused"|"skipped_blackout"|"missed", epoch}
 --                                             decided now, by us
 --   {"waiting", epoch, place in queue}        overlap: wait; poll with admit.lua
@@ -80,14 +83,24 @@ local function claim(meta, a)
       elseif d[1] == 'waiting' then
         local id = string.match(base, '{(.*)}') .. '@' .. suffix
         return {'waiting', '', int((redis.call('ZRANK', base .. 'queue', id) or 0) + 1)}
+      elseif d[5] == 'started' and (d[1] == 'missed' or d[1] == 'lease_lost' and
+          redis.call('HGET', rk, 'closed_by') ~= 'holder') then
+        -- Started by the first call, whose answer came after the client's
+        -- deadline; its lease ran out meanwhile and the cluster closed it.
+        -- Asked again, its holder never had the answer: it never ran.
+        if d[1] == 'lease_lost' then
+          never_started(base, rk, string.match(base, '{(.*)}') .. '@' .. suffix,
+            'never started: its claim was answered after its replica stopped waiting, and its lease ran out before the claim was asked again', now)
+        end
+        return {'missed', ''}
       elseif d[5] == 'started' or d[5] == '' then
-        return {'decided', '', d[1], d[2] or ''}
+        return {'decided', '', d[1], d[4] or '', d[2] or ''}
       end
       return {d[5], ''}
     end
     -- A lost race, the most common answer of all, in one string: Redis
     -- builds no table for it, and the replica parses no array.
-    return 'decided||' .. d[1] .. '|' .. (d[2] or '')
+    return 'decided||' .. d[1] .. '|' .. (d[4] or '') .. '|' .. (d[2] or '')
   end
 
   local job = string.match(base, '{(.*)}')
@@ -114,7 +127,7 @@ local function claim(meta, a)
   local function decide(outcome, err)
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
       'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
-    redis.call('PEXPIRE', rk, retention)
+    keep(rk, retention, sched, now)
     if kind ~= 'm' and sched > last then
       redis.call('HSET', meta, 'last', sched_s)
     end

@@ -241,6 +241,41 @@ local function tally(base, rk, outcome)
 end
 -- end pause_after_failures --------------------------------------------
 
+-- keep makes a decided run's record expire after its retention (ret, ms),
+-- and never before its instant (sched, ms) + retention: until then a claim
+-- may still decide the run ("too old to decide" counts from the instant),
+-- and must find it decided. A run decided before its instant (recorded
+-- missed after a loss, closed by a holder that shut down before it) would
+-- otherwise lose its record early, and a late claim file a second one. A
+-- second more: a claim at the very millisecond is still decided, and must
+-- not find the record just expired.
+local function keep(rk, ret, sched, now)
+  ret = tonumber(ret) or 60000
+  redis.call('PEXPIRE', rk, int(math.max(ret, (tonumber(sched) or 0) + ret - now + 1000)))
+end
+
+-- never_started rewrites a run the cluster closed lease_lost (its lease ran
+-- out) whose holder never started it: the claim's (or admission's) answer
+-- never reached the holder, which asks again with the same owner token
+-- only because it did not get one. The record and its history entry (a
+-- recent one) say missed, err. Only the holder knows it did not start: a
+-- holder that started and then died never asks again, and its run stays
+-- lease_lost.
+local function never_started(base, rk, id, err, now)
+  redis.call('HSET', rk, 'outcome', 'missed', 'error', err)
+  -- Not a failure of the job: out of the failure streak and the stats.
+  unnote_lease_lost(base, redis.call('HGET', rk, 'finished'), now)
+  local h = base .. 'history'
+  for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
+    local ok, e = pcall(cjson.decode, item)
+    if ok and type(e) == 'table' and e.id == id then
+      e.outcome, e.error = 'missed', err
+      redis.call('LSET', h, k - 1, cjson.encode(e))
+      break
+    end
+  end
+end
+
 -- close ends a run on behalf of the cluster (its holder is gone, or it was
 -- replaced, or it never started) and files it in the history. The record is
 -- kept for its retention: a finished run is never simply deleted, or a
@@ -248,17 +283,17 @@ end
 local function close(base, rk, outcome, err, now)
   -- A run closed before anything was decided for it (a queued run whose
   -- replica died) carries its outcome as its decision: no field is empty.
-  local d = redis.call('HGET', rk, 'decision')
-  if not d or d == '' then
+  local d = redis.call('HMGET', rk, 'decision', 'ret', 'sched')
+  if not d[1] or d[1] == '' then
     redis.call('HSET', rk, 'decision', outcome)
   end
   redis.call('HSET', rk, 'outcome', outcome, 'finished', int(now), 'error', err)
   local ended = 0
-  if d == 'started' then
+  if d[1] == 'started' then
     local _
     _, ended = tally(base, rk, outcome)
   end
-  redis.call('PEXPIRE', rk, tonumber(redis.call('HGET', rk, 'ret')) or 60000)
+  keep(rk, d[2], d[3], now)
   push_history(base, rk, ended)
 end
 
@@ -279,6 +314,7 @@ local function reap(base, now)
     redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
   end
   local gone = redis.call('ZRANGEBYSCORE', waiting, '-inf', now)
+  local floor
   for _, id in ipairs(gone) do
     redis.call('ZREM', queue, id)
     local rk = run_key(base, id)
@@ -291,7 +327,16 @@ local function reap(base, now)
         redis.call('ZADD', base .. 'manual', w[3], id)
         redis.call('PEXPIRE', base .. 'manual', META_TTL)
       else
-        close(base, rk, 'missed', 'its replica stopped waiting for a slot', now)
+        -- Scheduled before the data-loss floor, it may have been admitted
+        -- and run on the data that was lost (a failover to a stale copy):
+        -- its place here is stale, not its replica gone.
+        floor = floor or tonumber(redis.call('HGET', base .. 'meta', 'floor')) or 0
+        if (tonumber(w[3]) or 0) < floor then
+          close(base, rk, 'missed', 'Redis lost data (a failover to a copy that missed writes, a restart or a flush) ' ..
+            'after this run could have been admitted: its queue place is stale, and it is not started again', now)
+        else
+          close(base, rk, 'missed', 'its replica stopped waiting for a slot', now)
+        end
       end
     end
   end

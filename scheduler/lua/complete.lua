@@ -20,7 +20,7 @@ for i = 1, #KEYS do
   local id, owner, outcome = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local base = string.sub(KEYS[i], 1, -5)
   local rk = run_key(base, id)
-  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'error', 'closed_by', 'decision', 'fence', 'started')
+  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'error', 'closed_by', 'decision', 'fence', 'started', 'sched')
   if rec[1] ~= owner then
     out[i] = 'lost'
   elseif rec[4] == 'holder' then
@@ -39,7 +39,7 @@ for i = 1, #KEYS do
     note(base, outcome, fin)
     -- Kept for its retention, never deleted: a replica whose clock lags must
     -- still find the run decided.
-    redis.call('PEXPIRE', rk, ARGV[a + 7])
+    keep(rk, ARGV[a + 7], rec[8], now)
     local h = base .. 'history'
     local paused, ended = '', 0
     if decision == 'started' then
