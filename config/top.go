@@ -302,20 +302,7 @@ func (d *decoder) tls(n *yaml.Node, path string) *TLS {
 	var certKey, keyKey *yaml.Node
 	has := d.subsection(n, path, tlsFields, func(p pair, fp string) (ok bool) {
 		v := d.resolve(p.val)
-		file := func(dst *string) bool {
-			if *dst, ok = d.str(v, fp); !ok {
-				return false
-			}
-			if *dst == "" {
-				d.errorf(v, fp, "must not be empty (leave it out instead)")
-				return false
-			}
-			if err := checkFile(*dst); err != nil {
-				d.errorf(v, fp, "%v", err)
-				return false
-			}
-			return true
-		}
+		file := func(dst *string) bool { return d.existingFile(v, fp, dst) }
 		switch p.name {
 		case "ca_file":
 			return file(&t.CAFile)
@@ -599,6 +586,24 @@ func checkTraceURL(u string) error {
 	return nil
 }
 
+// existingFile decodes a path to a file that must exist (a certificate, a key, a
+// CA bundle) into dst.
+func (d *decoder) existingFile(v *yaml.Node, fp string, dst *string) bool {
+	var ok bool
+	if *dst, ok = d.str(v, fp); !ok {
+		return false
+	}
+	if *dst == "" {
+		d.errorf(v, fp, "must not be empty (leave it out instead)")
+		return false
+	}
+	if err := checkFile(*dst); err != nil {
+		d.errorf(v, fp, "%v", err)
+		return false
+	}
+	return true
+}
+
 // adminTLS decodes admin.tls: the listener's certificate and key, and the
 // CAs whose client certificates it requires.
 func (d *decoder) adminTLS(n *yaml.Node, path string) *AdminTLS {
@@ -614,19 +619,7 @@ func (d *decoder) adminTLS(n *yaml.Node, path string) *AdminTLS {
 		case "client_ca_file":
 			dst = &t.ClientCAFile
 		}
-		var ok bool
-		if *dst, ok = d.str(v, fp); !ok {
-			return false
-		}
-		if *dst == "" {
-			d.errorf(v, fp, "must not be empty (leave it out instead)")
-			return false
-		}
-		if err := checkFile(*dst); err != nil {
-			d.errorf(v, fp, "%v", err)
-			return false
-		}
-		return true
+		return d.existingFile(v, fp, dst)
 	})
 	if has == nil {
 		return nil
