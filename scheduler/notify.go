@@ -181,11 +181,6 @@ type NotificationJob struct {
 	Timezone string `json:"timezone,omitempty"`
 }
 
-// notifyTelemetry counts deliveries.
-type notifyTelemetry struct {
-	deliveries metric.Int64Counter
-}
-
 // Delivery results, the "result" attribute of solocron.notifications.
 const (
 	notifyDelivered = "delivered" // the receiver answered 2xx

@@ -289,8 +289,7 @@ func (s *Scheduler) beat(ctx context.Context, reg registrar, r *registration) {
 		r.table, r.gen = TableFingerprint(jobs), gen+1
 	}
 	mine := r.table
-	running := 0
-	s.active.Range(func(any, any) bool { running++; return true })
+	running := int(s.running.Load())
 	rec := &replicaRecord{
 		Version: r.version, Started: r.started.UnixMilli(), TTL: r.ttl.Milliseconds(),
 		Table: mine, Jobs: len(tab), Running: running,

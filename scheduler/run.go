@@ -198,8 +198,8 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		cancelJob(cause)
 	})
 
-	s.active.Store(r.id, struct{}{})
-	defer s.active.Delete(r.id)
+	s.running.Add(1)
+	defer s.running.Add(-1)
 
 	// Everything the first attempt needs is made before the instant: when
 	// a thousand runs start at once, each does as little as it can then.

@@ -54,11 +54,10 @@ type Scheduler struct {
 	log   *slog.Logger
 	ctl   *Control
 
-	mu     sync.Mutex
-	tab    []*jobState
-	byName map[string]*jobState
-	gen    int
-	memos  map[string]*memo
+	mu    sync.Mutex
+	tab   []*jobState
+	gen   int
+	memos map[string]*memo
 
 	reloaded chan struct{}
 	started  atomic.Bool
@@ -69,7 +68,7 @@ type Scheduler struct {
 	cancelRuns context.CancelCauseFunc
 	closing    chan<- closeReq // to the closer, while Run runs
 	renewals   chan renewCall  // to the renewer, while Run runs
-	active     sync.Map        // run id -> *activeRun
+	running    atomic.Int64    // runs executing now, for the replica registry
 	manual     sync.Map        // manual run ids being claimed by this replica
 	owners     owners          // owner tokens for this replica's claims
 	gates      startGates      // runs claimed ahead wait here for their instant
@@ -193,7 +192,6 @@ func (s *Scheduler) Reload(jobs []Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tab := make([]*jobState, len(jobs))
-	byName := make(map[string]*jobState, len(jobs))
 	for i, spec := range jobs {
 		spec = spec.withDefaults()
 		m := s.memos[spec.Name]
@@ -206,9 +204,9 @@ func (s *Scheduler) Reload(jobs []Job) error {
 		if err != nil { // validated above; cannot happen
 			return err
 		}
-		tab[i], byName[spec.Name] = j, j
+		tab[i] = j
 	}
-	s.tab, s.byName = tab, byName
+	s.tab = tab
 	s.gen++
 	select {
 	case s.reloaded <- struct{}{}:
@@ -221,12 +219,6 @@ func (s *Scheduler) table() ([]*jobState, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tab, s.gen
-}
-
-func (s *Scheduler) job(name string) *jobState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byName[name]
 }
 
 func (s *Scheduler) now() time.Time { return s.cfg.clock.Now() }

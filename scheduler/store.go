@@ -839,15 +839,6 @@ func at(f []string, i int) string {
 	return ""
 }
 
-// errNoRedis marks errors that mean Redis could not be asked.
-var errNoRedis = errors.New("scheduler: store unreachable")
-
-// isNetErr tells a failure to reach Redis from an error Redis returned.
-func isNetErr(err error) bool {
-	var re redis.Error
-	return err != nil && !(errors.As(err, &re) && !strings.HasPrefix(re.Error(), "LOADING"))
-}
-
 // slotText is a run's slot as its record keeps it: "" before it started.
 func slotText(slot int) string {
 	if slot <= 0 {
