@@ -16,29 +16,26 @@ type backend interface {
 	// preload loads every script, so the first claim is one round trip.
 	preload(ctx context.Context) error
 	// claim decides runs; see claim.lua for the answers. It may also answer
-	// "retry": the run was claimed, then taken back (too few replicas
+	// answerRetry: the run was claimed, then taken back (too few replicas
 	// acknowledged it, or no Redlock quorum) — nothing started, try again.
 	claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error)
-	// admit polls a queued run: "started" (n is the fencing token; r.slot
-	// is set to the run's slot),
-	// "waiting" (n is the place), "skipped_overlap", "skipped_paused" (a
-	// scheduled or catch-up run of a job paused while it waited) or "lost".
-	admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status string, n int64, err error)
+	// admit polls a queued run: answerStarted (n is the fencing token;
+	// r.slot is set to the run's slot), answerWaiting (n is the place),
+	// answerSkippedOverlap, answerSkippedPaused (a scheduled or catch-up
+	// run of a job paused while it waited), answerMissed or answerLost.
+	admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status answer, n int64, err error)
 	// handBack gives a manual run this replica claimed but has not started
 	// (queued, or won while shutting down) back to the pending requests, so
 	// that another replica runs it. It reports whether it did (false: the
 	// run is no longer this replica's to give back).
 	handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error)
-	// renew renews leases: "ok", "lost", "replaced", or "unacked" (not
-	// acknowledged by enough replicas or masters: a failed renewal, not a
-	// lost lease).
-	renew(ctx context.Context, reqs []renewReq) ([]string, error)
+	// renew renews leases; see leaseAnswer.
+	renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error)
 	// attempt issues the fencing token of a run's next attempt; 0 means the
 	// run is no longer held.
 	attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error)
-	// complete closes runs: "ok", "closed" (by the cluster already) or
-	// "lost", per run.
-	complete(ctx context.Context, reqs []completeReq) ([]string, error)
+	// complete closes runs; see closeAnswer.
+	complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error)
 	// sync is the heartbeat of the replica's jobs.
 	sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error)
 

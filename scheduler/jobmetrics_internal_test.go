@@ -347,7 +347,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	seed(t, c, j)
 	base := time.Now().Truncate(time.Second).Add(-6 * time.Second)
 	n := 0
-	claim := func(kind byte) claimReq {
+	claim := func(kind runKind) claimReq {
 		t.Helper()
 		n++
 		r := claimOf(j, base.Add(time.Duration(n)*time.Second), kind, fmt.Sprintf("o%d", n))
@@ -398,7 +398,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	end(claim('s'), TimedOut)
 	// A run past its deadline recorded missed: the streak stays.
 	miss := claimOf(j, time.Now().Truncate(time.Second).Add(-12*time.Second), 'x', "ox")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{miss}); err != nil || res[0].status != string(Missed) {
+	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{miss}); err != nil || res[0].status != answer(Missed) {
 		t.Fatalf("missed claim: %+v, %v", res, err)
 	}
 	if st = stats(); st.fails != 3 || at(st, TimedOut).IsZero() || at(st, Missed).IsZero() {

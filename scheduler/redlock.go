@@ -270,8 +270,8 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	if ok := answered(errs); ok < rl.quorum {
 		for i, res := range per {
 			for k, r := range res {
-				if errs[i] == nil && (r.status == "started" || r.status == "waiting") {
-					undo[i] = append(undo[i], undoReq{j: reqs[k].j, id: reqs[k].id, owner: reqs[k].owner, mode: "drop"})
+				if errs[i] == nil && (r.status == answerStarted || r.status == answerWaiting) {
+					undo[i] = append(undo[i], undoReq{j: reqs[k].j, id: reqs[k].id, owner: reqs[k].owner, mode: undoDrop})
 				}
 			}
 		}
@@ -297,25 +297,25 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 		}
 		a := per[i][k]
 		fence = max(fence, a.fence)
-		switch a.status {
-		case "started":
+		switch {
+		case a.status == answerStarted:
 			started = append(started, i)
-		case "waiting":
+		case a.status == answerWaiting:
 			waiting = append(waiting, i)
-		case "early":
+		case a.status == answerEarly:
 			early = append(early, i)
-		case "later":
+		case a.status == answerLater:
 			later = append(later, i)
-		case "refused":
+		case a.status == answerRefused:
 			refused = append(refused, i)
-		case "decided":
+		case a.status == answerDecided:
 			others = append(others, i)
-		case string(SkippedOverlap), string(SkippedPaused), string(SkippedBlackout), string(Missed):
+		case a.status.decidedByUs():
 			ours = append(ours, i)
 		}
 	}
 	res := claimRes{epoch: rl.epoch(r.j.Name), fence: fence}
-	take := func(mode string, masters ...[]int) {
+	take := func(mode undoMode, masters ...[]int) {
 		for _, ms := range masters {
 			for _, i := range ms {
 				undo[i] = append(undo[i], undoReq{j: r.j, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
@@ -324,8 +324,8 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 	}
 	switch {
 	case len(started) >= rl.quorum && elapsed < r.j.Lease-drift(r.j.Lease):
-		take("drop", waiting) // it runs; no need to queue anywhere
-		res.status = "started"
+		take(undoDrop, waiting) // it runs; no need to queue anywhere
+		res.status = answerStarted
 		for _, i := range started {
 			res.fence = max(res.fence, per[i][k].fence)
 			if per[i][k].server.After(res.server) {
@@ -335,14 +335,14 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 		return res
 	case len(waiting) > 0 && len(started)+len(waiting) >= rl.quorum:
 		// A quorum has it running or queued: it waits, on every master.
-		take("requeue", started)
-		res.status = "waiting"
+		take(undoRequeue, started)
+		res.status = answerWaiting
 		for _, i := range waiting {
 			res.place = max(res.place, per[i][k].place)
 		}
 		return res
 	}
-	take("drop", started, waiting)
+	take(undoDrop, started, waiting)
 	// Another replica won if one decision of its holds a quorum. Its
 	// records on fewer masters may be a minority it is about to take back,
 	// like ours: those are not final unless the run is closed there.
@@ -366,20 +366,20 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 	impossible := final > len(rl.masters)-rl.quorum
 	switch {
 	case len(started) >= rl.quorum:
-		res.status, res.reason = "retry", fmt.Sprintf("a quorum of masters granted it only after %s, past its lease's validity", elapsed.Round(time.Millisecond))
+		res.status, res.reason = answerRetry, fmt.Sprintf("a quorum of masters granted it only after %s, past its lease's validity", elapsed.Round(time.Millisecond))
 	case len(ours) >= rl.quorum:
-		res.status = mostCommon(ours, func(i int) string { return per[i][k].status })
+		res.status = answer(mostCommon(ours, func(i int) string { return string(per[i][k].status) }))
 	case wins >= rl.quorum || impossible && winner >= 0:
-		res.status, res.outcome, res.replica = "decided", per[winner][k].outcome, per[winner][k].replica
+		res.status, res.outcome, res.replica = answerDecided, per[winner][k].outcome, per[winner][k].replica
 	case len(refused) >= rl.quorum || impossible && len(ours) == 0:
-		res.status, res.reason = "refused", per[refused[0]][k].reason
+		res.status, res.reason = answerRefused, per[refused[0]][k].reason
 	case impossible:
-		res.status = mostCommon(ours, func(i int) string { return per[i][k].status })
+		res.status = answer(mostCommon(ours, func(i int) string { return string(per[i][k].status) }))
 	case len(early) > 0 || len(later) > 0:
-		res.status = "early"
+		res.status = answerEarly
 		ask := early
 		if len(early) == 0 {
-			res.status, ask = "later", later
+			res.status, ask = answerLater, later
 		}
 		res.server = per[ask[0]][k].server
 		for _, i := range ask {
@@ -387,12 +387,12 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 				res.server = per[i][k].server
 			}
 		}
-	case r.kind == 'x':
+	case r.kind == kindMiss:
 		// Recording a miss never starts anything: a split here is other
 		// replicas' claims in flight. Ask again later.
-		res.status, res.reason = "retry", "no quorum agrees yet on how the run was decided"
+		res.status, res.reason = answerRetry, "no quorum agrees yet on how the run was decided"
 	default:
-		res.status, res.reason = "retry", fmt.Sprintf("no quorum: started on %d and queued on %d of %d masters, %d needed (other replicas hold the others, or they did not answer)",
+		res.status, res.reason = answerRetry, fmt.Sprintf("no quorum: started on %d and queued on %d of %d masters, %d needed (other replicas hold the others, or they did not answer)",
 			len(started), len(waiting), len(rl.masters), rl.quorum)
 	}
 	return res
@@ -431,11 +431,11 @@ func (rl *redlock) undo(ctx context.Context, waiterTTL time.Duration, undo [][]u
 }
 
 type admitted struct {
-	status string
+	status answer
 	n      int64
 }
 
-func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (string, int64, error) {
+func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
 	sent := time.Now()
 	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (admitted, error) {
 		own := *r // each master's answer sets its slot: not on the shared request
@@ -444,18 +444,18 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 	})
 	elapsed := time.Since(sent)
 	var started, waiting, skipped, lost []int
-	skipStatus := string(SkippedOverlap)
+	skipStatus := answerSkippedOverlap
 	for i, a := range per {
 		if errs[i] != nil {
 			continue
 		}
 		switch a.status {
-		case "started":
+		case answerStarted:
 			started = append(started, i)
-		case "waiting":
+		case answerWaiting:
 			waiting = append(waiting, i)
-		case string(SkippedOverlap), string(SkippedPaused):
-			if a.status == string(SkippedPaused) {
+		case answerSkippedOverlap, answerSkippedPaused:
+			if a.status == answerSkippedPaused {
 				skipStatus = a.status
 			}
 			skipped = append(skipped, i)
@@ -464,7 +464,7 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		}
 	}
 	undo := make([][]undoReq, len(rl.masters))
-	take := func(mode string, masters ...[]int) {
+	take := func(mode undoMode, masters ...[]int) {
 		for _, ms := range masters {
 			for _, i := range ms {
 				undo[i] = append(undo[i], undoReq{j: r.j, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
@@ -472,40 +472,40 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		}
 	}
 	if ok := answered(errs); ok < rl.quorum {
-		take("requeue", started)
+		take(undoRequeue, started)
 		rl.undo(ctx, waiterTTL, undo)
 		return "", 0, rl.quorumErr("admit", ok, errs)
 	}
 	if len(started) >= rl.quorum && elapsed < r.j.Lease-drift(r.j.Lease) {
-		take("drop", waiting)
+		take(undoDrop, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		var fence int64
 		for _, i := range started {
 			fence = max(fence, per[i].n)
 		}
-		return "started", fence, nil
+		return answerStarted, fence, nil
 	}
 	if len(skipped)+len(lost) > len(rl.masters)-rl.quorum {
 		// No quorum can admit it any more: its wait is over.
-		take("drop", started, waiting)
+		take(undoDrop, started, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		if len(skipped) > 0 {
 			return skipStatus, 0, nil
 		}
 		for _, i := range lost {
-			if per[i].status == string(Missed) {
-				return string(Missed), 0, nil // it never started: recorded so
+			if per[i].status == answerMissed {
+				return answerMissed, 0, nil // it never started: recorded so
 			}
 		}
-		return "lost", 0, nil
+		return answerLost, 0, nil
 	}
-	take("requeue", started)
+	take(undoRequeue, started)
 	rl.undo(ctx, waiterTTL, undo)
 	var place int64 = 1
 	for _, i := range waiting {
 		place = max(place, per[i].n)
 	}
-	return "waiting", place, nil
+	return answerWaiting, place, nil
 }
 
 func (rl *redlock) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
@@ -524,14 +524,14 @@ func (rl *redlock) handBack(ctx context.Context, r *claimReq, waiterTTL time.Dur
 	return dropped > 0, nil
 }
 
-func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]string, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]string, error) {
+func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
+	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]leaseAnswer, error) {
 		return m.renew(ctx, reqs)
 	})
 	if ok := answered(errs); ok < rl.quorum {
 		return nil, rl.quorumErr("renew", ok, errs)
 	}
-	out := make([]string, len(reqs))
+	out := make([]leaseAnswer, len(reqs))
 	for k := range reqs {
 		var ok, replaced, lost int
 		for i, res := range per {
@@ -539,9 +539,9 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]string, error)
 				continue
 			}
 			switch res[k] {
-			case "ok":
+			case leaseOK:
 				ok++
-			case "replaced":
+			case leaseReplaced:
 				replaced++
 			default:
 				lost++
@@ -549,13 +549,13 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]string, error)
 		}
 		switch {
 		case ok >= rl.quorum:
-			out[k] = "ok"
+			out[k] = leaseOK
 		case replaced+lost > len(rl.masters)-rl.quorum && replaced > 0:
-			out[k] = "replaced"
+			out[k] = leaseReplaced
 		case replaced+lost > len(rl.masters)-rl.quorum:
-			out[k] = "lost"
+			out[k] = leaseLost
 		default:
-			out[k] = "unacked"
+			out[k] = leaseUnacked
 		}
 	}
 	return out, nil
@@ -586,24 +586,24 @@ func (rl *redlock) attempt(ctx context.Context, j *jobState, id, owner string, n
 	return 0, rl.quorumErr("attempt", held, errs)
 }
 
-func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]string, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]string, error) {
+func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
+	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]closeAnswer, error) {
 		return m.complete(ctx, reqs)
 	})
 	// complete is idempotent: the caller retries until a quorum has the end.
 	if ok := answered(errs); ok < rl.quorum {
 		return nil, rl.quorumErr("complete", ok, errs)
 	}
-	out := make([]string, len(reqs))
+	out := make([]closeAnswer, len(reqs))
 	for k := range reqs {
-		n := map[string]int{}
+		n := map[closeAnswer]int{}
 		for i, res := range per {
 			if errs[i] == nil {
 				n[res[k]]++
 			}
 		}
-		best := "ok"
-		for _, s := range []string{"closed", "lost"} {
+		best := closeOK
+		for _, s := range []closeAnswer{closeClosed, closeLost} {
 			if n[s] > n[best] {
 				best = s
 			}

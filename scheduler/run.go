@@ -56,13 +56,13 @@ func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) erro
 		return err
 	}
 	switch res {
-	case "ok":
+	case leaseOK:
 		l.s.tel.renewed(ctx, renewOK)
 		return nil
-	case "replaced":
+	case leaseReplaced:
 		l.s.tel.renewed(ctx, renewReplaced)
 		return ErrReplaced
-	case "unacked":
+	case leaseUnacked:
 		// Renewed where it was sent, but a failover could lose it: it does
 		// not count, and the watchdog tries again.
 		l.s.tel.renewed(ctx, renewFailed)
@@ -105,7 +105,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 			attribute.String("solocron.job", j.Name),
 			attribute.String("solocron.run_id", r.id),
 			attribute.String("solocron.scheduled_at", r.sched.UTC().Format(time.RFC3339)),
-			attribute.String("solocron.kind", string(kindOf(string(r.kind)))),
+			attribute.String("solocron.kind", string(r.kind.public())),
 			attribute.Int64("solocron.fencing_token", fence),
 			attribute.String("solocron.replica", s.cfg.replicaID),
 		)
@@ -130,7 +130,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 
 	log := s.log.With("job", j.Name, "run_id", r.id)
 	if log.Enabled(ctx, slog.LevelInfo) {
-		log.Info("run started", "fencing_token", fence, "kind", kindOf(string(r.kind)))
+		log.Info("run started", "fencing_token", fence, "kind", r.kind.public())
 	}
 
 	// The lease was granted by the claim: at the earliest when it was first
@@ -340,10 +340,10 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 			c.err = ctx.Err()
 		}
 		switch {
-		case c.err == nil && c.res == "closed":
+		case c.err == nil && c.res == closeClosed:
 			log.Warn("the cluster had already closed this run; its record keeps that outcome", "outcome_here", o)
 			return true
-		case c.err == nil && c.res == "lost":
+		case c.err == nil && c.res == closeLost:
 			log.Warn("run record no longer ours (Redis lost it, or it expired)")
 			return true
 		case c.err == nil && c.res == closeUnacked:
@@ -374,7 +374,7 @@ type closeReq struct {
 
 // closed is the closer's answer for one run.
 type closed struct {
-	res string
+	res closeAnswer
 	err error
 }
 

@@ -361,7 +361,7 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 			if due == nil {
 				due = make([]claimReq, 0, max(lastDue, 1))
 			}
-			due = append(due, s.newClaim(e.j, e.sched, 's'))
+			due = append(due, s.newClaim(e.j, e.sched, kindScheduled))
 			// Skip instants whose window already closed (a long pause, a
 			// clock jump): they were decided elsewhere or are left to catch-up.
 			next := e.j.sched.Next(e.sched)
@@ -448,7 +448,7 @@ func (s *Scheduler) first(j *jobState, now time.Time) time.Time {
 	return t
 }
 
-func (s *Scheduler) newClaim(j *jobState, sched time.Time, kind byte) claimReq {
+func (s *Scheduler) newClaim(j *jobState, sched time.Time, kind runKind) claimReq {
 	return s.claimFor(j, runID(j.Name, sched), sched, j.fire(sched), kind)
 }
 
@@ -457,13 +457,13 @@ func (s *Scheduler) newClaim(j *jobState, sched time.Time, kind byte) claimReq {
 // by the catch-up policy — so when every slot is busy they queue for one,
 // first come first served, within their own window (the manual request's
 // lifetime, the catch-up window) instead of being skipped.
-func (s *Scheduler) claimFor(j *jobState, id string, sched, fire time.Time, kind byte) claimReq {
+func (s *Scheduler) claimFor(j *jobState, id string, sched, fire time.Time, kind runKind) claimReq {
 	r := claimReq{j: j, id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: fire,
 		owner: s.owners.next(), overlap: j.Overlap, maxWait: j.MaxWait}
 	switch kind {
-	case 'm':
+	case kindManual:
 		r.overlap, r.maxWait = OverlapWait, s.cfg.manualTTL
-	case 'c':
+	case kindCatchup:
 		r.overlap, r.maxWait = OverlapWait, j.CatchupWindow
 	}
 	return r
@@ -540,7 +540,7 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 				// scheduled runs; a manual run the script may have taken
 				// goes back to the pending requests.
 				for _, r := range reqs {
-					if r.kind == 'm' {
+					if r.kind == kindManual {
 						s.handBackManual(ctx, r)
 					}
 				}
@@ -555,7 +555,7 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 			s.storeAnswered()
 			later := claimsAgain{}
 			for i, r := range res {
-				if r.status == "retry" {
+				if r.status == answerRetry {
 					s.retryLater(ctx, reqs[i], r)
 					again = append(again, reqs[i])
 					continue
@@ -572,7 +572,7 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		// claims split the masters' votes must not meet again in step.
 		if !sleep(ctx, backoff/2+rand.N(backoff)) {
 			for _, r := range reqs {
-				if r.kind == 'm' {
+				if r.kind == kindManual {
 					s.handBackManual(ctx, r) // an earlier try may have taken it
 				}
 			}
@@ -601,14 +601,14 @@ func (s *Scheduler) keepTrying(reqs []claimReq) []claimReq {
 	var keep []claimReq
 	for _, r := range reqs {
 		switch {
-		case r.kind == 'm' && s.now().Before(r.sched.Add(s.cfg.manualTTL)):
+		case r.kind == kindManual && s.now().Before(r.sched.Add(s.cfg.manualTTL)):
 			// Retried with the same owner token, as scheduled claims are:
 			// a call whose answer was lost may have taken the request, and
 			// only this token finds it again.
 			keep = append(keep, r)
-		case r.kind == 'm':
+		case r.kind == kindManual:
 			s.manual.Delete(r.id)
-		case r.kind == 'x':
+		case r.kind == kindMiss:
 			s.queueMiss(r)
 		case s.now().After(r.fire.Add(r.j.StartingDeadline)):
 			s.queueMiss(r)
@@ -626,7 +626,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
 			"job", j.Name, "old_epoch", lost, "new_epoch", res.epoch)
 	}
-	if r.kind == 'm' && res.status != "waiting" {
+	if r.kind == kindManual && res.status != answerWaiting {
 		s.manual.Delete(r.id)
 	}
 	// Two of three claims are lost races, answered "decided": the logger
@@ -638,7 +638,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		}
 		return runLog
 	}
-	if ctx.Err() != nil && r.kind == 'm' && (res.status == "started" || res.status == "waiting") {
+	if ctx.Err() != nil && r.kind == kindManual && (res.status == answerStarted || res.status == answerWaiting) {
 		// Won while this replica shuts down: someone asked for it, and a
 		// replica that stays up runs it.
 		j.memo.observe(res.epoch, res.fence)
@@ -646,7 +646,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		return
 	}
 	switch res.status {
-	case "started":
+	case answerStarted:
 		if res.fence <= 0 {
 			// Never start without a fencing token: it would be no token at all.
 			log().Error("claim answered started without a fencing token; not starting the run")
@@ -677,17 +677,17 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		}
 		r.slot = res.slot
 		s.startAt(r, res.fence, start, end, startAt)
-	case "decided":
+	case answerDecided:
 		s.tel.claimed(ctx, j, claimTaken)
 		if s.log.Enabled(ctx, slog.LevelDebug) {
 			log().Debug("run already decided", "outcome", res.outcome, "by", res.replica)
 		}
-	case "waiting":
+	case answerWaiting:
 		s.tel.claimed(ctx, j, claimWaiting)
 		log().Info("all concurrency slots busy: waiting for one", "place", res.place)
 		queued := r // copied here: a closure over r would move every answer's claim to the heap
 		s.loops.Go(func() { s.wait(ctx, queued, start) })
-	case "early":
+	case answerEarly:
 		s.tel.claimed(ctx, j, claimEarly)
 		// Too early on Redis' clock: this replica's clock runs ahead of it.
 		// Ask again when Redis' clock reaches the run's claim time.
@@ -702,23 +702,23 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		delay := r.fire.Add(-s.cfg.maxAhead).Sub(res.server) + time.Millisecond
 		log().Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
 		later.add(r, delay)
-	case "later":
+	case answerLater:
 		s.tel.claimed(ctx, j, claimLater)
 		// Claimed ahead, but not startable before its instant (paused, or
 		// every slot busy): decide at the instant, on Redis' clock.
 		later.add(r, r.fire.Sub(res.server)+time.Millisecond)
-	case "refused":
+	case answerRefused:
 		s.tel.claimed(ctx, j, claimRefused)
 		log().Warn("run not claimed", "reason", res.reason)
-	case "retry":
+	case answerRetry:
 		s.retryLater(ctx, r, res)
-		if r.kind == 'x' {
+		if r.kind == kindMiss {
 			s.queueMiss(r)
-		} else if r.kind != 'm' {
+		} else if r.kind != kindManual {
 			again := []claimReq{r}
 			s.loops.Go(func() { s.claim(ctx, again) })
 		}
-	case string(SkippedOverlap), string(SkippedPaused), string(SkippedBlackout), string(Missed):
+	case answerSkippedOverlap, answerSkippedPaused, answerSkippedBlackout, answerMissed:
 		s.tel.claimed(ctx, j, claimDecided)
 		s.tel.decided(ctx, j, Outcome(res.status))
 		s.statsChanged(j.Name)
@@ -764,7 +764,7 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 	for {
 		select {
 		case <-ctx.Done():
-			if r.kind == 'm' {
+			if r.kind == kindManual {
 				s.handBackManual(ctx, r)
 				return
 			}
@@ -783,12 +783,12 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 		if err != nil {
 			continue // the queue place outlives a short outage (waiter TTL)
 		}
-		if status == "started" && r.kind == 'm' && ctx.Err() != nil {
+		if status == answerStarted && r.kind == kindManual && ctx.Err() != nil {
 			s.handBackManual(ctx, r)
 			return
 		}
 		switch status {
-		case "started":
+		case answerStarted:
 			s.manual.Delete(r.id)
 			s.tel.decided(ctx, r.j, Started)
 			// The lease was granted by this admission, not by the claim
@@ -797,18 +797,18 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 			r.sent = time.Time{}
 			s.start(r, n, start, time.Now())
 			return
-		case "skipped_overlap":
+		case answerSkippedOverlap:
 			s.manual.Delete(r.id)
 			s.tel.decided(ctx, r.j, SkippedOverlap)
 			s.statsChanged(r.j.Name)
 			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedOverlap, "waited", time.Since(claimed).Round(time.Millisecond))
 			return
-		case "skipped_paused":
+		case answerSkippedPaused:
 			s.tel.decided(ctx, r.j, SkippedPaused)
 			s.statsChanged(r.j.Name)
 			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedPaused, "waited", time.Since(claimed).Round(time.Millisecond))
 			return
-		case string(Missed):
+		case answerMissed:
 			// An earlier poll admitted it, but its answer came after the
 			// client's deadline and the lease ran out before this one:
 			// recorded missed, never started.
@@ -816,7 +816,7 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 			s.tel.decided(ctx, r.j, Missed)
 			s.log.Warn("run not started: its admission was answered after its lease ran out", "job", r.j.Name, "run_id", r.id)
 			return
-		case "lost":
+		case answerLost:
 			s.manual.Delete(r.id)
 			s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)
 			return
@@ -949,11 +949,11 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 			}
 			ms, _ := strconv.ParseInt(r.manual[k+1], 10, 64)
 			at := time.UnixMilli(ms)
-			claims = append(claims, s.claimFor(j, id, at, at, 'm'))
+			claims = append(claims, s.claimFor(j, id, at, at, kindManual))
 		}
 		if catchup {
 			for _, t := range catchupInstants(j, r.last, now) {
-				c := s.newClaim(j, t, 'c')
+				c := s.newClaim(j, t, kindCatchup)
 				c.base, c.readAt = r.last, server
 				claims = append(claims, c)
 			}
@@ -989,7 +989,7 @@ func catchupInstants(j *jobState, last, now time.Time) []time.Time {
 }
 
 func (s *Scheduler) queueMiss(r claimReq) {
-	r.kind = 'x'
+	r.kind = kindMiss
 	s.missedMu.Lock()
 	s.missed = append(s.missed, r)
 	s.missedMu.Unlock()

@@ -12,11 +12,7 @@ import (
 // What Control asks of one Redis deployment.
 
 func (s *store) setPaused(ctx context.Context, job string, paused bool) error {
-	v := "0"
-	if paused {
-		v = "1"
-	}
-	return pauseScript.Run(ctx, s.c, []string{s.metaKey(job)}, v).Err()
+	return pauseScript.Run(ctx, s.c, []string{s.metaKey(job)}, pauseArgs(paused)...).Err()
 }
 
 // hintKey is the store-wide set of jobs with recent manual requests
@@ -30,18 +26,15 @@ func (s *store) hintKey() string { return s.prefix + ":manual" }
 const hintLookback = time.Minute
 
 func (s *store) trigger(ctx context.Context, job, id string) error {
-	v, err := s.scriptAndHint(ctx, triggerScript, call{keys: []string{s.metaKey(job)},
-		args: []any{id, MaxPendingManual, newEpoch(), (2 * s.skew).Milliseconds()}}, job)
+	v, err := s.scriptAndHint(ctx, triggerScript, triggerCall(s.metaKey(job), id, s.skew), job)
 	if err != nil {
 		return err
 	}
-	if at, ok := v.(int64); !ok || at < 0 {
-		if ok {
-			return fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
-		}
-		return fmt.Errorf("scheduler: unexpected trigger reply %v", v)
+	full, err := decodeTrigger(v)
+	if full {
+		return fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
 	}
-	return nil
+	return err
 }
 
 // scriptAndHint runs one script call and adds job to the manual hints (so
