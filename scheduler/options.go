@@ -13,22 +13,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Clock tells the time. Replicas compute scheduled instants from it; the
-// default is the system clock. Tests and benchmarks inject skewed clocks.
-type Clock interface {
-	Now() time.Time
-}
-
-// ClockFunc adapts a function to a Clock.
-type ClockFunc func() time.Time
-
-// Now calls f.
-func (f ClockFunc) Now() time.Time { return f() }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Option configures New and NewControl.
 type Option func(*config)
 

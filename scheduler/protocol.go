@@ -2,11 +2,14 @@ package scheduler
 
 import (
 	"crypto/rand"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The store protocol: everything the Go side and the Lua scripts (lua/*.lua)
@@ -638,3 +641,38 @@ func newEpoch() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// sources holds every script's source, for preload.
+var sources []string
+
+func script(name string) *redis.Script {
+	common, err := luaFiles.ReadFile("lua/common.lua")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	src := string(common) + string(body)
+	sources = append(sources, src)
+	return redis.NewScript(src)
+}
+
+var (
+	claimScript    = script("claim")
+	admitScript    = script("admit")
+	renewScript    = script("renew")
+	attemptScript  = script("attempt")
+	completeScript = script("complete")
+	syncScript     = script("sync")
+	triggerScript  = script("trigger")
+	pauseScript    = script("pause")
+	undoScript     = script("undo")
+
+	notifyTakeScript = script("notify_take")
+	notifyDoneScript = script("notify_done")
+)

@@ -37,29 +37,6 @@ func (s *store) trigger(ctx context.Context, job, id string) error {
 	return err
 }
 
-// scriptAndHint runs one script call and adds job to the manual hints (so
-// that every replica looks at the job at its next heartbeat) in one round
-// trip. A NOSCRIPT answer loads the script and sends both again. The hint
-// is only a hint: its own error is not reported.
-func (s *store) scriptAndHint(ctx context.Context, sc *redis.Script, c call, job string) (any, error) {
-	for attempt := 0; ; attempt++ {
-		var cmd *redis.Cmd
-		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			cmd = sc.EvalSha(ctx, p, c.keys, c.args...)
-			p.ZAdd(ctx, s.hintKey(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: job})
-			return nil
-		})
-		v, err := cmd.Result()
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
-			if err := sc.Load(ctx, s.c).Err(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		return v, err
-	}
-}
-
 // changedKey is the store-wide set of jobs whose run statistics changed
 // lately (job -> time of the change on the publishing replica's clock, ms).
 // Its hash tag is its own (Redis Cluster), never a job's.
