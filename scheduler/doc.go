@@ -70,4 +70,22 @@
 // crash can cause a second POST, always with the same Solocron-Delivery
 // key ("<run id>:<event>"), which receivers de-duplicate on. Redlock
 // refuses notifications.
+//
+// # Where things are
+//
+// One file per concept, in the order a run meets them: dispatch.go (the
+// tick loop), claim.go (claims in batches, and what each answer means),
+// wait.go (runs queued for a slot), run.go (one started run: its lease,
+// renewed through renewer.go, its attempts, its close), gate.go (runs
+// claimed ahead wait for their instant), heartbeat.go (each job's state in
+// Redis, every sync interval), misses.go (missed runs, catch-up), clock.go
+// (this replica's clock against Redis'). Beneath them, backend.go is what
+// the engine asks of a store: store.go answers for one Redis deployment,
+// redlock.go for N masters by majority over one store each; both speak
+// through transport.go (pipelines, NOSCRIPT, WAIT, batches) in the
+// protocol of protocol.go (every script's arguments and answers, and the
+// run record; the scripts are in lua/). Around them: scheduler.go (New,
+// Reload, Run), job.go and jobstate.go (the table), options.go,
+// control.go, storecontrol.go and statuses.go (Control), overview.go,
+// replicas.go, notify.go, telemetry.go and jobmetrics.go.
 package scheduler

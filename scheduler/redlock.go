@@ -133,8 +133,10 @@ func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millis
 // (whether or not its client honours the context). It waits for every
 // master (up to that timeout) rather than returning at a quorum: a claim
 // still in flight when its loser takes it back would land afterwards and
-// hold a slot there for a whole lease.
-func each[T any](ctx context.Context, rl *redlock, fn func(ctx context.Context, i int, m *store) (T, error)) ([]T, []error) {
+// hold a slot there for a whole lease. The error is a QuorumError naming
+// op when fewer than a quorum of masters answered; the answers of those
+// that did come with it (a caller may have to take them back).
+func each[T any](ctx context.Context, rl *redlock, op string, fn func(ctx context.Context, i int, m *store) (T, error)) ([]T, []error, error) {
 	n := len(rl.masters)
 	vals, errs := make([]T, n), make([]error, n)
 	type answer struct {
@@ -164,10 +166,10 @@ func each[T any](ctx context.Context, rl *redlock, fn func(ctx context.Context, 
 				errs[a.i] = fmt.Errorf("redlock master %d: %w", a.i, a.err)
 			}
 		case <-timer.C:
-			return vals, errs
+			return vals, errs, rl.quorumCheck(op, errs)
 		}
 	}
-	return vals, errs
+	return vals, errs, rl.quorumCheck(op, errs)
 }
 
 func answered(errs []error) int {
@@ -178,6 +180,15 @@ func answered(errs []error) int {
 		}
 	}
 	return n
+}
+
+// quorumCheck returns the QuorumError of op when fewer than a quorum of
+// masters answered, nil otherwise.
+func (rl *redlock) quorumCheck(op string, errs []error) error {
+	if ok := answered(errs); ok < rl.quorum {
+		return rl.quorumErr(op, ok, errs)
+	}
+	return nil
 }
 
 func (rl *redlock) quorumErr(op string, ok int, errs []error) error {
@@ -226,13 +237,10 @@ func (rl *redlock) known(job string, i int) string {
 }
 
 func (rl *redlock) preload(ctx context.Context) error {
-	_, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (struct{}, error) {
+	_, _, err := each(ctx, rl, "preload", func(ctx context.Context, _ int, m *store) (struct{}, error) {
 		return struct{}{}, m.preload(ctx)
 	})
-	if ok := answered(errs); ok < rl.quorum {
-		return rl.quorumErr("preload", ok, errs)
-	}
-	return nil
+	return err
 }
 
 // queueTicket orders a run that must wait for the job's slot the same way on
@@ -251,7 +259,7 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 		reqs[i].ticket = queueTicket(reqs[i])
 	}
 	sent := time.Now()
-	per, errs := each(ctx, rl, func(ctx context.Context, i int, m *store) ([]claimRes, error) {
+	per, errs, qerr := each(ctx, rl, "claim", func(ctx context.Context, i int, m *store) ([]claimRes, error) {
 		mine := slices.Clone(reqs)
 		for k := range mine {
 			mine[k].known = rl.known(mine[k].j.Name, i)
@@ -267,7 +275,7 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 		}
 	}
 	undo := make([][]undoReq, len(rl.masters))
-	if ok := answered(errs); ok < rl.quorum {
+	if qerr != nil {
 		for i, res := range per {
 			for k, r := range res {
 				if errs[i] == nil && (r.status == answerStarted || r.status == answerWaiting) {
@@ -276,7 +284,7 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 			}
 		}
 		rl.undo(ctx, waiterTTL, undo)
-		return nil, rl.quorumErr("claim", ok, errs)
+		return nil, qerr
 	}
 	out := make([]claimRes, len(reqs))
 	for k := range reqs {
@@ -421,7 +429,7 @@ func (rl *redlock) undo(ctx context.Context, waiterTTL time.Duration, undo [][]u
 	if !slices.ContainsFunc(undo, func(u []undoReq) bool { return len(u) > 0 }) {
 		return
 	}
-	each(ctx, rl, func(ctx context.Context, i int, m *store) (struct{}, error) {
+	_, _, _ = each(ctx, rl, "undo", func(ctx context.Context, i int, m *store) (struct{}, error) {
 		if len(undo[i]) == 0 {
 			return struct{}{}, nil
 		}
@@ -437,7 +445,7 @@ type admitted struct {
 
 func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
 	sent := time.Now()
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (admitted, error) {
+	per, errs, qerr := each(ctx, rl, "admit", func(ctx context.Context, _ int, m *store) (admitted, error) {
 		own := *r // each master's answer sets its slot: not on the shared request
 		s, n, err := m.admit(ctx, &own, waiterTTL, fenceFloor)
 		return admitted{s, n}, err
@@ -471,10 +479,10 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 			}
 		}
 	}
-	if ok := answered(errs); ok < rl.quorum {
+	if qerr != nil {
 		take(undoRequeue, started)
 		rl.undo(ctx, waiterTTL, undo)
-		return "", 0, rl.quorumErr("admit", ok, errs)
+		return "", 0, qerr
 	}
 	if len(started) >= rl.quorum && elapsed < r.j.Lease-drift(r.j.Lease) {
 		take(undoDrop, waiting)
@@ -509,7 +517,7 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 }
 
 func (rl *redlock) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (bool, error) {
+	per, errs, err := each(ctx, rl, "hand back", func(ctx context.Context, _ int, m *store) (bool, error) {
 		return m.handBack(ctx, r, waiterTTL)
 	})
 	dropped := 0
@@ -518,18 +526,15 @@ func (rl *redlock) handBack(ctx context.Context, r *claimReq, waiterTTL time.Dur
 			dropped++
 		}
 	}
-	if ok := answered(errs); ok < rl.quorum {
-		return dropped > 0, rl.quorumErr("hand back", ok, errs)
-	}
-	return dropped > 0, nil
+	return dropped > 0, err
 }
 
 func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]leaseAnswer, error) {
+	per, errs, err := each(ctx, rl, "renew", func(ctx context.Context, _ int, m *store) ([]leaseAnswer, error) {
 		return m.renew(ctx, reqs)
 	})
-	if ok := answered(errs); ok < rl.quorum {
-		return nil, rl.quorumErr("renew", ok, errs)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]leaseAnswer, len(reqs))
 	for k := range reqs {
@@ -562,7 +567,9 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 }
 
 func (rl *redlock) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (int64, error) {
+	// Its own quorum rule: a run no longer held on enough masters is an
+	// answer (0), not an error.
+	per, errs, _ := each(ctx, rl, "attempt", func(ctx context.Context, _ int, m *store) (int64, error) {
 		return m.attempt(ctx, j, id, owner, n, fenceFloor)
 	})
 	var fence int64
@@ -587,12 +594,12 @@ func (rl *redlock) attempt(ctx context.Context, j *jobState, id, owner string, n
 }
 
 func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]closeAnswer, error) {
+	// complete is idempotent: the caller retries until a quorum has the end.
+	per, errs, err := each(ctx, rl, "complete", func(ctx context.Context, _ int, m *store) ([]closeAnswer, error) {
 		return m.complete(ctx, reqs)
 	})
-	// complete is idempotent: the caller retries until a quorum has the end.
-	if ok := answered(errs); ok < rl.quorum {
-		return nil, rl.quorumErr("complete", ok, errs)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]closeAnswer, len(reqs))
 	for k := range reqs {
@@ -614,14 +621,13 @@ func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]closeAns
 }
 
 func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, i int, m *store) ([]syncRes, error) {
+	per, errs, qerr := each(ctx, rl, "sync", func(ctx context.Context, i int, m *store) ([]syncRes, error) {
 		mine := slices.Clone(reqs)
 		for k := range mine {
 			mine[k].known = rl.known(mine[k].j.Name, i)
 		}
 		return m.sync(ctx, replica, skew, manualTTL, mine)
 	})
-	ok := answered(errs)
 	for i, res := range per {
 		if errs[i] == nil {
 			for k, r := range res {
@@ -629,9 +635,10 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 			}
 		}
 	}
-	if ok < rl.quorum {
-		return nil, rl.quorumErr("sync", ok, errs)
+	if qerr != nil {
+		return nil, qerr
 	}
+	ok := answered(errs)
 	out := make([]syncRes, len(reqs))
 	for k := range reqs {
 		r := syncRes{epoch: rl.epoch(reqs[k].j.Name)}
@@ -681,13 +688,10 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 
 // write runs a Control write on every master; it holds when a quorum took it.
 func (rl *redlock) write(ctx context.Context, op string, fn func(ctx context.Context, m *store) error) error {
-	_, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (struct{}, error) {
+	_, _, err := each(ctx, rl, op, func(ctx context.Context, _ int, m *store) (struct{}, error) {
 		return struct{}{}, fn(ctx, m)
 	})
-	if ok := answered(errs); ok < rl.quorum {
-		return rl.quorumErr(op, ok, errs)
-	}
-	return nil
+	return err
 }
 
 func (rl *redlock) setPaused(ctx context.Context, job string, paused bool) error {
@@ -731,9 +735,9 @@ func (rl *redlock) manualHints(ctx context.Context, h hintReq) ([]string, time.T
 
 // read asks every master and needs a quorum of answers.
 func read[T any](ctx context.Context, rl *redlock, op string, fn func(ctx context.Context, m *store) (T, error)) ([]T, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (T, error) { return fn(ctx, m) })
-	if ok := answered(errs); ok < rl.quorum {
-		return nil, rl.quorumErr(op, ok, errs)
+	per, errs, err := each(ctx, rl, op, func(ctx context.Context, _ int, m *store) (T, error) { return fn(ctx, m) })
+	if err != nil {
+		return nil, err
 	}
 	var out []T
 	for i, v := range per {

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,14 +11,9 @@ import (
 // standalone, Sentinel (a failover client) or Cluster. Every operation is
 // one script per job (or per batch of runs), one round trip.
 type store struct {
-	c       redis.UniversalClient
-	prefix  string
-	cluster bool // keys of different jobs must not share a script call
+	redisConn // the transport: the scripts run through it
+	prefix    string
 
-	// minAck > 0: claims, admissions and renewals count only once that many
-	// replicas acknowledged them (WAIT), within ackTimeout.
-	minAck     int
-	ackTimeout time.Duration
 	// claimAhead is how long before its instant a run may be claimed.
 	claimAhead time.Duration
 	// skew is the max clock skew (a job state created by a trigger places
@@ -32,20 +26,11 @@ type store struct {
 }
 
 func newStore(c redis.UniversalClient, cfg config) (*store, error) {
-	s := &store{c: c, prefix: cfg.prefix, minAck: cfg.minAck, ackTimeout: cfg.ackTimeout, claimAhead: cfg.maxAhead,
-		skew: cfg.skew, fenceCheck: true}
-	switch c.(type) {
-	case *redis.ClusterClient:
-		s.cluster = true
-	case *redis.Client:
-	default:
-		if s.minAck > 0 {
-			// WAIT counts the writes of its own connection: only a client
-			// whose pipelines stay on one connection can ask it.
-			return nil, fmt.Errorf("scheduler: WithMinReplicasAck needs a *redis.Client or *redis.ClusterClient, not %T", c)
-		}
+	conn, err := newRedisConn(c, cfg.minAck, cfg.ackTimeout)
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	return &store{redisConn: conn, prefix: cfg.prefix, claimAhead: cfg.maxAhead, skew: cfg.skew, fenceCheck: true}, nil
 }
 
 func (s *store) metaKey(job string) string { return s.prefix + ":{" + job + "}:meta" }
@@ -67,7 +52,7 @@ func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoRe
 // handBack is undo.lua's drop and the job's manual hint, in one round trip.
 func (s *store) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
 	u := undoReq{j: r.j, id: r.id, owner: r.owner, mode: undoDrop, maxWait: r.maxWait}
-	v, err := s.scriptAndHint(ctx, undoScript, call{keys: []string{r.j.metaKey}, args: appendUndo(nil, &u, waiterTTL)}, r.j.Name)
+	v, err := s.execHint(ctx, undoScript, call{keys: []string{r.j.metaKey}, args: appendUndo(nil, &u, waiterTTL)}, s.hintKey(), r.j.Name)
 	if err != nil {
 		return false, err
 	}
@@ -122,8 +107,8 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 	out := make([]claimRes, len(reqs))
 	err = scatterRows("claim", replies, groups, claimLeast, claimPacked, func(gi, i int, f []string) {
 		res := decodeClaim(f, s.minAck > 0)
-		if res.status == answerStarted && acks != nil && !s.acked(acks[gi]) {
-			res.unacked = s.why(acks[gi])
+		if res.status == answerStarted && acks != nil && !acks[gi].ok() {
+			res.unacked = acks[gi].why()
 		}
 		out[i] = res
 	})
@@ -146,7 +131,7 @@ func (s *store) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration,
 	if status == answerStarted {
 		r.slot = slot
 	}
-	if status == answerStarted && acks != nil && !s.acked(acks[0]) {
+	if status == answerStarted && acks != nil && !acks[0].ok() {
 		// As for a claim: an admission too few replicas hold is taken back,
 		// and the run keeps its place in the queue.
 		res, err := s.undo(ctx, waiterTTL, []undoReq{{j: r.j, id: r.id, owner: r.owner, mode: undoRequeue, maxWait: r.maxWait}})
@@ -173,7 +158,7 @@ func (s *store) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, erro
 	// holder's deadline must not outrun the one a promoted replica would
 	// enforce.
 	return scatter("renew", replies, groups, len(reqs), func(gi int, v leaseAnswer) leaseAnswer {
-		if v == leaseOK && acks != nil && !s.acked(acks[gi]) {
+		if v == leaseOK && acks != nil && !acks[gi].ok() {
 			return leaseUnacked
 		}
 		return v
@@ -183,12 +168,11 @@ func (s *store) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, erro
 // attempt issues the fencing token of a run's next attempt; 0 means the run
 // is no longer held.
 func (s *store) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
-	c := attemptCall(j, id, owner, n, fenceFloor)
-	v, err := attemptScript.Run(ctx, s.c, c.keys, c.args...).Result()
+	v, err := s.exec(ctx, attemptScript, []call{attemptCall(j, id, owner, n, fenceFloor)})
 	if err != nil {
 		return 0, err
 	}
-	return decodeAttempt(v)
+	return decodeAttempt(v[0])
 }
 
 // complete closes runs, grouped into as few script calls as the store
@@ -204,7 +188,7 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 		return nil, err
 	}
 	return scatter("complete", replies, groups, len(reqs), func(gi int, v closeAnswer) closeAnswer {
-		if acks != nil && !s.acked(acks[gi]) && (v == closeOK || v == closeClosed) {
+		if acks != nil && !acks[gi].ok() && (v == closeOK || v == closeClosed) {
 			return closeUnacked
 		}
 		return v

@@ -12,7 +12,8 @@ import (
 // What Control asks of one Redis deployment.
 
 func (s *store) setPaused(ctx context.Context, job string, paused bool) error {
-	return pauseScript.Run(ctx, s.c, []string{s.metaKey(job)}, pauseArgs(paused)...).Err()
+	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.metaKey(job)}, args: pauseArgs(paused)}})
+	return err
 }
 
 // hintKey is the store-wide set of jobs with recent manual requests
@@ -26,7 +27,7 @@ func (s *store) hintKey() string { return s.prefix + ":manual" }
 const hintLookback = time.Minute
 
 func (s *store) trigger(ctx context.Context, job, id string) error {
-	v, err := s.scriptAndHint(ctx, triggerScript, triggerCall(s.metaKey(job), id, s.skew), job)
+	v, err := s.execHint(ctx, triggerScript, triggerCall(s.metaKey(job), id, s.skew), s.hintKey(), job)
 	if err != nil {
 		return err
 	}

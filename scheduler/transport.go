@@ -11,24 +11,75 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// transport runs scripts on one Redis deployment: plain calls in, their
+// replies (and, with min_replicas_ack, the replicas' acknowledgements)
+// out. It owns the pipelines, the NOSCRIPT retry and WAIT; the store above
+// it encodes and decodes (protocol.go), the Redlock combinator above that
+// runs one store per master (redlock.go).
+type transport interface {
+	// preload loads every script.
+	preload(ctx context.Context) error
+	// exec runs sc once per call, all calls pipelined in one round trip
+	// (per cluster node).
+	exec(ctx context.Context, sc *redis.Script, calls []call) ([]any, error)
+	// run is exec, followed, when min_replicas_ack is set, by WAIT on
+	// every connection that ran a call; acks[i] is call i's (nil without
+	// WAIT).
+	run(ctx context.Context, sc *redis.Script, calls []call) ([]any, []ack, error)
+	// execHint runs one call and adds member to the sorted set hintKey,
+	// scored with this replica's clock, in one round trip. The hint is only
+	// a hint: its own error is not reported.
+	execHint(ctx context.Context, sc *redis.Script, c call, hintKey, member string) (any, error)
+}
+
+var _ transport = redisConn{}
+
+// redisConn is the transport over one go-redis client: standalone,
+// Sentinel (a failover client) or Cluster.
+type redisConn struct {
+	c       redis.UniversalClient
+	cluster bool // keys of different jobs must not share a script call
+
+	// minAck > 0: calls sent with run count only once that many replicas
+	// acknowledged them (WAIT), within ackTimeout.
+	minAck     int
+	ackTimeout time.Duration
+}
+
+func newRedisConn(c redis.UniversalClient, minAck int, ackTimeout time.Duration) (redisConn, error) {
+	t := redisConn{c: c, minAck: minAck, ackTimeout: ackTimeout}
+	switch c.(type) {
+	case *redis.ClusterClient:
+		t.cluster = true
+	case *redis.Client:
+	default:
+		if minAck > 0 {
+			// WAIT counts the writes of its own connection: only a client
+			// whose pipelines stay on one connection can ask it.
+			return t, fmt.Errorf("scheduler: WithMinReplicasAck needs a *redis.Client or *redis.ClusterClient, not %T", c)
+		}
+	}
+	return t, nil
+}
+
 // preload loads every script in one pipeline, so the first claim after a
 // start is one round trip too (EVALSHA would otherwise meet NOSCRIPT once).
 // It sends SCRIPT LOAD itself: redis.Script.Load on a pipeliner would read
 // the reply before it exists and store an empty hash in the shared Script.
-func (s *store) preload(ctx context.Context) error {
+func (t redisConn) preload(ctx context.Context) error {
 	load := func(p redis.Pipeliner) error {
 		for _, src := range sources {
 			p.ScriptLoad(ctx, src)
 		}
 		return nil
 	}
-	if cc, ok := s.c.(*redis.ClusterClient); ok {
+	if cc, ok := t.c.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 			_, err := m.Pipelined(ctx, load)
 			return err
 		})
 	}
-	_, err := s.c.Pipelined(ctx, load)
+	_, err := t.c.Pipelined(ctx, load)
 	return err
 }
 
@@ -42,77 +93,102 @@ type call struct {
 	args []any
 }
 
-// exec runs script once per call, all calls pipelined in one round trip
-// (per cluster node). EVALSHA is tried first; a NOSCRIPT reply (after SCRIPT
-// FLUSH or a restart) loads the script and retries those calls.
-func (s *store) exec(ctx context.Context, sc *redis.Script, calls []call) ([]any, error) {
+// evalPipelined runs sc for the calls idx in one pipeline on c, with the
+// commands extra adds after them (WAIT, a hint); call i's reply goes to
+// out[i], and what extra returns is told which calls its pipeline
+// answered. EVALSHA is tried first; a NOSCRIPT reply (after SCRIPT FLUSH or
+// a restart) loads the script and sends the calls that met it again, once.
+func evalPipelined(ctx context.Context, c redis.Cmdable, sc *redis.Script, calls []call, idx []int, out []any,
+	extra func(p redis.Pipeliner) func(answered []int)) error {
+	pending := idx
+	for attempt := 0; ; attempt++ {
+		cmds := make([]*redis.Cmd, len(pending))
+		var after func([]int)
+		// Each command's own error is checked below; the pipeline's is the
+		// first of them.
+		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for j, i := range pending {
+				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].args...)
+			}
+			if extra != nil {
+				after = extra(p)
+			}
+			return nil
+		})
+		var again, answered []int
+		for j, i := range pending {
+			v, err := cmds[j].Result()
+			switch {
+			case err == nil:
+				out[i] = v
+				if after != nil {
+					answered = append(answered, i)
+				}
+			case redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0:
+				again = append(again, i)
+			default:
+				return err
+			}
+		}
+		if after != nil {
+			after(answered)
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		if err := sc.Load(ctx, c).Err(); err != nil {
+			return err
+		}
+		pending = again
+	}
+}
+
+// all is the indexes of n calls.
+func all(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+func (t redisConn) exec(ctx context.Context, sc *redis.Script, calls []call) ([]any, error) {
 	if len(calls) == 1 {
-		v, err := sc.Run(ctx, s.c, calls[0].keys, calls[0].args...).Result()
+		v, err := sc.Run(ctx, t.c, calls[0].keys, calls[0].args...).Result()
 		if err != nil {
 			return nil, err
 		}
 		return []any{v}, nil
 	}
 	out := make([]any, len(calls))
-	pending := make([]int, len(calls))
-	for i := range pending {
-		pending[i] = i
+	if err := evalPipelined(ctx, t.c, sc, calls, all(len(calls)), out, nil); err != nil {
+		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		cmds := make([]*redis.Cmd, len(pending))
-		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for j, i := range pending {
-				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].args...)
-			}
-			return nil
-		})
-		var again []int
-		for j, i := range pending {
-			v, cerr := cmds[j].Result()
-			switch {
-			case cerr == nil:
-				out[i] = v
-			case redis.HasErrorPrefix(cerr, "NOSCRIPT") && attempt == 0:
-				again = append(again, i)
-			default:
-				return nil, cerr
-			}
-		}
-		if len(again) == 0 {
-			if err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-				return nil, err
-			}
-			return out, nil
-		}
-		if err := sc.Load(ctx, s.c).Err(); err != nil {
-			return nil, err
-		}
-		pending = again
-	}
+	return out, nil
 }
 
 // ack is what WAIT said after a call: how many replicas acknowledged the
-// connection's writes, or why it could not say.
+// connection's writes (need: how many were asked for), or why it could
+// not say.
 type ack struct {
-	n   int64
-	err error
+	n, need int64
+	err     error
 }
 
-func (s *store) acked(a ack) bool { return a.err == nil && a.n >= int64(s.minAck) }
+// ok reports whether enough replicas acknowledged the call.
+func (a ack) ok() bool { return a.err == nil && a.n >= a.need }
 
 // why describes an ack that falls short, for logs and records.
-func (s *store) why(a ack) string {
+func (a ack) why() string {
 	if a.err != nil {
 		return "WAIT failed: " + a.err.Error()
 	}
-	return fmt.Sprintf("%d of the %d replicas required (min_replicas_ack) acknowledged it", a.n, s.minAck)
+	return fmt.Sprintf("%d of the %d replicas required (min_replicas_ack) acknowledged it", a.n, a.need)
 }
 
-// run is exec, followed, when min_replicas_ack is set, by WAIT on every
-// connection that ran a call; acks[i] is call i's (nil without WAIT).
-func (s *store) run(ctx context.Context, sc *redis.Script, calls []call) ([]any, []ack, error) {
-	if s.minAck <= 0 {
-		out, err := s.exec(ctx, sc, calls)
+func (t redisConn) run(ctx context.Context, sc *redis.Script, calls []call) ([]any, []ack, error) {
+	if t.minAck <= 0 {
+		out, err := t.exec(ctx, sc, calls)
 		return out, nil, err
 	}
 	out := make([]any, len(calls))
@@ -122,7 +198,7 @@ func (s *store) run(ctx context.Context, sc *redis.Script, calls []call) ([]any,
 	// primary's on a single Redis, the slot's master's on Cluster.
 	var nodes []*redis.Client
 	byNode := map[*redis.Client][]int{}
-	switch c := s.c.(type) {
+	switch c := t.c.(type) {
 	case *redis.ClusterClient:
 		for i, cl := range calls {
 			m, err := c.MasterForKey(ctx, cl.keys[0])
@@ -143,12 +219,12 @@ func (s *store) run(ctx context.Context, sc *redis.Script, calls []call) ([]any,
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for k, n := range nodes {
-		wg.Go(func() { errs[k] = s.execWait(ctx, n, sc, calls, byNode[n], out, acks) })
+		wg.Go(func() { errs[k] = t.execWait(ctx, n, sc, calls, byNode[n], out, acks) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		if s.cluster && isMoved(err) {
-			s.c.(*redis.ClusterClient).ReloadState(ctx)
+		if t.cluster && isMoved(err) {
+			t.c.(*redis.ClusterClient).ReloadState(ctx)
 		}
 		return nil, nil, err
 	}
@@ -156,10 +232,10 @@ func (s *store) run(ctx context.Context, sc *redis.Script, calls []call) ([]any,
 }
 
 // execWait runs calls idx on one node in one pipeline ending with WAIT.
-func (s *store) execWait(ctx context.Context, node *redis.Client, sc *redis.Script, calls []call, idx []int, out []any, acks []ack) error {
+func (t redisConn) execWait(ctx context.Context, node *redis.Client, sc *redis.Script, calls []call, idx []int, out []any, acks []ack) error {
 	// WAIT must answer before the call's deadline and the client's read
 	// timeout (a pipeline reads with the client's, not WAIT's own).
-	timeout := s.ackTimeout
+	timeout := t.ackTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl)/2)
 	}
@@ -167,40 +243,24 @@ func (s *store) execWait(ctx context.Context, node *redis.Client, sc *redis.Scri
 		timeout = min(timeout, rt/2)
 	}
 	ms := max(timeout.Milliseconds(), 1) // WAIT n 0 would block for ever
-	pending := idx
-	for attempt := 0; ; attempt++ {
-		cmds := make([]*redis.Cmd, len(pending))
-		var wait *redis.Cmd
-		// Each command's own error is checked below; the pipeline's is the
-		// first of them.
-		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for j, i := range pending {
-				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].args...)
-			}
-			wait = p.Do(ctx, "wait", s.minAck, ms)
-			return nil
-		})
-		n, werr := wait.Int64()
-		var again []int
-		for j, i := range pending {
-			v, err := cmds[j].Result()
-			switch {
-			case err == nil:
-				out[i], acks[i] = v, ack{n: n, err: werr}
-			case redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0:
-				again = append(again, i)
-			default:
-				return err
+	return evalPipelined(ctx, node, sc, calls, idx, out, func(p redis.Pipeliner) func([]int) {
+		wait := p.Do(ctx, "wait", t.minAck, ms)
+		return func(answered []int) {
+			n, werr := wait.Int64()
+			for _, i := range answered {
+				acks[i] = ack{n: n, need: int64(t.minAck), err: werr}
 			}
 		}
-		if len(again) == 0 {
-			return nil
-		}
-		if err := sc.Load(ctx, node).Err(); err != nil {
-			return err
-		}
-		pending = again
-	}
+	})
+}
+
+func (t redisConn) execHint(ctx context.Context, sc *redis.Script, c call, hintKey, member string) (any, error) {
+	out := make([]any, 1)
+	err := evalPipelined(ctx, t.c, sc, []call{c}, []int{0}, out, func(p redis.Pipeliner) func([]int) {
+		p.ZAdd(ctx, hintKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: member})
+		return nil
+	})
+	return out[0], err
 }
 
 func isMoved(err error) bool {
@@ -298,27 +358,4 @@ func group(s *store, n int, job func(i int) string) [][]int {
 		groups[k] = append(groups[k], i)
 	}
 	return groups
-}
-
-// scriptAndHint runs one script call and adds job to the manual hints (so
-// that every replica looks at the job at its next heartbeat) in one round
-// trip. A NOSCRIPT answer loads the script and sends both again. The hint
-// is only a hint: its own error is not reported.
-func (s *store) scriptAndHint(ctx context.Context, sc *redis.Script, c call, job string) (any, error) {
-	for attempt := 0; ; attempt++ {
-		var cmd *redis.Cmd
-		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			cmd = sc.EvalSha(ctx, p, c.keys, c.args...)
-			p.ZAdd(ctx, s.hintKey(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: job})
-			return nil
-		})
-		v, err := cmd.Result()
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
-			if err := sc.Load(ctx, s.c).Err(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		return v, err
-	}
 }
