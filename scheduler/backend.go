@@ -53,7 +53,29 @@ type backend interface {
 	status(ctx context.Context, job string, limit int) (*Status, error)
 	// get returns a run's record, or nil if the store has none.
 	get(ctx context.Context, job, suffix string) (*Run, error)
+	statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error)
+	overview(ctx context.Context, jobs []string, recent int) ([]Overview, error)
+	historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error)
+	registrar
+
+	// caps says what the store can do beyond coordinating runs.
+	caps() capabilities
 }
+
+// capabilities are what a store can do beyond coordinating runs.
+type capabilities struct {
+	// mutexOnly: every job must have concurrency 1, and there are no
+	// notifications (Redlock).
+	mutexOnly bool
+	// registry: it keeps the replica registry (see Control.Replicas).
+	registry bool
+	// notify is where notifications are queued; nil: nowhere.
+	notify *store
+}
+
+func (s *store) caps() capabilities { return capabilities{registry: true, notify: s} }
+
+func (rl *redlock) caps() capabilities { return capabilities{mutexOnly: true, registry: true} }
 
 var (
 	_ backend = (*store)(nil)

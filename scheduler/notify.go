@@ -205,8 +205,8 @@ type notifier struct {
 // newNotifier returns the replica's delivery loop, its table's
 // subscriptions written; nil when there is nothing to deliver.
 func (s *Scheduler) newNotifier(ctx context.Context) *notifier {
-	st, ok := s.store.(*store)
-	if !ok || len(s.cfg.notify.targets) == 0 {
+	st := s.store.caps().notify
+	if st == nil || len(s.cfg.notify.targets) == 0 {
 		// Without targets a replica leaves the queues alone. (A table that
 		// drops every notification leaves its subscriptions to expire;
 		// their queues stay bounded.)

@@ -158,11 +158,11 @@ func (s *Scheduler) Reload(jobs []Job) error {
 	if err := ValidateTable(jobs); err != nil {
 		return err
 	}
-	_, isRedlock := s.store.(*redlock)
-	if err := s.cfg.checkNotify(jobs, isRedlock); err != nil {
+	mutexOnly := s.store.caps().mutexOnly
+	if err := s.cfg.checkNotify(jobs, mutexOnly); err != nil {
 		return err
 	}
-	if isRedlock {
+	if mutexOnly {
 		var errs []error
 		for _, j := range jobs {
 			if j.Concurrency > 1 {

@@ -127,6 +127,12 @@ type simStore struct {
 	in *simInc
 }
 
+// caps: the simulation keeps no replica registry and sends no
+// notifications.
+func (w *simStore) caps() capabilities {
+	return capabilities{mutexOnly: w.backend.caps().mutexOnly}
+}
+
 // fault is what happens to one call.
 type fault int
 
