@@ -53,7 +53,7 @@ func newCluster(t *testing.T, replicas int) *cluster {
 	t.Helper()
 	c := &cluster{srv: miniredis.RunT(t), table: table()}
 	var err error
-	c.ctl, err = scheduler.NewControl(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}))
+	c.ctl, err = controlOf(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func newCluster(t *testing.T, replicas int) *cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	for i := range replicas {
-		s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}), c.table,
+		s, err := scheduler.New(redisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})), c.table,
 			scheduler.WithReplicaID(fmt.Sprintf("replica-%d", i+1)), scheduler.WithLogger(quiet),
 			scheduler.WithSyncInterval(100*time.Millisecond), scheduler.WithVersion("test"))
 		if err != nil {
@@ -188,7 +188,7 @@ func TestJobPageTimelineAndPaging(t *testing.T) {
 
 func TestReplicasPageFlagsDifferentTables(t *testing.T) {
 	c := newCluster(t, 2)
-	other, err := scheduler.New(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}), c.table[:2],
+	other, err := scheduler.New(redisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})), c.table[:2],
 		scheduler.WithReplicaID("stale"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +376,7 @@ func TestJobsPageCostIsBounded(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	var n testkit.CommandCounter
 	rdb.AddHook(&n)
-	ctl, _ := scheduler.NewControl(rdb)
+	ctl, _ := controlOf(rdb)
 	var tab []scheduler.Job
 	for i := range 1000 {
 		tab = append(tab, scheduler.Job{Name: fmt.Sprintf("job-%04d", i), Schedule: "*/5 * * * *", Handler: jobs.Func(func(context.Context) error { return nil })})

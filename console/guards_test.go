@@ -65,7 +65,7 @@ func tracedCluster(t *testing.T) *scheduler.Control {
 	srv := miniredis.RunT(t)
 	tp := sdktrace.NewTracerProvider()
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), table(),
+	s, err := scheduler.New(redisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr()})), table(),
 		scheduler.WithReplicaID("replica-1"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
 		scheduler.WithTracerProvider(tp))
 	if err != nil {
@@ -138,10 +138,10 @@ func TestRedactsSecrets(t *testing.T) {
 		return errors.New("auth failed for " + secret)
 	})}}
 	var err error
-	if c.ctl, err = scheduler.NewControl(redis.NewClient(&redis.Options{Addr: c.srv.Addr()})); err != nil {
+	if c.ctl, err = controlOf(redis.NewClient(&redis.Options{Addr: c.srv.Addr()})); err != nil {
 		t.Fatal(err)
 	}
-	s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}), c.table,
+	s, err := scheduler.New(redisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})), c.table,
 		scheduler.WithReplicaID("replica-1"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

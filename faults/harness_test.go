@@ -94,7 +94,7 @@ func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 	c.redis = redistest.Start(t, cfg.RedisArgs...)
 	c.direct = c.redis.Client(t, &redis.Options{MaxRetries: -1, ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: 500 * time.Millisecond})
 	var err error
-	if c.ctl, err = scheduler.NewControl(c.direct, scheduler.WithKeyPrefix(c.prefix)); err != nil {
+	if c.ctl, err = controlOf(c.direct, scheduler.WithKeyPrefix(c.prefix)); err != nil {
 		t.Fatal(err)
 	}
 	c.led = newLedger(t, cfg.Sink)

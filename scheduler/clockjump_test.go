@@ -136,7 +136,7 @@ func TestSlowClockReadingsDoNotHoldClaims(t *testing.T) {
 		rdb := c.client()
 		rdb.AddHook(slowClockReads{})
 		table := []scheduler.Job{{Name: "tick", Schedule: "@every 1s", Handler: c.ledger.Job(nil)}}
-		s, err := scheduler.New(rdb, table, scheduler.WithReplicaID("alone"), scheduler.WithLogger(quiet),
+		s, err := scheduler.New(redisStore(t, rdb), table, scheduler.WithReplicaID("alone"), scheduler.WithLogger(quiet),
 			scheduler.WithMaxClockSkew(300*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)

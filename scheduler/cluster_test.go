@@ -105,7 +105,7 @@ type cluster struct {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	m, c := redistest.MiniPipe(t)
-	ctl, err := scheduler.NewControl(c)
+	ctl, err := controlOf(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func (c *cluster) replica(name string, table []scheduler.Job, opts ...scheduler.
 	if !c.fresh {
 		establish(c.t, rdb, table)
 	}
-	s, err := scheduler.New(rdb, table, opts...)
+	s, err := scheduler.New(redisStore(c.t, rdb), table, opts...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func id(job string, at time.Time) string { return job + "@" + at.UTC().Format(ti
 func runAlone(t *testing.T, rdb *redis.Client, table []scheduler.Job, d time.Duration, opts ...scheduler.Option) {
 	t.Helper()
 	establish(t, rdb, table)
-	s, err := scheduler.New(rdb, table, append([]scheduler.Option{scheduler.WithLogger(quiet)}, opts...)...)
+	s, err := scheduler.New(redisStore(t, rdb), table, append([]scheduler.Option{scheduler.WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

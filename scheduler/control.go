@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // MaxPendingManual bounds the manual runs of one job that may wait to be
@@ -25,24 +23,6 @@ var ErrQueueFull = errors.New("scheduler: the job's queue of pending manual runs
 // replica (the command line uses it), and its effects reach every replica.
 type Control struct {
 	store backend
-}
-
-// NewControl returns the controls for the store behind client. Only
-// WithKeyPrefix matters here; it must match the replicas'.
-func NewControl(client redis.UniversalClient, opts ...Option) (*Control, error) {
-	if client == nil {
-		return nil, errors.New("scheduler: nil Redis client")
-	}
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	cfg.minAck = 0 // controls write nothing a run depends on
-	st, err := newStore(client, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Control{store: st}, nil
 }
 
 func checkJob(job string) error {

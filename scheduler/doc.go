@@ -3,7 +3,9 @@
 // race for the run in Redis, one wins and runs it under a lease its watchdog
 // renews, the others find it decided.
 //
-//	s, err := scheduler.New(rdb, []scheduler.Job{{
+//	store, err := scheduler.NewRedisStore(rdb)
+//	...
+//	s, err := scheduler.New(store, []scheduler.Job{{
 //		Name:     "lottery",
 //		Schedule: "0 0 12 * * *",
 //		Handler:  jobs.Func(draw),
@@ -39,7 +41,7 @@
 //
 // # Stores
 //
-// New takes one Redis deployment: a *redis.Client for a standalone server,
+// NewRedisStore takes one Redis deployment: a *redis.Client for a standalone server,
 // the client of redis.NewFailoverClient for a Sentinel-managed primary, or a
 // *redis.ClusterClient for Redis Cluster, where every key of a job shares the
 // hash tag {<job>}, so each script touches one slot and a batch of claims is
@@ -49,7 +51,7 @@
 // replicas acknowledged it; one they did not is taken back and the run is
 // not started.
 //
-// NewRedlock takes N independent masters and combines their answers by
+// NewRedlockStore takes N independent masters and combines their answers by
 // majority: a run starts when a quorum started it within the lease's
 // validity, a lease lives while a quorum renews it. It coordinates mutexes
 // only (concurrency 1), assumes the masters' clocks run at about the same

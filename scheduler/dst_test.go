@@ -62,7 +62,7 @@ func TestDSTNights(t *testing.T) {
 				for _, name := range []string{"a", "b"} {
 					rdb := c.client()
 					rdb.AddHook(serverClock{m: c.m, clk: clk})
-					s, err := scheduler.New(rdb, table, scheduler.WithReplicaID(name), scheduler.WithClock(clk),
+					s, err := scheduler.New(redisStore(t, rdb), table, scheduler.WithReplicaID(name), scheduler.WithClock(clk),
 						scheduler.WithLogger(quiet), scheduler.WithSyncInterval(time.Hour))
 					if err != nil {
 						t.Fatal(err)

@@ -126,7 +126,7 @@ func TestClusterRunsEachRunOnce(t *testing.T) {
 
 	start := time.Now()
 	for i := range 3 {
-		s, err := scheduler.New(cl.Client(t, nil), table, replicaOpts(i)...)
+		s, err := scheduler.New(redisStore(t, cl.Client(t, nil)), table, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestClusterRunsEachRunOnce(t *testing.T) {
 	for _, n := range names {
 		startedOnce(t, f.ledger, n, instants(start.Add(time.Second), end.Add(-time.Second)))
 	}
-	ctl, err := scheduler.NewControl(probe)
+	ctl, err := controlOf(probe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,13 +191,13 @@ func TestSentinelFailoverKeepsRunsOnce(t *testing.T) {
 	}
 	for i := range 3 {
 		c := sn.Client(t, &redis.FailoverOptions{ReadTimeout: 2 * time.Second})
-		s, err := scheduler.New(c, table, replicaOpts(i, scheduler.WithMinReplicasAck(2, 500*time.Millisecond))...)
+		s, err := scheduler.New(redisStore(t, c, scheduler.WithMinReplicasAck(2, 500*time.Millisecond)), table, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.run(s)
 	}
-	ctl, err := scheduler.NewControl(sn.Client(t, nil))
+	ctl, err := controlOf(sn.Client(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,13 +296,13 @@ func TestMinReplicasAckRefusesWhenReplicasStop(t *testing.T) {
 		{Name: "long", Schedule: "@yearly", Lease: 1500 * time.Millisecond, Handler: f.ledger.Job(blockJob(time.Minute))},
 	}
 	for i := range 2 {
-		s, err := scheduler.New(primary.Client(t, nil), table, replicaOpts(i, scheduler.WithMinReplicasAck(1, 300*time.Millisecond))...)
+		s, err := scheduler.New(redisStore(t, primary.Client(t, nil), scheduler.WithMinReplicasAck(1, 300*time.Millisecond)), table, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.run(s)
 	}
-	ctl, err := scheduler.NewControl(primary.Client(t, nil))
+	ctl, err := controlOf(primary.Client(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,13 +385,13 @@ func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
 		if i > 0 {
 			tab = table[:1]
 		}
-		s, err := scheduler.NewRedlock(clients(), tab, replicaOpts(i, scheduler.WithRedlockTimeout(300*time.Millisecond))...)
+		s, err := scheduler.New(redlockStore(t, clients(), scheduler.WithRedlockTimeout(300*time.Millisecond)), tab, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.run(s)
 	}
-	ctl, err := scheduler.NewRedlockControl(clients(), scheduler.WithRedlockTimeout(300*time.Millisecond))
+	ctl, err := redlockControlOf(clients(), scheduler.WithRedlockTimeout(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +470,7 @@ func TestClusterMinReplicasAckPerShard(t *testing.T) {
 		t.Fatalf("jobs on the stopped master: %v; want some, not all", onStopped)
 	}
 	for i := range 2 {
-		s, err := scheduler.New(cl.Client(t, nil), table, replicaOpts(i, scheduler.WithMinReplicasAck(1, 300*time.Millisecond))...)
+		s, err := scheduler.New(redisStore(t, cl.Client(t, nil), scheduler.WithMinReplicasAck(1, 300*time.Millisecond)), table, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -71,7 +71,7 @@ func TestStaleFailoverIsNoticedByFence(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
 	f := newFleet(t)
-	ctl, err := scheduler.NewControl(srv.Client(t, nil))
+	ctl, err := controlOf(srv.Client(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestStaleFailoverIsNoticedByFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := takeSnapshot(t, rdb)
-	a, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+	a, err := scheduler.New(redisStore(t, srv.Client(t, nil)), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +158,14 @@ func TestLostLeaseKillsTheProcessGroupBeforeExpiry(t *testing.T) {
 			KillGrace: time.Second}}}
 	establish(t, rdb, table)
 	f := newFleet(t)
-	ctl, err := scheduler.NewControl(rdb)
+	ctl, err := controlOf(rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.ctl = ctl
 	c := srv.Client(t, nil)
 	c.AddHook(failedRenewals{})
-	s, err := scheduler.New(c, table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+	s, err := scheduler.New(redisStore(t, c), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func TestQueuedManualRunSurvivesItsReplica(t *testing.T) {
 					Handler: c.ledger.Job(sleepJob(5 * time.Second))}}
 				establish(t, c.client(), table)
 				rdb := c.client()
-				a, err := scheduler.New(rdb, table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+				a, err := scheduler.New(redisStore(t, rdb), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -241,7 +241,7 @@ func TestShutdownKeepsClaimAnswers(t *testing.T) {
 		establish(t, c.client(), table)
 		rdb := c.client()
 		rdb.AddHook(heldClaimAnswers{})
-		a, err := scheduler.New(rdb, table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+		a, err := scheduler.New(redisStore(t, rdb), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +372,7 @@ func TestTriggerIsOneRoundTrip(t *testing.T) {
 		rdb := c.client()
 		trips := &roundTrips{}
 		rdb.AddHook(trips)
-		ctl, err := scheduler.NewControl(rdb)
+		ctl, err := controlOf(rdb)
 		if err != nil {
 			t.Fatal(err)
 		}

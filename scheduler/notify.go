@@ -67,7 +67,7 @@ type notifyConfig struct {
 
 // WithNotifications sets the targets jobs may name in Job.Notify. Each is
 // validated (notify.Target.Validate); names are unique. Default none.
-// Notifications need one Redis deployment (New): NewRedlock refuses them,
+// Notifications need one Redis deployment (NewRedisStore): a Redlock store refuses them,
 // as its masters would each queue the event.
 func WithNotifications(targets ...notify.Target) Option {
 	return func(c *config) {

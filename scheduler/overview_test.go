@@ -61,7 +61,7 @@ func TestOverviewRoundTrips(t *testing.T) {
 		}
 		return nil
 	})
-	s, err := scheduler.New(rdb, []scheduler.Job{{Name: "busy", Schedule: "@every 1h", Handler: busy}},
+	s, err := scheduler.New(redisStore(t, rdb), []scheduler.Job{{Name: "busy", Schedule: "@every 1h", Handler: busy}},
 		scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestOverviewRoundTrips(t *testing.T) {
 	counted := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	var trips tripCounter
 	counted.AddHook(&trips)
-	cctl, _ := scheduler.NewControl(counted)
+	cctl, _ := controlOf(counted)
 	testkit.WaitFor(t, 10*time.Second, "a run in flight", func() bool {
 		trips.n.Store(0)
 		ov, err = cctl.Overview(t.Context(), names, 5)

@@ -53,46 +53,6 @@ type masterEpochs struct {
 	gen   int
 }
 
-// NewRedlock returns a scheduler for one replica that coordinates through
-// independent Redis masters — at least three, an odd number in practice —
-// by majority, in the manner of Redlock. Each client is one master (a
-// *redis.Client; not a cluster), dedicated to the scheduler, with
-// ContextTimeoutEnabled and, ideally, MaxRetries: -1: a dead master is
-// skipped, not retried.
-//
-// Redlock mode coordinates mutexes only: every job must have concurrency 1.
-// What it cannot promise is in the package documentation.
-//
-// Options as for New, except WithMinReplicasAck; plus WithRedlockTimeout
-// (1s): the bound of each call to one master.
-func NewRedlock(clients []redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	rl, err := newRedlock(clients, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return newScheduler(rl, cfg, jobs)
-}
-
-// NewRedlockControl returns the controls for the Redlock masters behind
-// clients, as NewRedlock's replicas use them. Only WithKeyPrefix and
-// WithRedlockTimeout matter here. Writes (pause, resume, trigger) succeed
-// when a quorum of masters took them.
-func NewRedlockControl(clients []redis.UniversalClient, opts ...Option) (*Control, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	rl, err := newRedlock(clients, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Control{store: rl}, nil
-}
-
 func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 	if len(clients) < 3 {
 		return nil, fmt.Errorf("scheduler: Redlock needs at least 3 independent masters, got %d", len(clients))
@@ -100,7 +60,6 @@ func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 	if cfg.minAck != 0 {
 		return nil, errors.New("scheduler: WithMinReplicasAck is not for Redlock: its masters have no replicas; a quorum of masters is its acknowledgement")
 	}
-	cfg.minAck = 0
 	rl := &redlock{quorum: len(clients)/2 + 1, timeout: cfg.redlockTimeout, epochs: map[string]*masterEpochs{}}
 	if rl.timeout == 0 {
 		rl.timeout = time.Second

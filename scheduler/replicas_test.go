@@ -30,7 +30,7 @@ func registryTable(schedule string) []scheduler.Job {
 // that stops leaves the registry.
 func TestReplicaRegistry(t *testing.T) {
 	srv := miniredis.RunT(t)
-	ctl, err := scheduler.NewControl(redis.NewClient(&redis.Options{Addr: srv.Addr()}))
+	ctl, err := controlOf(redis.NewClient(&redis.Options{Addr: srv.Addr()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestReplicaRegistry(t *testing.T) {
 		if r.id == "c" {
 			opts = append(opts, scheduler.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 		}
-		s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), registryTable(r.sched), opts...)
+		s, err := scheduler.New(redisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr()})), registryTable(r.sched), opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,8 +114,8 @@ func mismatchGauge(t *testing.T, r *sdkmetric.ManualReader) int64 {
 func TestReplicaRegistryExpires(t *testing.T) {
 	srv := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	ctl, _ := scheduler.NewControl(rdb)
-	s, err := scheduler.New(rdb, registryTable("@every 1m"), scheduler.WithReplicaID("gone"),
+	ctl, _ := controlOf(rdb)
+	s, err := scheduler.New(redisStore(t, rdb), registryTable("@every 1m"), scheduler.WithReplicaID("gone"),
 		scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestReplicaRegistryOneRoundTrip(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	var n testkit.CommandCounter
 	rdb.AddHook(&n)
-	ctl, _ := scheduler.NewControl(rdb)
+	ctl, _ := controlOf(rdb)
 	if _, err := ctl.Replicas(t.Context()); err != nil { // EVALSHA, NOSCRIPT, EVAL
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/solocron/solocron/lockprovider"
@@ -75,38 +74,30 @@ type Scheduler struct {
 	gauges    metric.Registration // the job gauges' callback; see registerJobGauges
 }
 
-// New returns a scheduler for one replica, coordinating through one Redis
-// deployment: a *redis.Client for a standalone server or (from
-// redis.NewFailoverClient) a Sentinel-managed primary, or a
-// *redis.ClusterClient for Redis Cluster, where all keys of a job share one
-// hash slot. The client should be dedicated to the scheduler (not shared
-// with the program's other Redis work) so that claims and renewals never
-// queue behind it; give it ContextTimeoutEnabled.
+// New returns a scheduler for one replica, coordinating through store
+// (NewRedisStore, NewRedlockStore).
 //
 // Options and defaults: WithReplicaID("<hostname>-<pid>"),
-// WithKeyPrefix("solocron"), WithMaxClockSkew(2s), WithClock(system clock),
+// WithMaxClockSkew(2s), WithClock(system clock),
 // WithLogger(slog.Default()), WithTracerProvider(global),
 // WithMeterProvider(global), WithPropagator(global), WithShutdownGrace(30s),
-// WithSyncInterval(1s), WithMinReplicasAck(0: off), WithVersion(the build
+// WithSyncInterval(1s), WithVersion(the build
 // info's, for the replica registry: see Control.Replicas),
 // WithNotifications(none), WithNotifyRetry(1s, 1h), WithNotifyQueueLimit(1000),
 // WithNotifyClient(no redirects).
-func New(client redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
-	if client == nil {
-		return nil, errors.New("scheduler: nil Redis client")
+func New(store *Store, jobs []Job, opts ...Option) (*Scheduler, error) {
+	if store == nil {
+		return nil, errors.New("scheduler: nil store")
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.redlockTimeout != 0 {
-		return nil, errors.New("scheduler: WithRedlockTimeout is for NewRedlock")
-	}
-	st, err := newStore(client, cfg)
+	b, err := store.open(cfg, true)
 	if err != nil {
 		return nil, err
 	}
-	return newScheduler(st, cfg, jobs)
+	return newScheduler(b, cfg, jobs)
 }
 
 func newScheduler(st backend, cfg config, jobs []Job) (*Scheduler, error) {
@@ -138,7 +129,7 @@ func newScheduler(st backend, cfg config, jobs []Job) (*Scheduler, error) {
 func (s *Scheduler) ReplicaID() string { return s.cfg.replicaID }
 
 // Control returns the cluster-wide controls (pause, trigger, status...) for
-// this scheduler's store.
+// this scheduler's store, as Store.Control does.
 func (s *Scheduler) Control() *Control { return s.ctl }
 
 // Jobs returns the table in force, with defaults applied.

@@ -777,7 +777,7 @@ func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
 				lost.n.Store(1)
 				rdb.AddHook(lost)
 				establish(t, c.client(), []scheduler.Job{tc.job})
-				s, err := scheduler.New(rdb, []scheduler.Job{tc.job}, scheduler.WithLogger(quiet))
+				s, err := scheduler.New(redisStore(t, rdb), []scheduler.Job{tc.job}, scheduler.WithLogger(quiet))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -93,7 +93,7 @@ func checkStatuses(t *testing.T, ctl *scheduler.Control) {
 func TestStatusesOneRoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
-		s, err := scheduler.New(c, statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+		s, err := scheduler.New(redisStore(t, c), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestStatusesOneRoundTrip(t *testing.T) {
 		checkStatuses(t, s.Control())
 		var n trips
 		c.AddHook(&n)
-		ctl, err := scheduler.NewControl(c)
+		ctl, err := controlOf(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestStatusesClusterAndRedlock(t *testing.T) {
 		t.Parallel()
 		cl := redistest.StartCluster(t, 3, nil)
 		c := cl.Client(t, nil)
-		s, err := scheduler.New(c, statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+		s, err := scheduler.New(redisStore(t, c), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestStatusesClusterAndRedlock(t *testing.T) {
 			_, c := redistest.Mini(t)
 			clients = append(clients, c)
 		}
-		s, err := scheduler.NewRedlock(clients, statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+		s, err := scheduler.New(redlockStore(t, clients), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}

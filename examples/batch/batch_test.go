@@ -77,7 +77,7 @@ func TestLimitsHoldAcrossReplicas(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var replicas sync.WaitGroup
 	for _, id := range []string{"a", "b", "c"} {
-		s, err := scheduler.New(srv.Client(t, nil), f.Jobs, scheduler.WithReplicaID(id),
+		s, err := scheduler.New(redisStore(t, srv.Client(t, nil)), f.Jobs, scheduler.WithReplicaID(id),
 			scheduler.WithLogger(log.With("replica", id)),
 			scheduler.WithShutdownGrace(500*time.Millisecond)) // then exports in flight are interrupted
 		if err != nil {
@@ -117,7 +117,7 @@ func TestLimitsHoldAcrossReplicas(t *testing.T) {
 	}
 
 	// The commands' output is kept in the run records.
-	hist, err := scheduler.NewControl(srv.Client(t, nil))
+	hist, err := controlOf(srv.Client(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestReindexRuns(t *testing.T) {
 
 	// Pause the schedule (every :00 and :30) so that the only run is the one
 	// the test asks for; a manual trigger ignores the pause.
-	ctl, err := scheduler.NewControl(srv.Client(t, nil))
+	ctl, err := controlOf(srv.Client(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func table() []scheduler.Job {
 func newFixture(t *testing.T, tok string) *fixture {
 	t.Helper()
 	m, c := redistest.MiniPipe(t)
-	s, err := scheduler.New(c, table(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+	s, err := scheduler.New(redisStore(t, c), table(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestStoreDownIs503(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s, err := scheduler.New(c, table(), scheduler.WithLogger(quiet))
+	s, err := scheduler.New(redisStore(t, c), table(), scheduler.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

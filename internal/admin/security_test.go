@@ -161,7 +161,7 @@ func TestAnswersAreRedacted(t *testing.T) {
 		})
 		// The scheduler itself has no redactor here: records written by an
 		// older replica still hold the secret.
-		s, err := scheduler.New(c, []scheduler.Job{{Name: "leak", Schedule: "@every 1s", Handler: leak}}, scheduler.WithLogger(quiet))
+		s, err := scheduler.New(redisStore(t, c), []scheduler.Job{{Name: "leak", Schedule: "@every 1s", Handler: leak}}, scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +203,7 @@ func TestListPaging(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	var n hookCounter
 	c.AddHook(&n)
-	ctl, err := scheduler.NewControl(c)
+	ctl, err := controlOf(c)
 	if err != nil {
 		t.Fatal(err)
 	}
