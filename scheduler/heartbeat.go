@@ -18,7 +18,16 @@ const (
 
 // heartbeat checks every job's state in Redis each sync interval.
 func (s *Scheduler) heartbeat(ctx context.Context) {
-	t := time.NewTicker(s.cfg.syncInterval)
+	every(ctx, s.cfg.syncInterval, func() {
+		if claims := s.sync(ctx); len(claims) > 0 {
+			s.loops.Go(func() { s.claim(ctx, claims) })
+		}
+	})
+}
+
+// every calls fn every d until ctx is done.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -26,9 +35,7 @@ func (s *Scheduler) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if claims := s.sync(ctx); len(claims) > 0 {
-			s.loops.Go(func() { s.claim(ctx, claims) })
-		}
+		fn()
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -161,7 +162,7 @@ func TestQueuedManualRunSurvivesItsReplica(t *testing.T) {
 					Handler: c.ledger.Job(sleepJob(5 * time.Second))}}
 				establish(t, c.client(), table)
 				rdb := c.client()
-				a, err := scheduler.New(redisStore(t, rdb), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+				a, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -241,7 +242,7 @@ func TestShutdownKeepsClaimAnswers(t *testing.T) {
 		establish(t, c.client(), table)
 		rdb := c.client()
 		rdb.AddHook(heldClaimAnswers{})
-		a, err := scheduler.New(redisStore(t, rdb), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+		a, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,10 +373,7 @@ func TestTriggerIsOneRoundTrip(t *testing.T) {
 		rdb := c.client()
 		trips := &roundTrips{}
 		rdb.AddHook(trips)
-		ctl, err := controlOf(rdb)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctl := schedtest.RedisStore(t, rdb).Control()
 		ctx := context.Background()
 		if _, err := ctl.Trigger(ctx, "j"); err != nil { // loads the script
 			t.Fatal(err)

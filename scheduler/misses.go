@@ -45,51 +45,47 @@ func (s *Scheduler) queueMiss(r claimReq) {
 // could not claim before their starting deadline — unless another replica
 // decided them meanwhile.
 func (s *Scheduler) recordMisses(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.missedMu.Lock()
-		reqs := s.missed
-		s.missed = nil
-		s.missedMu.Unlock()
-		if len(reqs) == 0 {
-			continue
-		}
-		for i := range reqs {
-			reqs[i].known, reqs[i].fenceFloor = reqs[i].j.memo.snapshot()
-		}
-		cctx, cancel := context.WithTimeout(ctx, claimTimeout)
-		res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
-		cancel()
-		if err != nil {
-			now := s.now()
-			s.missedMu.Lock()
-			for _, r := range reqs {
-				until := r.sched.Add(r.j.retention(r.sched))
-				if !r.sent.IsZero() {
-					// A claim of ours may have been granted, its answer
-					// lost: its record outlives the retention by the
-					// lease, and only our owner token can say the run
-					// never started. Asking too late is harmless: Redis
-					// refuses a claim too old to decide.
-					until = until.Add(r.j.Lease + 2*claimTimeout)
-				}
-				if now.Before(until) {
-					s.missed = append(s.missed, r)
-				}
-			}
-			s.missedMu.Unlock()
-			continue
-		}
-		later := claimsAgain{}
-		for i, r := range res {
-			s.handle(ctx, reqs[i], r, time.Now(), time.Now(), later)
-		}
-		later.send(s, ctx)
+	every(ctx, time.Second, func() { s.recordMissed(ctx) })
+}
+
+// recordMissed is one round of recordMisses.
+func (s *Scheduler) recordMissed(ctx context.Context) {
+	s.missedMu.Lock()
+	reqs := s.missed
+	s.missed = nil
+	s.missedMu.Unlock()
+	if len(reqs) == 0 {
+		return
 	}
+	for i := range reqs {
+		reqs[i].known, reqs[i].fenceFloor = reqs[i].j.memo.snapshot()
+	}
+	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
+	cancel()
+	if err != nil {
+		now := s.now()
+		s.missedMu.Lock()
+		for _, r := range reqs {
+			until := r.sched.Add(r.j.retention(r.sched))
+			if !r.sent.IsZero() {
+				// A claim of ours may have been granted, its answer
+				// lost: its record outlives the retention by the
+				// lease, and only our owner token can say the run
+				// never started. Asking too late is harmless: Redis
+				// refuses a claim too old to decide.
+				until = until.Add(r.j.Lease + 2*claimTimeout)
+			}
+			if now.Before(until) {
+				s.missed = append(s.missed, r)
+			}
+		}
+		s.missedMu.Unlock()
+		return
+	}
+	later := claimsAgain{}
+	for i, r := range res {
+		s.handle(ctx, reqs[i], r, time.Now(), time.Now(), later)
+	}
+	later.send(s, ctx)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -30,10 +31,7 @@ func newRLCluster(t *testing.T) *rlCluster {
 		m, _ := redistest.MiniPipe(t)
 		c.masters = append(c.masters, m)
 	}
-	ctl, err := redlockControlOf(c.clients())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedlockStore(t, c.clients()).Control()
 	c.ctl = ctl
 	return c
 }
@@ -62,7 +60,7 @@ func (c *rlCluster) replicas(n int, table []scheduler.Job, opts ...scheduler.Opt
 				establish(c.t, cl, table)
 			}
 		}
-		s, err := scheduler.New(redlockStore(c.t, clients), table, o...)
+		s, err := scheduler.New(schedtest.RedlockStore(c.t, clients), table, o...)
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -266,10 +264,10 @@ func TestRedlockRefusesWhatItCannotDo(t *testing.T) {
 	}
 	wide := job
 	wide.Concurrency = 2
-	if _, err := scheduler.New(redlockStore(t, three), []scheduler.Job{wide}); err == nil || !strings.Contains(err.Error(), "mutexes only") {
+	if _, err := scheduler.New(schedtest.RedlockStore(t, three), []scheduler.Job{wide}); err == nil || !strings.Contains(err.Error(), "mutexes only") {
 		t.Errorf("concurrency 2: %v", err)
 	}
-	s, err := scheduler.New(redlockStore(t, three), []scheduler.Job{job})
+	s, err := scheduler.New(schedtest.RedlockStore(t, three), []scheduler.Job{job})
 	if err != nil {
 		t.Fatal(err)
 	}
