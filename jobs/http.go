@@ -120,21 +120,14 @@ func (h *HTTP) Run(ctx context.Context) error {
 	if method == "" {
 		method = http.MethodGet
 	}
-	u, err := url.Parse(h.URL)
-	if err != nil {
-		return Permanent(fmt.Errorf("jobs: http: bad URL: %w", stripURL(err)))
+	if err := h.problems(false).first(); err != nil {
+		return Permanent(fmt.Errorf("jobs: http: %w", err))
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Permanent(fmt.Errorf("jobs: http: bad URL %q: want an absolute http or https URL", redact(u)))
-	}
+	u, _ := url.Parse(h.URL) // checked by problems
 	where := method + " " + redact(u)
 	policy := h.FollowRedirects
-	switch policy {
-	case "":
+	if policy == "" {
 		policy = RedirectSameHost
-	case RedirectSameHost, RedirectAll, RedirectNone:
-	default:
-		return Permanent(fmt.Errorf("jobs: http %s: follow_redirects %q is not same_host, all or none", where, policy))
 	}
 	if t := h.timeout(); t > 0 {
 		var cancel context.CancelFunc
