@@ -237,10 +237,7 @@ func (j *Job) parse() (parsed, []error) {
 }
 
 func (j *Job) validate(index int) ([]error, parsed) {
-	p, errs := j.parse()
-	for _, e := range errs {
-		e.(*FieldError).Job = index
-	}
+	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Job: index, Field: field, Err: fmt.Errorf(format, args...)})
 	}
@@ -252,6 +249,11 @@ func (j *Job) validate(index int) ([]error, parsed) {
 	case !ValidJobName(j.Name):
 		bad("Name", "%q may contain only letters, digits, '_', '.' and '-'", j.Name)
 	}
+	p, perrs := j.parse()
+	for _, e := range perrs {
+		e.(*FieldError).Job = index
+	}
+	errs = append(errs, perrs...)
 	if j.Handler == nil {
 		bad("Handler", "a job needs exactly one of command, http or func")
 	} else if v, ok := j.Handler.(interface{ Validate() error }); ok {

@@ -37,7 +37,9 @@ func TestJobValidation(t *testing.T) {
 		{"bad on_lease_lost", func(j *scheduler.Job) { j.OnLeaseLost = "panic" }, []string{"OnLeaseLost:"}},
 		{"negatives", func(j *scheduler.Job) { j.Retries, j.Concurrency, j.HistoryLimit = -1, -1, -1 },
 			[]string{"Retries:", "Concurrency:", "HistoryLimit:"}},
-		{"bad command", func(j *scheduler.Job) { j.Handler = &jobs.Command{Args: []string{""}, Env: map[string]string{"SOLOCRON_RUN_ID": "x"}} },
+		{"bad command", func(j *scheduler.Job) {
+			j.Handler = &jobs.Command{Args: []string{""}, Env: map[string]string{"SOLOCRON_RUN_ID": "x"}}
+		},
 			[]string{"Handler.Args[0]: the program to run must not be empty", `Handler.Env["SOLOCRON_RUN_ID"]: is set by the scheduler`}},
 		{"bad http", func(j *scheduler.Job) {
 			j.Handler = &jobs.HTTP{URL: "ftp://x", Headers: map[string]string{"solocron-fencing-token": "1"}, ExpectStatus: []int{99}}
