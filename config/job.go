@@ -322,7 +322,13 @@ func (d *decoder) checkDefaults(def *draft) {
 		}
 		d.reported[inheritedKey{w.node.Line, w.node.Column, w.path, err.Error()}] = true
 	}
-	for _, kind := range slices.Compact(slices.Sorted(slices.Values(def.kinds))) {
+	kinds := slices.Clone(def.kinds)
+	for _, f := range commandOnly {
+		if _, ok := def.src[f]; ok {
+			kinds = append(kinds, "command") // env: and the like, for command jobs
+		}
+	}
+	for _, kind := range slices.Compact(slices.Sorted(slices.Values(kinds))) {
 		h := def.build(kind)
 		v, ok := h.(interface{ Validate() error })
 		if def.bad[kind] || !ok {

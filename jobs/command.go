@@ -64,7 +64,9 @@ type Command struct {
 	Args []string
 	// Env is added to the variables inherited from the scheduler (see
 	// Inherited), overriding those of the same name. The SOLOCRON_* run
-	// variables override Env. A secret a job needs goes here, by name.
+	// variables (ReservedEnv) override Env; Validate, which the scheduler
+	// runs on every job, refuses them. A secret a job needs goes here, by
+	// name.
 	Env map[string]string
 	// Dir is the working directory; "" means the scheduler's.
 	Dir string

@@ -80,6 +80,9 @@ type HTTP struct {
 	// URL is the absolute http or https URL to call.
 	URL string
 	// Headers are added to the request. A "Host" entry sets the Host header.
+	// The headers every request carries (ReservedHeader) replace entries of
+	// the same name; Validate, which the scheduler runs on every job,
+	// refuses them.
 	Headers map[string]string
 	// Body is the request body; "" sends none.
 	Body string
