@@ -355,10 +355,9 @@ func (d *decoder) checkDefaults(def *draft) {
 	}
 }
 
+// flatten lists the errors errors.Join joined ([nil] for nil, which
+// errors.As passes over).
 func flatten(err error) []error {
-	if err == nil {
-		return nil
-	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
 	}
