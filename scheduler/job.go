@@ -79,6 +79,8 @@ type Job struct {
 	// Offset shifts "@every" instants from the Unix epoch grid.
 	Offset time.Duration
 	// Handler is what a run executes (jobs.Command, *jobs.HTTP, jobs.Func ...).
+	// A handler with a Validate() error method (jobs.Command, jobs.HTTP) is
+	// checked by it when the job is.
 	Handler jobs.Job
 
 	// Concurrency is how many runs of this job may be in flight at once,
