@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -211,8 +210,8 @@ func newConfig(opts []Option) (config, error) {
 	switch {
 	case c.replicaID == "" || len(c.replicaID) > 256:
 		return c, fmt.Errorf("scheduler: replica id must be 1 to 256 bytes (got %q)", c.replicaID)
-	case c.prefix == "" || strings.ContainsAny(c.prefix, "{} \t\n"):
-		return c, fmt.Errorf("scheduler: key prefix %q must be non-empty, without braces or spaces", c.prefix)
+	case CheckKeyPrefix(c.prefix) != nil:
+		return c, fmt.Errorf("scheduler: key prefix: %w", CheckKeyPrefix(c.prefix))
 	case c.skew < 0:
 		return c, fmt.Errorf("scheduler: negative max clock skew %s", c.skew)
 	case c.shutdownGrace < 0:

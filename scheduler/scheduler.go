@@ -172,7 +172,8 @@ func (s *Scheduler) Jobs() []Job {
 // force at once; if not, it returns every problem and changes nothing. Runs
 // in flight continue under the table they started with.
 func (s *Scheduler) Reload(jobs []Job) error {
-	if err := ValidateTable(jobs); err != nil {
+	parsed, err := checkTable(jobs)
+	if err != nil {
 		return err
 	}
 	_, isRedlock := s.store.(*redlock)
@@ -202,10 +203,7 @@ func (s *Scheduler) Reload(jobs []Job) error {
 			s.memos[spec.Name] = m
 			s.tel.zero(spec.Name, m)
 		}
-		j, err := newJobState(spec, s.store.metaKey(spec.Name), m, s.cfg.skew)
-		if err != nil { // validated above; cannot happen
-			return err
-		}
+		j := parsed[i].jobState(spec, s.store.metaKey(spec.Name), m, s.cfg.skew)
 		tab[i], byName[spec.Name] = j, j
 	}
 	s.tab, s.byName = tab, byName
