@@ -205,18 +205,11 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 		last := c.clean(o.History[0]) // a copy: the cache keeps the record
 		row.Last = &last
 		row.LastOutcome = outcomeOf(runOutcome(o.History[0]))
-		ok, started := 0, 0
-		for _, r := range o.History {
-			if r.Decision == scheduler.Started {
-				started++
-				if r.Outcome == scheduler.Succeeded {
-					ok++
-				}
-			}
-		}
-		if started > 0 {
-			row.Ratio = fmt.Sprintf("%d%% of %d", 100*ok/started, started)
-		}
+	}
+	// Over the job's whole kept history, counted by the store: not the few
+	// records read here.
+	if o.KeptStarted > 0 {
+		row.Ratio = fmt.Sprintf("%d%% of %d", 100*o.KeptSucceeded/o.KeptStarted, o.KeptStarted)
 	}
 	for _, r := range o.Running {
 		v := runningView{ID: r.ID, Replica: r.Replica, Since: r.StartedAt, Token: r.FencingToken}
