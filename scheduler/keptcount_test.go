@@ -139,3 +139,38 @@ func keptScenario(t *testing.T, client func() *redis.Client) {
 	run(2, "1 more run", func() bool { return ran.Load() >= from+1 })
 	check("history_limit lowered to 2", 2)
 }
+
+// On Redlock the counts are those of the master that kept the most runs.
+func TestKeptCountsRedlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRLCluster(t)
+		var ran atomic.Int64
+		c.replicas(1, []scheduler.Job{{Name: "tally", Schedule: "@every 1s", HistoryLimit: 4,
+			Handler: jobs.Func(func(context.Context) error {
+				if ran.Add(1)%3 == 0 {
+					return errors.New("every third run fails")
+				}
+				return nil
+			})}})
+		time.Sleep(9 * time.Second)
+		c.stop()
+		started, ok := 0, 0
+		h := c.history("tally")
+		for _, r := range h {
+			if r.Decision == scheduler.Started {
+				started++
+				if r.Outcome == scheduler.Succeeded {
+					ok++
+				}
+			}
+		}
+		ov, err := c.ctl.Overview(context.Background(), []string{"tally"}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h) != 4 || ov[0].KeptStarted != started || ov[0].KeptSucceeded != ok {
+			t.Fatalf("counted %d started, %d succeeded; the kept history holds %d records, %d started, %d succeeded",
+				ov[0].KeptStarted, ov[0].KeptSucceeded, len(h), started, ok)
+		}
+	})
+}
