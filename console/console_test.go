@@ -51,7 +51,13 @@ func table() []scheduler.Job {
 
 func newCluster(t *testing.T, replicas int) *cluster {
 	t.Helper()
-	c := &cluster{srv: miniredis.RunT(t), table: table()}
+	return newClusterOf(t, replicas, table())
+}
+
+// newClusterOf is newCluster with another table.
+func newClusterOf(t *testing.T, replicas int, tab []scheduler.Job) *cluster {
+	t.Helper()
+	c := &cluster{srv: miniredis.RunT(t), table: tab}
 	var err error
 	c.ctl, err = scheduler.NewControl(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}))
 	if err != nil {
