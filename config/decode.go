@@ -37,6 +37,32 @@ type decoder struct {
 	// Problems found in a default, gathered across the jobs inheriting it.
 	inherited      map[inheritedKey]*inheritedError
 	inheritedOrder []inheritedKey
+	// reported are the problems with defaults: values that checkDefaults
+	// reported, which the jobs inheriting those values do not repeat.
+	reported map[inheritedKey]bool
+
+	// at is where each value inside a job's (or the defaults') command,
+	// env, http and blackouts was written, by its path (header names in
+	// canonical form): what a validator's field error is reported at.
+	at map[string]written
+	// broken are the paths of values already reported as unusable (a
+	// blackout window with a field of the wrong type): a validator's
+	// problems inside them are not reported.
+	broken map[string]bool
+}
+
+// written is where a value was written: its node, and its path as written.
+type written struct {
+	node *yaml.Node
+	path string
+}
+
+// mark notes that the value at path (shown as shown) was written at n.
+func (d *decoder) mark(path string, n *yaml.Node, shown string) {
+	if d.at == nil {
+		d.at = make(map[string]written)
+	}
+	d.at[path] = written{node: n, path: shown}
 }
 
 // aliasBase and aliasFactor set the alias budget: a document may expand

@@ -174,17 +174,20 @@
 // A field left out means its default: the File holds zero for it, and the
 // scheduler applies the default. What the values may be (a valid zone, a
 // positive lease, max_wait only with overlap: wait, ...) is decided by
-// scheduler.ValidateTable, and reported here at the field's position.
+// scheduler.ValidateTable (and, for command and http, by the handler's own
+// jobs.Command.Validate or jobs.HTTP.Validate through it), which name Go
+// fields; each problem is reported here at the YAML field's position, once
+// at the defaults: line for a value the jobs inherit.
 //
 // command is a non-empty list whose first entry is the program, e.g.
 // ["./draw", "--winners", "10"]; numbers in it keep the text written. For a
 // shell, write ["sh", "-c", "..."]. env must not set the variables the
 // scheduler sets for every run (SOLOCRON_JOB, SOLOCRON_RUN_ID,
 // SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT,
-// SOLOCRON_REPLICA_ID, SOLOCRON_SLOT). env, dir, kill_grace and log_output in a job that
-// is not a command job are errors. A command job inherits nothing else of
-// the scheduler's environment (see jobs.Inherited): a secret it needs is
-// named in env.
+// SOLOCRON_REPLICA_ID, SOLOCRON_SLOT: jobs.ReservedEnv). env, dir,
+// kill_grace and log_output in a job that is not a command job are errors.
+// A command job inherits nothing else of the scheduler's environment (see
+// jobs.Inherited): a secret it needs is named in env.
 //
 // http is a mapping:
 //
@@ -202,8 +205,9 @@
 // http job without a timeout gets 1m.
 //
 // Header names are case-insensitive (and stored canonicalised, e.g.
-// Content-Type); values must not contain line breaks. Idempotency-Key and
-// Solocron-Fencing-Token are set by the scheduler and cannot be given.
+// Content-Type); values must not contain line breaks. Idempotency-Key,
+// Solocron-Fencing-Token and Solocron-Fencing-Slot are set by the scheduler
+// and cannot be given (jobs.ReservedHeader).
 //
 // func names a function registered with WithFuncs. Func jobs run only in a
 // program that embeds Solocron: the stand-alone daemon has none, so for it

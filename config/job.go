@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"maps"
 	"net/textproto"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -35,11 +35,13 @@ var (
 	// redirectPolicies are the values of http.follow_redirects.
 	redirectPolicies = []string{jobs.RedirectSameHost, jobs.RedirectAll, jobs.RedirectNone}
 
-	// reservedEnv are set by the scheduler for every run of a command job.
-	reservedEnv = []string{"SOLOCRON_JOB", "SOLOCRON_RUN_ID", "SOLOCRON_SCHEDULED_AT",
-		"SOLOCRON_FENCING_TOKEN", "SOLOCRON_ATTEMPT", "SOLOCRON_REPLICA_ID", "SOLOCRON_SLOT"}
-	// reservedHeaders are set by the scheduler on every request of an http job.
-	reservedHeaders = []string{"Idempotency-Key", "Solocron-Fencing-Token", "Solocron-Fencing-Slot"}
+	// handlerFields are the YAML fields (under a job) of the handlers'
+	// fields, by their Go names in jobs.FieldError; StopGrace is the
+	// scheduler's name for a command's kill_grace.
+	handlerFields = map[string]string{"Args": "command", "Env": "env", "Dir": "dir",
+		"KillGrace": "kill_grace", "StopGrace": "kill_grace", "LogOutput": "log_output",
+		"URL": "http.url", "Method": "http.method", "Headers": "http.headers", "Body": "http.body",
+		"ExpectStatus": "http.expect_status", "FollowRedirects": "http.follow_redirects", "Timeout": "timeout"}
 )
 
 // source is where the value of one job field was written.
@@ -137,6 +139,7 @@ func (d *decoder) defaults(def *draft, n *yaml.Node) {
 	d.fields(pairs, "defaults", jobFields, jobHint, func(p pair, fp string) bool {
 		return d.jobField(def, p, fp, true)
 	})
+	d.checkDefaults(def)
 }
 
 // jobs decodes the jobs: list, merges the defaults into each job, builds the
@@ -182,18 +185,178 @@ func (d *decoder) jobs(n *yaml.Node, def *draft, mode string) []scheduler.Job {
 				continue
 			}
 			j := drafts[fe.Job]
-			// Blackout windows were checked by d.blackouts, at their lines.
-			if j.skip || j.bad[fe.Field] || fe.Field == "command" && j.job.Handler == nil ||
-				strings.HasPrefix(fe.Field, "blackouts[") {
+			top, path, err := yamlField(j.path, fe)
+			if j.skip || j.bad[top] || fe.Field == "Handler" && j.job.Handler == nil {
 				continue // already reported in YAML terms
 			}
-			d.jobError(j, fe.Field, "", fe.Err)
+			d.fieldError(j, top, path, withHint(j.job.Handler, err))
 		}
 	}
 	d.flushInherited()
 	return table
 }
 
+// yamlField maps the Go field a validator names (scheduler.FieldError,
+// and jobs.FieldError inside it for the handler) to the YAML path of the
+// value at fault under base ("jobs[2]" or "defaults"), and the job field
+// it is in: Blackouts[1].Cron → jobs[2].blackouts[1].cron; Handler with
+// Headers["X-A"] → jobs[2].http.headers.X-A. err is the problem itself,
+// without the Go names.
+func yamlField(base string, fe *scheduler.FieldError) (top, path string, err error) {
+	var jf *jobs.FieldError
+	if fe.Field == "Handler" && errors.As(fe.Err, &jf) {
+		top, path = handlerField(base, jf)
+		return top, path, jf
+	}
+	path = base
+	for i, seg := range strings.Split(fe.Field, ".") {
+		name, idx, _ := strings.Cut(seg, "[")
+		if path = field(path, snake(name)); idx != "" {
+			path += "[" + idx
+		}
+		if i == 0 {
+			top = snake(name)
+		}
+	}
+	return top, path, fe.Err
+}
+
+// withHint is err, a handler's problem (a *jobs.FieldError), or err itself
+// for another problem, with a "did you mean" for a misspelt choice.
+func withHint(h jobs.Job, err error) error {
+	jf, ok := err.(*jobs.FieldError)
+	if !ok {
+		return err
+	}
+	if hh, ok := h.(*jobs.HTTP); ok && jf.Field == "FollowRedirects" {
+		if s := suggest(hh.FollowRedirects, redirectPolicies); s != "" {
+			return fmt.Errorf("%w (did you mean %q?)", jf.Err, s)
+		}
+	}
+	return jf.Err
+}
+
+// handlerField is yamlField for a problem with a handler's own field.
+func handlerField(base string, jf *jobs.FieldError) (top, path string) {
+	yf, ok := handlerFields[jf.Field]
+	if !ok {
+		yf = snake(jf.Field)
+	}
+	top, _, _ = strings.Cut(yf, ".")
+	path = base + "." + yf
+	switch {
+	case jf.Key != "":
+		path = field(path, jf.Key)
+	case jf.Index >= 0:
+		path = index(path, jf.Index)
+	}
+	return top, path
+}
+
+// snake turns a Go field name into its YAML name: MaxWait → max_wait.
+func snake(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// fieldError reports err, a validator's problem with the value at path (in
+// job field top of job j), where the value was written: inside the job;
+// inside defaults:, once for every job that inherits it (unless
+// checkDefaults has reported it already); or, for a value not written
+// (a default), as jobError does.
+func (d *decoder) fieldError(j *draft, top, path string, err error) {
+	if w, ok, broken := d.written(path); broken {
+		return
+	} else if ok {
+		d.add(w.node.Line, w.node.Column, w.path, err)
+		return
+	}
+	if w, ok, broken := d.written("defaults" + strings.TrimPrefix(path, j.path)); broken {
+		return
+	} else if ok {
+		d.inheritedError(j, w.node, w.path, err)
+		return
+	}
+	d.jobError(j, top, strings.TrimPrefix(path, field(j.path, top)), err)
+}
+
+// written finds where the value at path was written; for a value not
+// written itself (a blackout's missing duration), where the nearest
+// enclosing one was, at path. broken: that value was already reported as
+// unusable.
+func (d *decoder) written(path string) (w written, ok, broken bool) {
+	for p := path; p != ""; {
+		broken = broken || d.broken[p]
+		if v, found := d.at[p]; found && !ok {
+			w, ok = v, true
+			if p != path {
+				w.path = path
+			}
+		}
+		p = p[:max(strings.LastIndexAny(p, ".["), 0)]
+	}
+	return w, ok, broken
+}
+
+// checkDefaults validates the handlers and blackout windows written under
+// defaults:, so a problem there is reported once, at its line, whether or
+// not a job inherits it; a job that does is not told again.
+func (d *decoder) checkDefaults(def *draft) {
+	report := func(path string, err error) {
+		w, ok, broken := d.written(path)
+		if !ok || broken {
+			return // not written here (a missing url): each job tells
+		}
+		d.add(w.node.Line, w.node.Column, w.path, err)
+		if d.reported == nil {
+			d.reported = make(map[inheritedKey]bool)
+		}
+		d.reported[inheritedKey{w.node.Line, w.node.Column, w.path, err.Error()}] = true
+	}
+	kinds := slices.Clone(def.kinds)
+	for _, f := range commandOnly {
+		if _, ok := def.src[f]; ok {
+			kinds = append(kinds, "command") // env: and the like, for command jobs
+		}
+	}
+	for _, kind := range slices.Compact(slices.Sorted(slices.Values(kinds))) {
+		h := def.build(kind)
+		v, ok := h.(interface{ Validate() error })
+		if def.bad[kind] || !ok {
+			continue
+		}
+		for _, e := range flatten(v.Validate()) {
+			var jf *jobs.FieldError
+			if errors.As(e, &jf) {
+				_, path := handlerField(def.path, jf)
+				report(path, withHint(h, jf))
+			}
+		}
+	}
+	for i, b := range def.job.Blackouts {
+		for _, e := range flatten(b.Validate()) {
+			var fe *scheduler.FieldError
+			if errors.As(e, &fe) {
+				fe := *fe
+				fe.Field = fmt.Sprintf("Blackouts[%d].%s", i, fe.Field)
+				_, path, err := yamlField(def.path, &fe)
+				report(path, err)
+			}
+		}
+	}
+}
+
+// flatten lists the errors errors.Join joined ([nil] for nil, which
+// errors.As passes over).
 func flatten(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
@@ -211,20 +374,29 @@ func (d *decoder) jobError(j *draft, name, suffix string, err error) {
 	case !ok:
 		d.add(j.node.Line, j.node.Column, field(j.path, name)+suffix, err)
 	case s.inherited:
-		k := inheritedKey{s.key.Line, s.key.Column, s.path + suffix, err.Error()}
-		if d.inherited == nil {
-			d.inherited = make(map[inheritedKey]*inheritedError)
-		}
-		ie := d.inherited[k]
-		if ie == nil {
-			ie = &inheritedError{err: err}
-			d.inherited[k] = ie
-			d.inheritedOrder = append(d.inheritedOrder, k)
-		}
-		ie.jobs = append(ie.jobs, j.label())
+		d.inheritedError(j, s.key, s.path+suffix, err)
 	default:
 		d.add(s.key.Line, s.key.Column, s.path+suffix, err)
 	}
+}
+
+// inheritedError notes that job j inherits err, a problem with the default
+// written at n: flushInherited reports it once, naming the jobs.
+func (d *decoder) inheritedError(j *draft, n *yaml.Node, path string, err error) {
+	k := inheritedKey{n.Line, n.Column, path, err.Error()}
+	if d.reported[k] {
+		return
+	}
+	if d.inherited == nil {
+		d.inherited = make(map[inheritedKey]*inheritedError)
+	}
+	ie := d.inherited[k]
+	if ie == nil {
+		ie = &inheritedError{err: err}
+		d.inherited[k] = ie
+		d.inheritedOrder = append(d.inheritedOrder, k)
+	}
+	ie.jobs = append(ie.jobs, j.label())
 }
 
 type inheritedKey struct {
@@ -386,35 +558,38 @@ func (d *decoder) handler(j *draft) {
 	if j.bad[kind] {
 		return
 	}
+	if kind == "http" && j.job.Timeout == 0 {
+		// An HTTP job always has a timeout: the job's own, else
+		// jobs.DefaultHTTPTimeout, so a server that never answers cannot
+		// hold the slot forever. The scheduler enforces it (the run is
+		// recorded timed_out), the request too.
+		j.job.Timeout = jobs.DefaultHTTPTimeout
+	}
+	j.job.Handler = j.build(kind)
+}
+
+// build makes the handler of kind from j's fields; its own Validate
+// (through the scheduler's) checks it.
+func (j *draft) build(kind string) jobs.Job {
 	switch kind {
 	case "command":
 		var env map[string]string
 		if len(j.env) > 0 {
 			env = j.env // already this job's own copy
 		}
-		j.job.Handler = &jobs.Command{Args: slices.Clone(j.args), Env: env, Dir: j.dir, KillGrace: j.killGrace, LogOutput: j.logOutput}
+		return &jobs.Command{Args: slices.Clone(j.args), Env: env, Dir: j.dir, KillGrace: j.killGrace, LogOutput: j.logOutput}
 	case "http":
-		if j.http.url == "" {
-			d.jobError(j, "http", ".url", errors.New("is required"))
-			return
-		}
 		var headers map[string]string
 		if len(j.http.headers) > 0 {
 			headers = j.http.headers
 		}
-		// An HTTP job always has a timeout: the job's own, else
-		// jobs.DefaultHTTPTimeout, so a server that never answers cannot
-		// hold the slot forever. The scheduler enforces it (the run is
-		// recorded timed_out), the request too.
-		if j.job.Timeout == 0 {
-			j.job.Timeout = jobs.DefaultHTTPTimeout
-		}
-		j.job.Handler = &jobs.HTTP{Method: j.http.method, URL: j.http.url, Headers: headers,
+		return &jobs.HTTP{Method: j.http.method, URL: j.http.url, Headers: headers,
 			Body: j.http.body, ExpectStatus: slices.Clone(j.http.expect),
 			FollowRedirects: j.http.followRedirects, Timeout: j.job.Timeout}
 	case "func":
-		j.job.Handler = j.fn
+		return j.fn
 	}
+	return nil
 }
 
 // command decodes an argv list.
@@ -430,22 +605,12 @@ func (d *decoder) command(n *yaml.Node, path string) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
-	if len(args) == 0 {
-		d.errorf(n, path, "must not be empty: the first entry is the program to run")
-		return nil, false
+	// jobs.Command.Validate checks the argv; its problems are reported here.
+	d.mark(path, n, path)
+	for i, e := range n.Content {
+		d.mark(index(path, i), d.resolve(e), index(path, i))
 	}
-	for i, a := range args {
-		e := n.Content[i]
-		switch {
-		case i == 0 && a == "":
-			d.errorf(e, index(path, i), "the program to run must not be empty")
-			ok = false
-		case strings.IndexByte(a, 0) >= 0:
-			d.errorf(e, index(path, i), "must not contain a NUL byte")
-			ok = false
-		}
-	}
-	return args, ok
+	return args, true
 }
 
 // env decodes an env mapping into *dst, over what is there (the defaults').
@@ -458,23 +623,11 @@ func (d *decoder) env(dst *map[string]string, n *yaml.Node, path string) bool {
 		*dst = make(map[string]string, len(pairs))
 	}
 	for _, p := range pairs {
+		// jobs.Command.Validate checks names (reserved ones too) and
+		// values; their problems are reported at the name.
 		fp := field(path, p.name)
-		switch {
-		case p.name == "" || strings.ContainsAny(p.name, "=\x00"):
-			d.errorf(p.key, fp, "%q is not an environment variable name", clip(p.name))
-			ok = false
-			continue
-		case slices.Contains(reservedEnv, p.name):
-			d.errorf(p.key, fp, "is set by the scheduler for every run")
-			ok = false
-			continue
-		}
-		v := d.resolve(p.val)
-		s, good := d.str(v, fp)
-		if good && strings.IndexByte(s, 0) >= 0 {
-			d.errorf(v, fp, "must not contain a NUL byte")
-			good = false
-		}
+		d.mark(fp, p.key, fp)
+		s, good := d.str(d.resolve(p.val), fp)
 		ok = ok && good
 		(*dst)[p.name] = s
 	}
@@ -506,29 +659,17 @@ func (d *decoder) httpSpec(h *httpSpec, n *yaml.Node, path string) bool {
 		d.typeError(n, path, "a mapping (url, and optionally method, headers, body, expect_status)")
 		return false
 	}
+	// jobs.HTTP.Validate checks the values; their problems are reported
+	// at the lines marked here.
 	ok := true
 	d.fields(d.mapping(n, path), path, httpFields, nil, func(p pair, fp string) bool {
 		v := d.resolve(p.val)
 		good := true
 		switch p.name {
 		case "method":
-			var m string
-			if m, good = d.str(v, fp); good {
-				if err := checkMethod(m); err != nil {
-					d.add(v.Line, v.Column, fp, err)
-					good = false
-				}
-			}
-			h.method = m
+			h.method, good = d.str(v, fp)
 		case "url":
-			var u string
-			if u, good = d.str(v, fp); good {
-				if err := checkHTTPURL(u); err != nil {
-					d.add(v.Line, v.Column, fp, err)
-					good = false
-				}
-			}
-			h.url = u
+			h.url, good = d.str(v, fp)
 		case "headers":
 			good = d.headers(&h.headers, v, fp)
 		case "body":
@@ -536,19 +677,11 @@ func (d *decoder) httpSpec(h *httpSpec, n *yaml.Node, path string) bool {
 		case "expect_status":
 			h.expect, good = d.statuses(v, fp)
 		case "follow_redirects":
-			var f string
-			if f, good = d.str(v, fp); good && !slices.Contains(redirectPolicies, f) {
-				msg := fmt.Sprintf("%q is not one of same_host, all, none", clip(f))
-				if sug := suggest(f, redirectPolicies); sug != "" {
-					msg += fmt.Sprintf(" (did you mean %q?)", sug)
-				}
-				d.errorf(v, fp, "%s", msg)
-				good = false
-			}
-			h.followRedirects = f
+			h.followRedirects, good = d.str(v, fp)
 		default:
 			return false
 		}
+		d.mark(fp, v, fp)
 		ok = ok && good
 		return true
 	})
@@ -567,12 +700,9 @@ func (d *decoder) headers(dst *map[string]string, n *yaml.Node, path string) boo
 	// "Authorization" from the defaults, and both in one mapping clash.
 	seen := make(map[string]*yaml.Node, len(pairs))
 	for _, p := range pairs {
+		// jobs.HTTP.Validate checks names (reserved ones too) and values;
+		// their problems are reported at the name, as written.
 		fp := field(path, p.name)
-		if !httpToken(p.name) {
-			d.errorf(p.key, fp, "%q is not a valid header name", clip(p.name))
-			ok = false
-			continue
-		}
 		name := textproto.CanonicalMIMEHeaderKey(p.name)
 		if first, dup := seen[name]; dup {
 			d.errorf(p.key, fp, "duplicate header %s (first at line %d, column %d; header names ignore case)", name, first.Line, first.Column)
@@ -580,18 +710,8 @@ func (d *decoder) headers(dst *map[string]string, n *yaml.Node, path string) boo
 			continue
 		}
 		seen[name] = p.key
-		if slices.Contains(reservedHeaders, name) {
-			d.errorf(p.key, fp, "is set by the scheduler on every request")
-			ok = false
-			continue
-		}
-		v := d.resolve(p.val)
-		s, good := d.str(v, fp)
-		if good && strings.ContainsAny(s, "\r\n\x00") {
-			// Not quoted: header values are where tokens live.
-			d.errorf(v, fp, "must not contain a line break or NUL byte")
-			good = false
-		}
+		d.mark(field(path, name), p.key, fp)
+		s, good := d.str(d.resolve(p.val), fp)
 		ok = ok && good
 		(*dst)[name] = s
 	}
@@ -614,10 +734,7 @@ func (d *decoder) statuses(n *yaml.Node, path string) ([]int, bool) {
 	ok := true
 	for i, e := range n.Content {
 		code, good := d.integer(e, index(path, i))
-		if good && (code < 100 || code > 599) {
-			d.errorf(e, index(path, i), "%d is not an HTTP status code (100 to 599)", code)
-			good = false
-		}
+		d.mark(index(path, i), d.resolve(e), index(path, i))
 		ok = ok && good
 		out = append(out, code)
 	}
@@ -644,51 +761,6 @@ func (d *decoder) function(n *yaml.Node, path string) (jobs.Job, bool) {
 	return nil, false
 }
 
-func checkMethod(m string) error {
-	if !httpToken(m) {
-		return fmt.Errorf("%q is not an HTTP method", clip(m))
-	}
-	switch up := strings.ToUpper(m); up {
-	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT":
-		if up != m {
-			return fmt.Errorf("%q: methods are case-sensitive; write %s", m, up)
-		}
-	}
-	return nil
-}
-
-// checkHTTPURL checks an absolute http or https URL. Messages do not repeat
-// the URL: its query may hold a secret.
-func checkHTTPURL(raw string) error {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return errors.New("is not a valid URL")
-	case u.Scheme == "":
-		return errors.New("must be an absolute URL starting with http:// or https://")
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("scheme %q is not http or https", clip(u.Scheme))
-	case u.Host == "":
-		return errors.New("has no host")
-	}
-	return nil
-}
-
-// httpToken reports whether s is an RFC 9110 token (a method or header name).
-func httpToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
-}
-
 // blackoutFields are the fields of one entry of blackouts:.
 var blackoutFields = []string{"cron", "duration", "timezone", "from", "to"}
 
@@ -702,23 +774,30 @@ func (d *decoder) blackouts(n *yaml.Node, path string) ([]scheduler.Blackout, bo
 		d.typeError(n, path, "a list of blackout windows ({cron, duration, timezone} or {from, to})")
 		return nil, false
 	}
+	// A window with a problem of its own is kept, so indices match the
+	// file's, and marked broken, so its validator's problems are not
+	// heard too: the others' are.
 	out := make([]scheduler.Blackout, 0, len(n.Content))
-	ok := true
+	if d.broken == nil {
+		d.broken = make(map[string]bool)
+	}
 	for i, e := range n.Content {
 		ep := index(path, i)
+		out = append(out, scheduler.Blackout{})
+		d.broken[ep] = true
 		e = d.resolve(e)
 		if e == nil {
-			ok = false
 			continue
 		}
 		if e.Kind != yaml.MappingNode {
 			d.typeError(e, ep, "a mapping ({cron, duration, timezone} or {from, to})")
-			ok = false
 			continue
 		}
 		var b scheduler.Blackout
-		at := map[string]*yaml.Node{}
 		good := true
+		// scheduler.Blackout.Validate (through ValidateTable) checks the
+		// window; its problems are reported at the lines marked here.
+		d.mark(ep, e, ep)
 		d.fields(d.mapping(e, ep), ep, blackoutFields, nil, func(p pair, fp string) bool {
 			var g bool
 			switch p.name {
@@ -735,28 +814,14 @@ func (d *decoder) blackouts(n *yaml.Node, path string) ([]scheduler.Blackout, bo
 			default:
 				return false
 			}
-			at[p.name] = p.val
+			d.mark(fp, d.resolve(p.val), fp)
 			good = good && g
 			return true
 		})
-		if good {
-			for _, err := range flatten(b.Validate()) {
-				var fe *scheduler.FieldError
-				if !errors.As(err, &fe) {
-					continue
-				}
-				node := e
-				if v, found := at[fe.Field]; found {
-					node = v
-				}
-				d.add(node.Line, node.Column, field(ep, fe.Field), fe.Err)
-				good = false
-			}
-		}
-		ok = ok && good
-		out = append(out, b)
+		out[i] = b
+		d.broken[ep] = !good
 	}
-	return out, ok
+	return out, true
 }
 
 // instant decodes an RFC 3339 time (2026-12-31T22:00:00Z).

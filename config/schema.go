@@ -230,7 +230,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"client_ca_file": {desc: "PEM CAs; when set every client must present a certificate they signed (mutual TLS), which counts as authentication.", schema: text},
 	},
 	"job": {
-		"name":              {desc: "The job's name: [A-Za-z0-9_.-]{1,128}, unique in the table.", schema: orVariable(map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]{1,128}$`})},
+		"name":              {desc: "The job's name: [A-Za-z0-9_.-]{1,128}, unique in the table.", schema: orVariable(map[string]any{"type": "string", "pattern": scheduler.JobNamePattern})},
 		"schedule":          {desc: "When to run: a cron spec of 5 fields (6 with seconds first), @hourly/@daily/..., or \"@every 10s\" (aligned to the Unix epoch).", schema: text},
 		"timezone":          {desc: "IANA time zone the cron spec is read in, e.g. Asia/Shanghai. Default UTC; never Local.", schema: text, def: "UTC"},
 		"offset":            {desc: "\"@every\" only: shifts the instants off the epoch grid (less than the period).", schema: duration},
@@ -278,7 +278,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 	"http": {
 		"method":           {desc: "The HTTP method; default GET.", schema: orVariable(map[string]any{"type": "string", "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"}), def: "GET"},
 		"url":              {desc: "Absolute http:// or https:// URL.", schema: orVariable(map[string]any{"type": "string", "pattern": `^https?://[^/?#]`})},
-		"headers":          {desc: "Request headers. Idempotency-Key and Solocron-Fencing-Token are set by the scheduler.", schema: strMap()},
+		"headers":          {desc: "Request headers. Idempotency-Key, Solocron-Fencing-Token and Solocron-Fencing-Slot are set by the scheduler.", schema: strMap()},
 		"body":             {desc: "The request body.", schema: text},
 		"expect_status":    {desc: "Status codes that count as success; default any 2xx.", schema: list(orVariable(map[string]any{"type": "integer", "minimum": 100, "maximum": 599}), 1)},
 		"follow_redirects": {desc: "Which redirects the job follows: same_host (default; never https to http), all, or none. A refused redirect fails the run.", schema: enum("same_host", "all", "none"), def: "same_host"},

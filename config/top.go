@@ -12,6 +12,8 @@ import (
 	"unicode"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/solocron/solocron/scheduler"
 )
 
 var (
@@ -167,11 +169,11 @@ func (d *decoder) store(s *Store, n *yaml.Node, path string) (modeOK bool) {
 			if !ok {
 				break
 			}
-			switch {
+			switch err := scheduler.CheckKeyPrefix(prefix); {
 			case prefix == "":
-				d.errorf(v, fp, "must not be empty (leave it out for the default %q)", DefaultKeyPrefix)
-			case strings.ContainsFunc(prefix, func(r rune) bool { return r == '{' || r == '}' || unicode.IsSpace(r) }):
-				d.errorf(v, fp, "%q must not contain '{', '}' or whitespace: braces would break the Redis Cluster hash tag of every key", clip(prefix))
+				d.errorf(v, fp, "%v (leave it out for the default %q)", err, DefaultKeyPrefix)
+			case err != nil:
+				d.add(v.Line, v.Column, fp, err)
 			default:
 				s.KeyPrefix = prefix
 			}

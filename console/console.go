@@ -112,7 +112,7 @@ type Console struct {
 const (
 	historyPage       = 25 // runs per page of a job's history
 	timelineRuns      = 60 // runs drawn on a job's timeline
-	jobsRecent        = 20 // runs per job the jobs page reads (success ratio)
+	jobsRecent        = 1  // runs per job the jobs page reads: the last one
 	nextInstants      = 10
 	signinFailures    = 10 // failed sign-ins per minute before 429
 	sessionCookieName = "solocron_session"

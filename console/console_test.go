@@ -52,7 +52,13 @@ func table() []scheduler.Job {
 
 func newCluster(t *testing.T, replicas int) *cluster {
 	t.Helper()
-	c := &cluster{srv: miniredis.RunT(t), table: table()}
+	return newClusterOf(t, replicas, table())
+}
+
+// newClusterOf is newCluster with another table.
+func newClusterOf(t *testing.T, replicas int, tab []scheduler.Job) *cluster {
+	t.Helper()
+	c := &cluster{srv: miniredis.RunT(t), table: tab}
 	c.ctl = schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})).Control()
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())

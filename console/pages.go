@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -205,18 +206,11 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 		last := c.clean(o.History[0]) // a copy: the cache keeps the record
 		row.Last = &last
 		row.LastOutcome = outcomeOf(runOutcome(o.History[0]))
-		ok, started := 0, 0
-		for _, r := range o.History {
-			if r.Decision == scheduler.Started {
-				started++
-				if r.Outcome == scheduler.Succeeded {
-					ok++
-				}
-			}
-		}
-		if started > 0 {
-			row.Ratio = fmt.Sprintf("%d%% of %d", 100*ok/started, started)
-		}
+	}
+	// Over the job's whole kept history, counted by the store: not the few
+	// records read here.
+	if o.KeptStarted > 0 {
+		row.Ratio = fmt.Sprintf("%d%% of %d", 100*o.KeptSucceeded/o.KeptStarted, o.KeptStarted)
 	}
 	for _, r := range o.Running {
 		v := runningView{ID: r.ID, Replica: r.Replica, Since: r.StartedAt, Token: r.FencingToken}
@@ -374,7 +368,12 @@ type runView struct {
 	Outcome   outcomeView
 	Known     bool   // the job is in this replica's table
 	TraceLink string // admin.trace_url with the run's trace id; "" for none
+	Expired   bool   // the live record is gone: this is its history entry
 }
+
+// historyChunk is how many history records the run page reads at a time
+// looking for a run: recent runs are found in the first read.
+const historyChunk = 100
 
 func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -385,34 +384,64 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		c.storeFailed(w, r, err)
 		return
 	}
-	if run == nil {
-		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, expired, or not a run id.")
-		return
-	}
+	job, _, _ := strings.Cut(id, "@")
 	limit := scheduler.DefaultHistoryLimit
 	for _, j := range c.cfg.Jobs() {
-		if j.Name == run.Job {
+		if j.Name == job {
 			limit = max(j.HistoryLimit, 1)
 		}
 	}
-	// A run's own record keeps neither output nor trace id; its history
-	// entry does, while the job's history still holds it.
-	if (run.Output == "" || run.TraceID == "") && !run.FinishedAt.IsZero() {
-		if hist, err := c.cfg.Control.HistoryPage(ctx, run.Job, 0, limit); err == nil {
-			for _, h := range hist {
-				if h.ID == run.ID {
-					run.Output = cmp.Or(run.Output, h.Output)
-					run.TraceID = cmp.Or(run.TraceID, h.TraceID)
-					break
-				}
-			}
+	// A run's own record keeps neither output nor trace id, and expires
+	// after record_retention; its history entry keeps both, while the
+	// job's history still holds it.
+	var entry *scheduler.Run
+	if err == nil && (run == nil || ((run.Output == "" || run.TraceID == "") && !run.FinishedAt.IsZero())) {
+		if entry, err = c.historyEntry(ctx, job, id, limit); err != nil && run == nil {
+			c.storeFailed(w, r, err)
+			return
 		}
 	}
-	v := runView{Run: c.clean(*run), Outcome: outcomeOf(runOutcome(*run)), TraceLink: c.traceLink(run.TraceID)}
+	v := runView{}
+	switch {
+	case run != nil:
+		if entry != nil {
+			run.Output = cmp.Or(run.Output, entry.Output)
+			run.TraceID = cmp.Or(run.TraceID, entry.TraceID)
+		}
+	case entry != nil:
+		run, v.Expired = entry, true
+	default:
+		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, expired, or not a run id.")
+		return
+	}
+	v.Run, v.Outcome, v.TraceLink = c.clean(*run), outcomeOf(runOutcome(*run)), c.traceLink(run.TraceID)
 	for _, j := range c.cfg.Jobs() {
 		v.Known = v.Known || j.Name == run.Job
 	}
 	c.render(w, r, http.StatusOK, "run", "Run "+run.ID, v)
+}
+
+// historyEntry finds run id in the job's history, which keeps at most limit
+// records: nil when it is not there (any more).
+func (c *Console) historyEntry(ctx context.Context, job, id string, limit int) (*scheduler.Run, error) {
+	if !scheduler.ValidJobName(job) {
+		return nil, nil
+	}
+	for off := 0; off < limit; off += historyChunk {
+		hist, err := c.cfg.Control.HistoryPage(ctx, job, off, min(historyChunk, limit-off))
+		if err != nil {
+			return nil, err
+		}
+		for i := range hist {
+			if hist[i].ID == id {
+				return &hist[i], nil
+			}
+		}
+		if len(hist) < min(historyChunk, limit-off) {
+			break
+		}
+	}
+	return nil, nil
 }
 
 type replicasView struct {

@@ -175,7 +175,7 @@ func TestScenario08aClockSkewAndJumps(t *testing.T) {
 		}
 	}
 	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
+	st := judge(all, c.watch)
 	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(n), len(dups), len(missing), st.HarmfulAccepted
 	var byReplica []string
 	for _, id := range []string{"minus2s", "minus1s", "exact", "plus1s", "plus2s", "jump+1h", "jump-1h"} {

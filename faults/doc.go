@@ -24,7 +24,7 @@
 // process group that reports on a connection of its own, so the ledger
 // knows when the whole group is gone); each run also writes to an in-test sink that refuses a write
 // whose fencing token is below the highest it accepted (for a concurrency
-// limit N: outside the N highest live tokens). A watcher reads the job's
+// limit N: below the highest its slot, SOLOCRON_SLOT, accepted). A watcher reads the job's
 // concurrency slots straight from Redis every 10ms: the ground truth of who
 // held a lease when, against which stale writes are judged.
 //

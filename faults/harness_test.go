@@ -483,9 +483,9 @@ func bound(t *testing.T, budget time.Duration) {
 type staleness struct {
 	// Stale writes were made by a run after its lease had ended at Redis.
 	Stale int
-	// Harmful stale writes came after a run that was granted the slot later
-	// had written (for a limit n: while n other runs, still running, held
-	// valid leases and had written): the writes fencing exists to stop.
+	// Harmful stale writes came after a run that was granted the same slot
+	// (SOLOCRON_SLOT; the one slot of a job without a concurrency limit)
+	// later had written: the writes fencing exists to stop.
 	Harmful int
 	// HarmfulAccepted of those were accepted by the sink: the table's
 	// "stale writes accepted".
@@ -506,7 +506,7 @@ func (c *cluster) tally(t *testing.T, row *row, from, to time.Time) (staleness, 
 	t.Helper()
 	all := c.led.Runs()
 	dups := duplicates(all)
-	st := judge(all, c.watch, 1)
+	st := judge(all, c.watch)
 	got := c.decisions(from, to)
 	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
 	if len(dups) > 0 {
@@ -525,22 +525,19 @@ func wantNoStaleWrites(t *testing.T, st staleness) {
 }
 
 // judge computes the staleness of runs' writes against the slots seen in
-// Redis, for a concurrency limit n.
-func judge(runs []runRec, w *slotWatch, n int) staleness {
+// Redis. A stale write is harmful once a run granted the same numbered slot
+// after the writer's lease ended has written.
+func judge(runs []runRec, w *slotWatch) staleness {
 	var s staleness
 	obs := map[string]slotObs{}
+	slot := map[string]int{}
 	for _, r := range runs {
 		if o, ok := w.Obs(r.RunID); ok && len(o.Grants) > 0 {
 			obs[r.RunID] = o
 		}
+		slot[r.RunID] = r.Slot
 	}
 	firstWrite := map[string]time.Time{}
-	ended := map[string]time.Time{}
-	for _, r := range runs {
-		if !r.End.IsZero() {
-			ended[r.RunID] = r.End
-		}
-	}
 	for _, r := range runs {
 		if len(r.Writes) > 0 {
 			if f, ok := firstWrite[r.RunID]; !ok || r.Writes[0].At.Before(f) {
@@ -563,33 +560,17 @@ func judge(runs []runRec, w *slotWatch, n int) staleness {
 				continue
 			}
 			s.Stale++
-			// Others that own a lease at wr.At and have written before it.
-			others := 0
+			// A later holder of the same slot that has written before it.
 			for id, oo := range obs {
-				if id == r.RunID {
+				if id == r.RunID || slot[id] != r.Slot {
 					continue
 				}
-				fw, wrote := firstWrite[id]
-				if !wrote || fw.After(wr.At) {
-					continue
-				}
-				if n == 1 {
-					// A mutex: any holder granted after this run's lease
-					// ended has taken over.
-					if !oo.Granted().Before(end) {
-						others++
+				if fw, wrote := firstWrite[id]; wrote && !fw.After(wr.At) && !oo.Granted().Before(end) {
+					s.Harmful++
+					if wr.Accepted {
+						s.HarmfulAccepted++
 					}
-				} else if e, done := ended[id]; oo.ValidAt(wr.At) && (!done || e.After(wr.At)) {
-					// A limit n: a holder counts while Redis says its lease
-					// holds and its job is still running (a frozen replica
-					// keeps a finished job's slot until the lease expires).
-					others++
-				}
-			}
-			if others >= n {
-				s.Harmful++
-				if wr.Accepted {
-					s.HarmfulAccepted++
+					break
 				}
 			}
 		}

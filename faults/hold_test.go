@@ -120,7 +120,7 @@ func TestScenario05aHeldClaimReply(t *testing.T) {
 		t.Errorf("the next run started %s after %s ended: the slot was stranded", later.Start.Sub(run.End), id)
 	}
 	checkRecord(t, c, id, scheduler.Succeeded)
-	st := judge(all, c.watch, 1)
+	st := judge(all, c.watch)
 	got := c.decisions(at.Add(-time.Second), later.Scheduled())
 	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(n), len(dups), got["missed"], st.HarmfulAccepted
 	row.figure("instants while it held the slot: %d skipped_overlap", got[string(scheduler.SkippedOverlap)])
@@ -211,7 +211,7 @@ func lateClaimChecks(t *testing.T, c *cluster, row *row, id string, at time.Time
 	if later.Start.Sub(at) > lease+2*time.Second {
 		t.Errorf("the next run started %s after the held instant: the slot was stranded", later.Start.Sub(at))
 	}
-	st := judge(all, c.watch, 1)
+	st := judge(all, c.watch)
 	got := c.decisions(at.Add(-time.Second), later.Scheduled())
 	row.Runs, row.Duplicates, row.Missed, row.StaleAccepted = len(starts(all)), len(dups), got["missed"], st.HarmfulAccepted
 	if rec, ok := c.record(id); ok {

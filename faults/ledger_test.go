@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ type runRec struct {
 	RunID     string
 	Replica   string
 	Token     int64
+	Slot      int // the concurrency slot it held (SOLOCRON_SLOT); 1 without one
 	Attempt   int
 	PID       int
 	Start     time.Time // the start report (also its first write)
@@ -87,54 +87,39 @@ func (s *mutexSink) write(r *runRec) bool {
 func (s *mutexSink) gone(*runRec)      {}
 func (s *mutexSink) maxEffective() int { return 1 }
 
-// semSink fences for a concurrency limit n. A holder is effective while it
-// is alive and its token is among the n highest of the effective holders;
-// a write from a new token admits it and fences, for good, whoever falls
-// out of the top n. So at most n holders are effective at any time — the
-// best a store can do with one token sequence per job: it cannot tell which
-// of n+1 writers has lost its slot, only that the oldest claim should go.
-type semSink struct {
-	n        int
-	admitted map[*runRec]bool
-	fenced   map[*runRec]bool
-	most     int
+// slotSink fences per slot, for a job with a concurrency limit: it keeps
+// the highest token it accepted for each slot (SOLOCRON_SLOT) and refuses a
+// write whose token is below its slot's. The scheduler's tokens rise per
+// job, so per slot too: a run that lost its slot is refused once the slot's
+// next holder has written. A holder is effective while it is alive and holds
+// its slot's highest token, so there are at most as many effective holders
+// as slots the scheduler hands out.
+type slotSink struct {
+	high   map[int]int64   // slot -> highest token accepted
+	holder map[int]*runRec // slot -> its highest token's run, while alive
+	most   int
 }
 
-func newSemSink(n int) *semSink {
-	return &semSink{n: n, admitted: map[*runRec]bool{}, fenced: map[*runRec]bool{}}
+func newSlotSink() *slotSink {
+	return &slotSink{high: map[int]int64{}, holder: map[int]*runRec{}}
 }
 
-func (s *semSink) write(r *runRec) bool {
-	if s.fenced[r] {
+func (s *slotSink) write(r *runRec) bool {
+	if r.Token < s.high[r.Slot] {
 		return false
 	}
-	if s.admitted[r] {
-		return true
-	}
-	var in []*runRec
-	for h := range s.admitted {
-		in = append(in, h)
-	}
-	in = append(in, r)
-	sort.Slice(in, func(a, b int) bool { return in[a].Token > in[b].Token })
-	ok := false
-	for i, h := range in {
-		if i < s.n {
-			ok = ok || h == r
-			continue
-		}
-		delete(s.admitted, h)
-		s.fenced[h] = true
-	}
-	if ok {
-		s.admitted[r] = true
-	}
-	s.most = max(s.most, len(s.admitted))
-	return ok
+	s.high[r.Slot] = r.Token
+	s.holder[r.Slot] = r
+	s.most = max(s.most, len(s.holder))
+	return true
 }
 
-func (s *semSink) gone(r *runRec)    { delete(s.admitted, r) }
-func (s *semSink) maxEffective() int { return s.most }
+func (s *slotSink) gone(r *runRec) {
+	if s.holder[r.Slot] == r {
+		delete(s.holder, r.Slot)
+	}
+}
+func (s *slotSink) maxEffective() int { return s.most }
 
 // ledger records every job process: the faultjob command reports over TCP,
 // in-process replicas through inProcessJob. It owns the sink.
@@ -180,13 +165,14 @@ func (l *ledger) serve(c net.Conn) {
 		l.child(f[1], f[2], rd)
 		return
 	}
-	if len(f) != 6 || f[0] != "start" {
+	if len(f) != 7 || f[0] != "start" {
 		return
 	}
 	tok, _ := strconv.ParseInt(f[3], 10, 64)
 	att, _ := strconv.Atoi(f[4])
 	pid, _ := strconv.Atoi(f[5])
-	r, ok := l.begin(f[1], f[2], tok, att, pid)
+	slot, _ := strconv.Atoi(f[6]) // "-": none
+	r, ok := l.begin(f[1], f[2], tok, slot, att, pid)
 	if !ok {
 		return
 	}
@@ -244,10 +230,10 @@ func (l *ledger) Children() []childRec {
 }
 
 // begin records a start, which is also the run's first write.
-func (l *ledger) begin(runID, replica string, token int64, attempt, pid int) (*runRec, bool) {
+func (l *ledger) begin(runID, replica string, token int64, slot, attempt, pid int) (*runRec, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := &runRec{RunID: runID, Replica: replica, Token: token, Attempt: attempt, PID: pid, Start: time.Now()}
+	r := &runRec{RunID: runID, Replica: replica, Token: token, Slot: max(slot, 1), Attempt: attempt, PID: pid, Start: time.Now()}
 	r.Writes = append(r.Writes, write{At: r.Start, Accepted: l.sink.write(r)})
 	l.runs = append(l.runs, r)
 	return r, true
@@ -313,7 +299,7 @@ func (l *ledger) MaxEffective() int {
 func (l *ledger) inProcessJob(sleep, every time.Duration) jobs.Func {
 	return func(ctx context.Context) error {
 		info, _ := jobs.FromContext(ctx)
-		r, _ := l.begin(info.RunID, info.ReplicaID, info.FencingToken, info.Attempt, 0)
+		r, _ := l.begin(info.RunID, info.ReplicaID, info.FencingToken, info.Slot, info.Attempt, 0)
 		done := time.NewTimer(sleep)
 		defer done.Stop()
 		tick := time.NewTicker(every)

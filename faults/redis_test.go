@@ -304,7 +304,7 @@ func TestScenario14RedisLossWhileAllDown(t *testing.T) {
 	}
 	row.figure("records after the loss: %s", strings.Join(decided, ", "))
 	n := starts(all)
-	row.Runs, row.Duplicates, row.StaleAccepted = len(n), len(dups), judge(all, c.watch, 1).HarmfulAccepted
+	row.Runs, row.Duplicates, row.StaleAccepted = len(n), len(dups), judge(all, c.watch).HarmfulAccepted
 	row.Missed = 0
 	for _, r := range c.history() {
 		if r.Decision == scheduler.Missed {

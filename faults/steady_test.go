@@ -68,7 +68,7 @@ func TestScenario01SteadyState(t *testing.T) {
 	}
 	dups := duplicates(all)
 	row.Runs, row.Duplicates, row.Missed = len(n), len(dups), len(missing)
-	st := judge(all, c.watch, 1)
+	st := judge(all, c.watch)
 	row.StaleAccepted = st.HarmfulAccepted
 	row.figure("start delay after the instant p50 %s, p99 %s, max %s", ms(percentile(delays, 50)), ms(percentile(delays, 99)), ms(percentile(delays, 100)))
 	var share []string

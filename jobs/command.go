@@ -64,7 +64,9 @@ type Command struct {
 	Args []string
 	// Env is added to the variables inherited from the scheduler (see
 	// Inherited), overriding those of the same name. The SOLOCRON_* run
-	// variables override Env. A secret a job needs goes here, by name.
+	// variables (ReservedEnv) override Env; Validate, which the scheduler
+	// runs on every job, refuses them. A secret a job needs goes here, by
+	// name.
 	Env map[string]string
 	// Dir is the working directory; "" means the scheduler's.
 	Dir string
@@ -116,13 +118,8 @@ func (c *Command) Run(ctx context.Context) error {
 // execute; c.Args[0] is kept for the program's own argv[0] by the caller)
 // and the environment.
 func (c *Command) prepare(ctx context.Context) ([]string, []string, error) {
-	if len(c.Args) == 0 || c.Args[0] == "" {
-		return nil, nil, Permanent(errors.New("jobs: command: empty argv"))
-	}
-	for _, a := range c.Args {
-		if strings.IndexByte(a, 0) >= 0 {
-			return nil, nil, Permanent(fmt.Errorf("jobs: command %s: argument contains a NUL byte", c.Args[0]))
-		}
+	if err := c.problems(false).first(); err != nil {
+		return nil, nil, Permanent(fmt.Errorf("jobs: command: %w", err))
 	}
 	path := c.Args[0]
 	if !strings.Contains(path, "/") {
@@ -132,16 +129,12 @@ func (c *Command) prepare(ctx context.Context) ([]string, []string, error) {
 		}
 		path = lp
 	}
-	env, err := c.environ(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return append([]string{path}, c.Args[1:]...), env, nil
+	return append([]string{path}, c.Args[1:]...), c.environ(ctx), nil
 }
 
 // environ builds the program's environment: the scheduler's variables that
 // Inherited allows, then Env, then the run's identity.
-func (c *Command) environ(ctx context.Context) ([]string, error) {
+func (c *Command) environ(ctx context.Context) []string {
 	vars := make(map[string]string)
 	var order []string
 	set := func(k, v string) {
@@ -161,10 +154,7 @@ func (c *Command) environ(ctx context.Context) ([]string, error) {
 		set(k, v)
 	}
 	keys := make([]string, 0, len(c.Env))
-	for k, v := range c.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
-			return nil, Permanent(fmt.Errorf("jobs: command: bad environment variable %q", k))
-		}
+	for k := range c.Env { // checked by prepare
 		keys = append(keys, k)
 	}
 	slices.Sort(keys) // a stable order, whatever the map's
@@ -189,7 +179,7 @@ func (c *Command) environ(ctx context.Context) ([]string, error) {
 	for _, k := range order {
 		env = append(env, k+"="+vars[k])
 	}
-	return env, nil
+	return env
 }
 
 // StopGracer is a Job that needs time to stop once its context is done.

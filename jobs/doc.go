@@ -59,7 +59,9 @@
 //
 // An HTTP request carries Idempotency-Key: <run id>, Solocron-Fencing-Token:
 // <token> and Solocron-Fencing-Slot: <slot>, replacing configured headers of
-// the same name. (Without an Info in the context, as when a program calls Run
+// the same name. ReservedEnv and ReservedHeader report these names;
+// Command.Validate and HTTP.Validate (which the scheduler runs on every job,
+// and config reports at the YAML line) refuse them in Env and Headers. (Without an Info in the context, as when a program calls Run
 // itself, neither the variables nor the headers are added.)
 //
 // When the run's span is traced, the job also gets the run's trace context

@@ -80,6 +80,9 @@ type HTTP struct {
 	// URL is the absolute http or https URL to call.
 	URL string
 	// Headers are added to the request. A "Host" entry sets the Host header.
+	// The headers every request carries (ReservedHeader) replace entries of
+	// the same name; Validate, which the scheduler runs on every job,
+	// refuses them.
 	Headers map[string]string
 	// Body is the request body; "" sends none.
 	Body string
@@ -120,21 +123,14 @@ func (h *HTTP) Run(ctx context.Context) error {
 	if method == "" {
 		method = http.MethodGet
 	}
-	u, err := url.Parse(h.URL)
-	if err != nil {
-		return Permanent(fmt.Errorf("jobs: http: bad URL: %w", stripURL(err)))
+	if err := h.problems(false).first(); err != nil {
+		return Permanent(fmt.Errorf("jobs: http: %w", err))
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Permanent(fmt.Errorf("jobs: http: bad URL %q: want an absolute http or https URL", redact(u)))
-	}
+	u, _ := url.Parse(h.URL) // checked by problems
 	where := method + " " + redact(u)
 	policy := h.FollowRedirects
-	switch policy {
-	case "":
+	if policy == "" {
 		policy = RedirectSameHost
-	case RedirectSameHost, RedirectAll, RedirectNone:
-	default:
-		return Permanent(fmt.Errorf("jobs: http %s: follow_redirects %q is not same_host, all or none", where, policy))
 	}
 	if t := h.timeout(); t > 0 {
 		var cancel context.CancelFunc

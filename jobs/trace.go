@@ -60,15 +60,5 @@ func traceEnv(ctx context.Context) [][2]string {
 // traceHeader reports whether name is a header the trace context may set:
 // a valid field name that is none of the run's own headers.
 func traceHeader(name, value string) bool {
-	if name == "" || strings.ContainsAny(value, "\r\n\x00") {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return !strings.EqualFold(name, headerIdempotencyKey) && !strings.EqualFold(name, headerFencingToken) &&
-		!strings.EqualFold(name, headerFencingSlot)
+	return httpToken(name) && !strings.ContainsAny(value, "\r\n\x00") && !ReservedHeader(name)
 }

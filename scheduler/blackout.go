@@ -25,50 +25,62 @@ type Blackout struct {
 	From, To time.Time
 }
 
-// blackoutFieldError is one problem with one field of a Blackout.
-func blackoutFieldError(field, format string, args ...any) error {
-	return &FieldError{Job: -1, Field: field, Err: fmt.Errorf(format, args...)}
+// Validate reports every problem with b, as *FieldError values (Field is
+// Cron, Duration, Timezone, From or To) joined with errors.Join.
+func (b Blackout) Validate() error {
+	_, errs := b.parse()
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return errors.Join(out...)
 }
 
-// Validate reports every problem with b, as *FieldError values (Field is
-// cron, duration, timezone, from or to) joined with errors.Join.
-func (b Blackout) Validate() error {
-	var errs []error
+// parse checks b and parses its Cron: the one place a blackout's schedule
+// is parsed.
+func (b Blackout) parse() (blackoutWindow, []*FieldError) {
+	var errs []*FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Job: -1, Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	w := blackoutWindow{b: b}
 	recurring := b.Cron != "" || b.Duration != 0 || b.Timezone != ""
 	oneOff := !b.From.IsZero() || !b.To.IsZero()
 	switch {
 	case recurring && oneOff:
-		errs = append(errs, blackoutFieldError("cron", "a blackout is either cron + duration (+ timezone) or from + to, not both"))
+		bad("Cron", "a blackout is either cron + duration (+ timezone) or from + to, not both")
 	case !recurring && !oneOff:
-		errs = append(errs, blackoutFieldError("cron", "a blackout needs cron + duration (+ timezone), or from + to"))
+		bad("Cron", "a blackout needs cron + duration (+ timezone), or from + to")
 	case recurring:
 		if b.Cron == "" {
-			errs = append(errs, blackoutFieldError("cron", "is required with duration"))
+			bad("Cron", "is required with duration")
 		} else if s, err := schedule.Parse(b.Cron, b.Timezone, 0); err != nil {
-			field := "cron"
+			field := "Cron"
 			var se *schedule.Error
-			if errors.As(err, &se) && se.Field == "timezone" {
-				field = "timezone"
+			if errors.As(err, &se) && se.Field == "Timezone" {
+				field = "Timezone"
 			}
-			errs = append(errs, blackoutFieldError(field, "%v", err))
+			bad(field, "%w", err)
 		} else if s.Every() > 0 {
-			errs = append(errs, blackoutFieldError("cron", "must be a cron spec or descriptor, not @every"))
+			bad("Cron", "must be a cron spec or descriptor, not @every")
+		} else {
+			w.sched = s
 		}
 		if b.Duration <= 0 {
-			errs = append(errs, blackoutFieldError("duration", "must be positive (got %s)", b.Duration))
+			bad("Duration", "must be positive (got %s)", b.Duration)
 		}
 	default:
 		if b.From.IsZero() {
-			errs = append(errs, blackoutFieldError("from", "is required with to"))
+			bad("From", "is required with to")
 		}
 		if b.To.IsZero() {
-			errs = append(errs, blackoutFieldError("to", "is required with from"))
+			bad("To", "is required with from")
 		}
 		if !b.From.IsZero() && !b.To.IsZero() && !b.To.After(b.From) {
-			errs = append(errs, blackoutFieldError("to", "must be after from (%s)", b.From.UTC().Format(time.RFC3339)))
+			bad("To", "must be after from (%s)", b.From.UTC().Format(time.RFC3339))
 		}
 	}
-	return errors.Join(errs...)
+	return w, errs
 }
 
 // blackouts is a job's Blackout windows, parsed.
@@ -77,22 +89,6 @@ type blackouts []blackoutWindow
 type blackoutWindow struct {
 	b     Blackout
 	sched *schedule.Schedule // nil for a one-off window
-}
-
-func parseBlackouts(bs []Blackout) (blackouts, error) {
-	out := make(blackouts, 0, len(bs))
-	for i, b := range bs {
-		w := blackoutWindow{b: b}
-		if b.Cron != "" {
-			s, err := schedule.Parse(b.Cron, b.Timezone, 0)
-			if err != nil {
-				return nil, fmt.Errorf("blackouts[%d]: %w", i, err)
-			}
-			w.sched = s
-		}
-		out = append(out, w)
-	}
-	return out, nil
 }
 
 // at returns the window t falls in, if any. A recurring window opened by
@@ -130,14 +126,9 @@ func (b Blackout) String() string {
 func (j Job) InBlackout(t time.Time) (Blackout, bool) {
 	var bs blackouts
 	for _, b := range j.Blackouts {
-		if b.Validate() != nil {
-			continue
+		if w, errs := b.parse(); len(errs) == 0 {
+			bs = append(bs, w)
 		}
-		w, err := parseBlackouts([]Blackout{b})
-		if err != nil {
-			continue
-		}
-		bs = append(bs, w...)
 	}
 	return bs.at(t)
 }

@@ -48,8 +48,8 @@ func TestBlackoutValidation(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"blackouts[0].cron", "blackouts[1].duration: must be positive", "blackouts[2].to: must be after from",
-		"blackouts[3].cron: must be a cron spec", "blackouts[4].cron: a blackout is either", "blackouts[5].timezone"} {
+	for _, want := range []string{"Blackouts[0].Cron", "Blackouts[1].Duration: must be positive", "Blackouts[2].To: must be after from",
+		"Blackouts[3].Cron: must be a cron spec", "Blackouts[4].Cron: a blackout is either", "Blackouts[5].Timezone"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v\nwant %q", err, want)
 		}

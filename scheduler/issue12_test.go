@@ -103,7 +103,7 @@ func TestStoreMemoryIsBounded(t *testing.T) {
 		}
 
 		big := scheduler.Job{Name: "h", Schedule: "@every 1s", HistoryLimit: scheduler.MaxHistoryLimit + 1, Handler: c.ledger.Job(nil)}
-		if err := scheduler.ValidateTable([]scheduler.Job{big}); err == nil || !strings.Contains(err.Error(), "jobs[0].history_limit") {
+		if err := scheduler.ValidateTable([]scheduler.Job{big}); err == nil || !strings.Contains(err.Error(), "jobs[0].HistoryLimit") {
 			t.Errorf("history_limit %d accepted: %v", big.HistoryLimit, err)
 		}
 

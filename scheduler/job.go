@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/jobs"
@@ -78,6 +79,8 @@ type Job struct {
 	// Offset shifts "@every" instants from the Unix epoch grid.
 	Offset time.Duration
 	// Handler is what a run executes (jobs.Command, *jobs.HTTP, jobs.Func ...).
+	// A handler with a Validate() error method (jobs.Command, jobs.HTTP) is
+	// checked by it when the job is.
 	Handler jobs.Job
 
 	// Concurrency is how many runs of this job may be in flight at once,
@@ -136,77 +139,149 @@ type Job struct {
 // MaxJobNameLen is the longest job name accepted.
 const MaxJobNameLen = 128
 
-var jobNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// JobNamePattern is the regular expression (Go and JSON Schema syntax) a job
+// name matches.
+const JobNamePattern = `^[A-Za-z0-9_.-]{1,128}$`
+
+var jobNameRE = regexp.MustCompile(JobNamePattern)
 
 // ValidJobName reports whether name may be a job name. The set excludes '{',
 // '}' and ':' so a name can never break its keys' Redis Cluster hash tag.
 func ValidJobName(name string) bool { return jobNameRE.MatchString(name) }
 
+// CheckKeyPrefix reports what is wrong with p as the prefix of every Redis
+// key (WithKeyPrefix), or nil: it must not be empty, and must not contain
+// '{', '}' or whitespace, which would break the Redis Cluster hash tag of
+// every key.
+func CheckKeyPrefix(p string) error {
+	if p == "" {
+		return errors.New("must not be empty")
+	}
+	if strings.ContainsFunc(p, func(r rune) bool { return r == '{' || r == '}' || unicode.IsSpace(r) }) {
+		return fmt.Errorf("%q must not contain '{', '}' or whitespace: braces would break the Redis Cluster hash tag of every key", p)
+	}
+	return nil
+}
+
 // FieldError is one problem with one field of a job table.
 type FieldError struct {
 	// Job is the index of the job in the table, or -1 for a single Job.
 	Job int
-	// Field is the YAML name of the field, e.g. "schedule" or "max_wait".
+	// Field is the Go name of the field: "Schedule", "MaxWait",
+	// "Blackouts[1].Cron" ... For a problem with the Handler it is
+	// "Handler", and Err is (or wraps) a *jobs.FieldError naming the
+	// handler's own field. The config package maps these names to YAML
+	// fields and positions.
 	Field string
 	Err   error
 }
 
 func (e *FieldError) Error() string {
-	if e.Job < 0 {
-		return e.Field + ": " + e.Err.Error()
+	f := e.Field
+	msg := e.Err.Error()
+	var jf *jobs.FieldError
+	if f == "Handler" && errors.As(e.Err, &jf) {
+		f, msg = f+"."+jf.Error(), "" // jobs[0].Handler.URL: is required
 	}
-	return fmt.Sprintf("jobs[%d].%s: %v", e.Job, e.Field, e.Err)
+	if msg != "" {
+		f += ": " + msg
+	}
+	if e.Job < 0 {
+		return f
+	}
+	return fmt.Sprintf("jobs[%d].%s", e.Job, f)
 }
 
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // Validate reports every problem with j at once, as *FieldError values joined
 // with errors.Join. A nil error means the job can be scheduled.
-func (j *Job) Validate() error { return errors.Join(j.validate(-1)...) }
+func (j *Job) Validate() error {
+	errs, _ := j.validate(-1)
+	return errors.Join(errs...)
+}
 
-func (j *Job) validate(index int) []error {
+// parsed is a job's schedule and blackout windows, parsed once, when the
+// job is validated, and carried into the table in force.
+type parsed struct {
+	sched     *schedule.Schedule
+	blackouts blackouts
+}
+
+// parse parses j's schedule and blackout windows: the one place a job's
+// schedules are parsed. Problems are *FieldError values with Job -1.
+func (j *Job) parse() (parsed, []error) {
+	var p parsed
+	var errs []error
+	if strings.TrimSpace(j.Schedule) == "" {
+		errs = append(errs, &FieldError{Job: -1, Field: "Schedule", Err: errors.New("is required")})
+	} else if s, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err != nil {
+		field := "Schedule"
+		var se *schedule.Error
+		if errors.As(err, &se) && se.Field != "" {
+			field = se.Field
+		}
+		errs = append(errs, &FieldError{Job: -1, Field: field, Err: err})
+	} else {
+		p.sched = s
+	}
+	for i, b := range j.Blackouts {
+		w, berrs := b.parse()
+		for _, e := range berrs {
+			e.Field = fmt.Sprintf("Blackouts[%d].%s", i, e.Field)
+			errs = append(errs, e)
+		}
+		if len(berrs) == 0 {
+			p.blackouts = append(p.blackouts, w)
+		}
+	}
+	return p, errs
+}
+
+func (j *Job) validate(index int) ([]error, parsed) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Job: index, Field: field, Err: fmt.Errorf(format, args...)})
 	}
 	switch {
 	case j.Name == "":
-		bad("name", "is required")
+		bad("Name", "is required")
 	case len(j.Name) > MaxJobNameLen:
-		bad("name", "is %d bytes long; at most %d are allowed", len(j.Name), MaxJobNameLen)
+		bad("Name", "is %d bytes long; at most %d are allowed", len(j.Name), MaxJobNameLen)
 	case !ValidJobName(j.Name):
-		bad("name", "%q may contain only letters, digits, '_', '.' and '-'", j.Name)
+		bad("Name", "%q may contain only letters, digits, '_', '.' and '-'", j.Name)
 	}
-	if strings.TrimSpace(j.Schedule) == "" {
-		bad("schedule", "is required")
-	} else if _, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err != nil {
-		field := "schedule"
-		var se *schedule.Error
-		if errors.As(err, &se) && se.Field != "" {
-			field = se.Field
-		}
-		bad(field, "%v", err)
+	p, perrs := j.parse()
+	for _, e := range perrs {
+		e.(*FieldError).Job = index
 	}
+	errs = append(errs, perrs...)
 	if j.Handler == nil {
-		bad("command", "a job needs exactly one of command, http or func")
+		bad("Handler", "a job needs exactly one of command, http or func")
+	} else if v, ok := j.Handler.(interface{ Validate() error }); ok {
+		// The handler's kind knows its own rules (jobs.Command.Validate,
+		// jobs.HTTP.Validate, ...).
+		for _, e := range flatten(v.Validate()) {
+			errs = append(errs, &FieldError{Job: index, Field: "Handler", Err: e})
+		}
 	}
 	nonNegative := func(field string, d time.Duration) {
 		if d < 0 {
 			bad(field, "must not be negative (got %s)", d)
 		}
 	}
-	nonNegative("max_wait", j.MaxWait)
-	nonNegative("lease", j.Lease)
-	nonNegative("timeout", j.Timeout)
-	nonNegative("retry_backoff", j.RetryBackoff)
-	nonNegative("jitter", j.Jitter)
-	nonNegative("starting_deadline", j.StartingDeadline)
-	nonNegative("catchup_window", j.CatchupWindow)
+	nonNegative("MaxWait", j.MaxWait)
+	nonNegative("Lease", j.Lease)
+	nonNegative("Timeout", j.Timeout)
+	nonNegative("RetryBackoff", j.RetryBackoff)
+	nonNegative("Jitter", j.Jitter)
+	nonNegative("StartingDeadline", j.StartingDeadline)
+	nonNegative("CatchupWindow", j.CatchupWindow)
 	if j.Lease != 0 && j.Lease < 100*time.Millisecond {
-		bad("lease", "must be at least 100ms (got %s)", j.Lease)
+		bad("Lease", "must be at least 100ms (got %s)", j.Lease)
 	}
 	if j.Lease%time.Millisecond != 0 {
-		bad("lease", "must be a whole number of milliseconds (got %s)", j.Lease)
+		bad("Lease", "must be a whole number of milliseconds (got %s)", j.Lease)
 	}
 	if sg, ok := j.Handler.(jobs.StopGracer); ok && (j.Lease == 0 || j.Lease >= 100*time.Millisecond) {
 		lease := j.Lease
@@ -218,68 +293,74 @@ func (j *Job) validate(index int) []error {
 		// job's stop grace before it runs out. Half the lease at most
 		// leaves the other half for renewals.
 		if g := sg.StopGrace(); g > lease/2 {
-			bad("kill_grace", "%s leaves no room inside the lease (%s): at most half of it, so that the job's processes are killed before its slot can be given away; lower kill_grace or raise lease", g, lease)
+			errs = append(errs, &FieldError{Job: index, Field: "Handler", Err: &jobs.FieldError{Field: "StopGrace", Index: -1,
+				Err: fmt.Errorf("%s leaves no room inside the lease (%s): at most half of it, so that the job's processes are killed before its slot can be given away; lower kill_grace or raise lease", g, lease)}})
 		}
 	}
 	if j.Concurrency < 0 {
-		bad("concurrency", "must be at least 1 (got %d)", j.Concurrency)
+		bad("Concurrency", "must be at least 1 (got %d)", j.Concurrency)
 	}
 	if j.Retries < 0 {
-		bad("retries", "must not be negative (got %d)", j.Retries)
-	}
-	for i, b := range j.Blackouts {
-		for _, e := range flatten(b.Validate()) {
-			var fe *FieldError
-			if errors.As(e, &fe) {
-				errs = append(errs, &FieldError{Job: index, Field: fmt.Sprintf("blackouts[%d].%s", i, fe.Field), Err: fe.Err})
-			}
-		}
+		bad("Retries", "must not be negative (got %d)", j.Retries)
 	}
 	if j.PauseAfterFailures < 0 {
-		bad("pause_after_failures", "must not be negative (got %d); 0 never pauses", j.PauseAfterFailures)
+		bad("PauseAfterFailures", "must not be negative (got %d); 0 never pauses", j.PauseAfterFailures)
 	}
 	if j.HistoryLimit < 0 {
-		bad("history_limit", "must be at least 1 (got %d)", j.HistoryLimit)
+		bad("HistoryLimit", "must be at least 1 (got %d)", j.HistoryLimit)
 	}
 	if j.HistoryLimit > MaxHistoryLimit {
-		bad("history_limit", "must be at most %d: the history is kept in Redis' memory (got %d)", MaxHistoryLimit, j.HistoryLimit)
+		bad("HistoryLimit", "must be at most %d: the history is kept in Redis' memory (got %d)", MaxHistoryLimit, j.HistoryLimit)
 	}
 	switch j.Overlap {
 	case "", OverlapSkip, OverlapWait, OverlapReplace:
 	default:
-		bad("overlap", "%q is not one of skip, wait, replace", j.Overlap)
+		bad("Overlap", "%q is not one of skip, wait, replace", j.Overlap)
 	}
 	if j.MaxWait != 0 && j.Overlap != OverlapWait {
-		bad("max_wait", "applies only to overlap: wait")
+		bad("MaxWait", "applies only to overlap: wait")
 	}
 	switch j.Catchup {
 	case "", CatchupLatest, CatchupAll:
 	default:
-		bad("catchup", "%q is not one of latest, all", j.Catchup)
+		bad("Catchup", "%q is not one of latest, all", j.Catchup)
 	}
 	switch j.OnLeaseLost {
 	case "", LeaseLostCancel, LeaseLostContinue:
 	default:
-		bad("on_lease_lost", "%q is not one of cancel, continue", j.OnLeaseLost)
+		bad("OnLeaseLost", "%q is not one of cancel, continue", j.OnLeaseLost)
 	}
-	return errs
+	return errs, p
 }
 
 // ValidateTable validates every job and checks that names are unique. Errors
 // are *FieldError values with Job set to the index in jobs.
 func ValidateTable(jobs []Job) error {
+	_, err := checkTable(jobs)
+	return err
+}
+
+// checkTable is ValidateTable that also returns, for a valid table, each
+// job's schedules parsed.
+func checkTable(jobs []Job) ([]parsed, error) {
 	var errs []error
+	out := make([]parsed, len(jobs))
 	seen := make(map[string]int, len(jobs))
 	for i := range jobs {
-		errs = append(errs, jobs[i].validate(i)...)
+		var jerrs []error
+		jerrs, out[i] = jobs[i].validate(i)
+		errs = append(errs, jerrs...)
 		if first, dup := seen[jobs[i].Name]; dup && jobs[i].Name != "" {
-			errs = append(errs, &FieldError{Job: i, Field: "name",
+			errs = append(errs, &FieldError{Job: i, Field: "Name",
 				Err: fmt.Errorf("%q is already the name of jobs[%d]", jobs[i].Name, first)})
 		} else {
 			seen[jobs[i].Name] = i
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // withDefaults returns j with every zero optional field set to its default.

@@ -21,24 +21,34 @@ func TestJobValidation(t *testing.T) {
 		want []string // "field: message part"
 	}{
 		{"valid", func(*scheduler.Job) {}, nil},
-		{"no name", func(j *scheduler.Job) { j.Name = "" }, []string{"name: is required"}},
-		{"brace in name", func(j *scheduler.Job) { j.Name = "a{b}" }, []string{"name: \"a{b}\" may contain only"}},
-		{"long name", func(j *scheduler.Job) { j.Name = strings.Repeat("x", 129) }, []string{"name: is 129 bytes long"}},
-		{"no schedule", func(j *scheduler.Job) { j.Schedule = " " }, []string{"schedule: is required"}},
-		{"bad schedule", func(j *scheduler.Job) { j.Schedule = "61 * * * *" }, []string{"schedule:"}},
-		{"bad zone", func(j *scheduler.Job) { j.Schedule = "0 * * * *"; j.Timezone = "Mars/Olympus" }, []string{"timezone:"}},
-		{"offset on cron", func(j *scheduler.Job) { j.Schedule = "0 * * * *"; j.Offset = time.Second }, []string{"offset:"}},
-		{"no handler", func(j *scheduler.Job) { j.Handler = nil }, []string{"command: a job needs exactly one of"}},
-		{"negative lease", func(j *scheduler.Job) { j.Lease = -time.Second }, []string{"lease: must not be negative"}},
-		{"tiny lease", func(j *scheduler.Job) { j.Lease = 10 * time.Millisecond }, []string{"lease: must be at least 100ms"}},
-		{"bad overlap", func(j *scheduler.Job) { j.Overlap = "queue" }, []string{"overlap: \"queue\" is not one of"}},
-		{"max_wait without wait", func(j *scheduler.Job) { j.MaxWait = time.Second }, []string{"max_wait: applies only to overlap: wait"}},
-		{"bad catchup", func(j *scheduler.Job) { j.Catchup = "some" }, []string{"catchup:"}},
-		{"bad on_lease_lost", func(j *scheduler.Job) { j.OnLeaseLost = "panic" }, []string{"on_lease_lost:"}},
+		{"no name", func(j *scheduler.Job) { j.Name = "" }, []string{"Name: is required"}},
+		{"brace in name", func(j *scheduler.Job) { j.Name = "a{b}" }, []string{"Name: \"a{b}\" may contain only"}},
+		{"long name", func(j *scheduler.Job) { j.Name = strings.Repeat("x", 129) }, []string{"Name: is 129 bytes long"}},
+		{"no schedule", func(j *scheduler.Job) { j.Schedule = " " }, []string{"Schedule: is required"}},
+		{"bad schedule", func(j *scheduler.Job) { j.Schedule = "61 * * * *" }, []string{"Schedule:"}},
+		{"bad zone", func(j *scheduler.Job) { j.Schedule = "0 * * * *"; j.Timezone = "Mars/Olympus" }, []string{"Timezone:"}},
+		{"offset on cron", func(j *scheduler.Job) { j.Schedule = "0 * * * *"; j.Offset = time.Second }, []string{"Offset:"}},
+		{"no handler", func(j *scheduler.Job) { j.Handler = nil }, []string{"Handler: a job needs exactly one of"}},
+		{"negative lease", func(j *scheduler.Job) { j.Lease = -time.Second }, []string{"Lease: must not be negative"}},
+		{"tiny lease", func(j *scheduler.Job) { j.Lease = 10 * time.Millisecond }, []string{"Lease: must be at least 100ms"}},
+		{"bad overlap", func(j *scheduler.Job) { j.Overlap = "queue" }, []string{"Overlap: \"queue\" is not one of"}},
+		{"max_wait without wait", func(j *scheduler.Job) { j.MaxWait = time.Second }, []string{"MaxWait: applies only to overlap: wait"}},
+		{"bad catchup", func(j *scheduler.Job) { j.Catchup = "some" }, []string{"Catchup:"}},
+		{"bad on_lease_lost", func(j *scheduler.Job) { j.OnLeaseLost = "panic" }, []string{"OnLeaseLost:"}},
 		{"negatives", func(j *scheduler.Job) { j.Retries, j.Concurrency, j.HistoryLimit = -1, -1, -1 },
-			[]string{"retries:", "concurrency:", "history_limit:"}},
+			[]string{"Retries:", "Concurrency:", "HistoryLimit:"}},
+		{"bad command", func(j *scheduler.Job) {
+			j.Handler = &jobs.Command{Args: []string{""}, Env: map[string]string{"SOLOCRON_RUN_ID": "x"}}
+		},
+			[]string{"Handler.Args[0]: the program to run must not be empty", `Handler.Env["SOLOCRON_RUN_ID"]: is set by the scheduler`}},
+		{"bad http", func(j *scheduler.Job) {
+			j.Handler = &jobs.HTTP{URL: "ftp://x", Headers: map[string]string{"solocron-fencing-token": "1"}, ExpectStatus: []int{99}}
+		}, []string{`Handler.URL: scheme "ftp" is not http or https`, `Handler.Headers["solocron-fencing-token"]: is set by the scheduler`,
+			"Handler.ExpectStatus[0]: 99 is not an HTTP status code"}},
+		{"kill grace over half the lease", func(j *scheduler.Job) { j.Handler = &jobs.Command{Args: []string{"x"}, KillGrace: 20 * time.Second} },
+			[]string{"Handler.StopGrace: 20s leaves no room inside the lease (30s)"}},
 		{"several at once", func(j *scheduler.Job) { j.Name, j.Schedule, j.Timeout = "", "x", -1 },
-			[]string{"name:", "schedule:", "timeout:"}},
+			[]string{"Name:", "Schedule:", "Timeout:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := ok
@@ -72,7 +82,7 @@ func TestValidateTableFindsDuplicateNames(t *testing.T) {
 		{Name: "b", Schedule: "@hourly", Handler: noop},
 		{Name: "a", Schedule: "@daily", Handler: noop},
 	})
-	if err == nil || !strings.Contains(err.Error(), `jobs[2].name: "a" is already the name of jobs[0]`) {
+	if err == nil || !strings.Contains(err.Error(), `jobs[2].Name: "a" is already the name of jobs[0]`) {
 		t.Fatalf("ValidateTable = %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"hash/fnv"
 	"sync"
 	"time"
@@ -24,17 +25,19 @@ type jobState struct {
 	blackouts blackouts
 }
 
-// newJobState parses spec's schedule; spec has its defaults applied.
+// newJobState parses spec's schedules; spec has its defaults applied.
 func newJobState(spec Job, metaKey string, m *memo, skew time.Duration) (*jobState, error) {
-	sched, err := schedule.Parse(spec.Schedule, spec.Timezone, spec.Offset)
-	if err != nil {
+	p, errs := spec.parse()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	bs, err := parseBlackouts(spec.Blackouts)
-	if err != nil {
-		return nil, err
-	}
-	return &jobState{Job: spec, sched: sched, metaKey: metaKey, memo: m, skew: skew, blackouts: bs}, nil
+	return p.jobState(spec, metaKey, m, skew), nil
+}
+
+// jobState is spec (defaults applied) with its schedules as validation
+// parsed them.
+func (p parsed) jobState(spec Job, metaKey string, m *memo, skew time.Duration) *jobState {
+	return &jobState{Job: spec, sched: p.sched, metaKey: metaKey, memo: m, skew: skew, blackouts: p.blackouts}
 }
 
 // memo is what this replica remembers about a job across table reloads.

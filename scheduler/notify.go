@@ -147,12 +147,12 @@ func (c *config) checkNotify(jobs []Job, redlock bool) error {
 			continue
 		}
 		if redlock {
-			errs = append(errs, &FieldError{Job: i, Field: "notify", Err: errors.New("notifications need one Redis deployment, not redlock (each master would queue the event)")})
+			errs = append(errs, &FieldError{Job: i, Field: "Notify", Err: errors.New("notifications need one Redis deployment, not redlock (each master would queue the event)")})
 			continue
 		}
 		for _, name := range j.Notify {
 			if _, ok := c.notify.targets[name]; !ok {
-				errs = append(errs, &FieldError{Job: i, Field: "notify", Err: fmt.Errorf("no notification named %q", name)})
+				errs = append(errs, &FieldError{Job: i, Field: "Notify", Err: fmt.Errorf("no notification named %q", name)})
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,6 +14,13 @@ type Overview struct {
 	// LeaseUntil holds, per run id in Running, when its lease runs out by
 	// Redis' clock (unless renewed). Empty on Redlock.
 	LeaseUntil map[string]time.Time `json:"lease_until,omitempty"`
+	// KeptStarted counts the runs in the job's whole kept history (its
+	// history_limit latest records, however few History holds) that
+	// started, and KeptSucceeded those of them that succeeded: the success
+	// ratio over the kept history. The store keeps the counts as it files
+	// and trims records, so reading them costs nothing per record.
+	KeptStarted   int `json:"kept_started"`
+	KeptSucceeded int `json:"kept_succeeded"`
 }
 
 // Overview reads the state of many jobs at once, each with its latest
@@ -42,6 +50,21 @@ func (rl *redlock) overview(ctx context.Context, jobs []string, recent int) ([]O
 		}
 		out[i] = Overview{Status: *st}
 	}
+	// The counts of the master that kept the most runs (a master that
+	// missed writes kept fewer): two round trips per master.
+	per, err := read(ctx, rl, "overview", func(ctx context.Context, m *store) ([]Overview, error) {
+		return m.overview(ctx, jobs, 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, ov := range per {
+		for i := range out {
+			if ov[i].KeptStarted > out[i].KeptStarted {
+				out[i].KeptStarted, out[i].KeptSucceeded = ov[i].KeptStarted, ov[i].KeptSucceeded
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -64,7 +87,7 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 			for i := lo; i < hi; i++ {
 				j := jobs[i]
 				rs[i] = reads{
-					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last"),
+					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last", "h:s", "h:ok"),
 					slots:   p.ZRangeWithScores(ctx, s.key(j, "slots"), 0, -1),
 					waiting: p.ZCard(ctx, s.key(j, "queue")),
 					manual:  p.ZCard(ctx, s.key(j, "manual")),
@@ -85,15 +108,21 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 	for i, r := range rs {
 		o := &out[i]
 		o.Status = Status{Job: jobs[i], Waiting: int(r.waiting.Val()), PendingManual: int(r.manual.Val()), Running: []Run{}}
-		if m := r.meta.Val(); len(m) == 2 {
+		if m := r.meta.Val(); len(m) == 4 {
 			o.Paused = m[0] == "1"
 			if v, ok := m[1].(string); ok {
 				o.LastScheduled = msTime(v)
 			}
+			o.KeptStarted, o.KeptSucceeded = metaInt(m[2]), metaInt(m[3])
 		}
 		var err error
 		if o.History, err = decodeHistory(r.hist.Val()); err != nil {
 			return nil, err
+		}
+		if m := r.meta.Val(); len(m) != 4 || m[2] == nil {
+			// Not counted yet (a store from before the counts; the next
+			// record filed counts the list): the runs read.
+			o.KeptStarted, o.KeptSucceeded = countRuns(o.History)
 		}
 		for _, z := range r.slots.Val() {
 			id, _ := z.Member.(string)
@@ -153,4 +182,25 @@ func (rl *redlock) historyPage(ctx context.Context, job string, offset, limit in
 		return nil, err
 	}
 	return runs[offset:], nil
+}
+
+// countRuns counts the runs that started, and of them those that
+// succeeded.
+func countRuns(runs []Run) (started, succeeded int) {
+	for _, r := range runs {
+		if r.Decision == Started {
+			started++
+			if r.Outcome == Succeeded {
+				succeeded++
+			}
+		}
+	}
+	return started, succeeded
+}
+
+// metaInt reads a count from an HMGET answer: 0 when missing or not one.
+func metaInt(v any) int {
+	s, _ := v.(string)
+	n, _ := strconv.Atoi(s)
+	return max(n, 0)
 }

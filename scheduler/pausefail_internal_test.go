@@ -188,7 +188,7 @@ func TestPauseAfterFailuresValidation(t *testing.T) {
 	j := Job{Name: "x", Schedule: "@every 1s", Handler: testJob(t, &store{prefix: "p"}, "x", "@every 1s", nil).Handler,
 		PauseAfterFailures: -1}
 	err := j.Validate()
-	if err == nil || !strings.Contains(err.Error(), "pause_after_failures") {
+	if err == nil || !strings.Contains(err.Error(), "PauseAfterFailures") {
 		t.Fatalf("Validate: %v", err)
 	}
 }
@@ -199,11 +199,11 @@ func TestClaimRecordsBlackout(t *testing.T) {
 	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
 		p := newPauseProbe(t, s, c, nil)
 		from := p.at.Add(time.Second) // the next instant claimed
-		bs, err := parseBlackouts([]Blackout{{From: from, To: from.Add(time.Second)}})
-		if err != nil {
-			t.Fatal(err)
+		w, errs := Blackout{From: from, To: from.Add(time.Second)}.parse()
+		if errs != nil {
+			t.Fatal(errs)
 		}
-		p.j.blackouts = bs
+		p.j.blackouts = blackouts{w}
 		r, res := p.claim()
 		if res.status != "skipped_blackout" {
 			t.Fatalf("claim of %s inside the window: %+v", r.id, res)

@@ -146,7 +146,8 @@ func (s *Scheduler) Jobs() []Job {
 // force at once; if not, it returns every problem and changes nothing. Runs
 // in flight continue under the table they started with.
 func (s *Scheduler) Reload(jobs []Job) error {
-	if err := ValidateTable(jobs); err != nil {
+	parsed, err := checkTable(jobs)
+	if err != nil {
 		return err
 	}
 	mutexOnly := s.store.caps().mutexOnly
@@ -175,11 +176,7 @@ func (s *Scheduler) Reload(jobs []Job) error {
 			s.memos[spec.Name] = m
 			s.tel.zero(spec.Name, m)
 		}
-		j, err := newJobState(spec, s.store.metaKey(spec.Name), m, s.cfg.skew)
-		if err != nil { // validated above; cannot happen
-			return err
-		}
-		tab[i] = j
+		tab[i] = parsed[i].jobState(spec, s.store.metaKey(spec.Name), m, s.cfg.skew)
 	}
 	s.tab = tab
 	s.gen++

@@ -576,7 +576,7 @@ func TestReloadIsAtomic(t *testing.T) {
 		bad := []scheduler.Job{{Name: "new", Schedule: "not a schedule", Handler: c.ledger.Job(nil)}, {Name: "x y"}}
 		err := s.Reload(bad)
 		var fe *scheduler.FieldError
-		if !errors.As(err, &fe) || !strings.Contains(err.Error(), "jobs[0].schedule") || !strings.Contains(err.Error(), "jobs[1].name") {
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), "jobs[0].Schedule") || !strings.Contains(err.Error(), "jobs[1].Name") {
 			t.Fatalf("Reload(bad) = %v", err)
 		}
 		if got := s.Jobs(); len(got) != 1 || got[0].Name != "old" {

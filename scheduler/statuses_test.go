@@ -135,7 +135,7 @@ func TestStatusesClusterAndRedlock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runFor(t, s, 3500*time.Millisecond)
+		runUntilBusy(t, s)
 		checkStatuses(t, s.Control())
 	})
 	t.Run("redlock", func(t *testing.T) {
@@ -149,16 +149,30 @@ func TestStatusesClusterAndRedlock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runFor(t, s, 3500*time.Millisecond)
+		runUntilBusy(t, s)
 		checkStatuses(t, s.Control())
 	})
 }
 
-// runFor runs s in the background for d, and until the test ends.
-func runFor(t *testing.T, s *scheduler.Scheduler, d time.Duration) {
+// runUntilBusy runs s in the background until the test ends, and returns
+// once statusTable's "busy" job is running: a fresh store records its first
+// instants missed (~2.5 s), and a loaded machine takes longer still, so a
+// fixed wait is not enough.
+func runUntilBusy(t *testing.T, s *scheduler.Scheduler) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = s.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	time.Sleep(d)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := s.Control().Status(ctx, "busy", 1)
+		if err == nil && len(st.Running) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("busy never ran within 30s: %+v, %v", st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

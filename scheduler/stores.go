@@ -3,7 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,8 +67,8 @@ func newStoreConfig(opts []StoreOption) (storeConfig, error) {
 		}
 	}
 	switch {
-	case c.prefix == "" || strings.ContainsAny(c.prefix, "{} \t\n"):
-		return c, fmt.Errorf("scheduler: key prefix %q must be non-empty, without braces or spaces", c.prefix)
+	case CheckKeyPrefix(c.prefix) != nil:
+		return c, fmt.Errorf("scheduler: key prefix: %w", CheckKeyPrefix(c.prefix))
 	case c.minAck < 0:
 		return c, fmt.Errorf("scheduler: negative min replicas ack %d", c.minAck)
 	case c.ackTimeout < 0:

@@ -369,6 +369,14 @@ jobs:
 		if get(t, b, "overflow", chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)) {
 			t.Error("the jobs page scrolls sideways at phone width")
 		}
+		// Each filter's label sits on its control's row, just before it.
+		if apart := get(t, b, "filter labels", chromedp.Evaluate[string](`[["q", "Name"], ["outcome", "Show"]].filter(([id]) => {
+			const l = document.querySelector('label[for="' + id + '"]').getBoundingClientRect(), c = document.getElementById(id).getBoundingClientRect();
+			const mid = (l.top + l.bottom) / 2;
+			return mid < c.top || mid > c.bottom || l.right > c.left || c.left - l.right > 24;
+		}).map(([, name]) => name).join(", ")`)); apart != "" {
+			t.Errorf("at phone width these filter labels sit apart from their controls: %s", apart)
+		}
 		if bg := get(t, b, "background", chromedp.Evaluate[string](`getComputedStyle(document.documentElement).backgroundColor`)); bg != "rgb(18, 20, 23)" {
 			t.Errorf("dark mode background %q", bg)
 		}

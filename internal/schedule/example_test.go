@@ -61,7 +61,7 @@ func ExampleSchedule_Next_repeatedHour() {
 	// 06:30Z 01:30 EST
 }
 
-// Errors name the job field at fault, for reports like
+// Errors name the scheduler.Job field at fault; config reports them as
 // "solocron.yaml:12:15: jobs[2].schedule: ...".
 func ExampleError() {
 	_, err := schedule.Parse("0 0 25 * * * *", "UTC", 0)
@@ -74,7 +74,7 @@ func ExampleError() {
 	_, err = schedule.Parse("@daily", "Europe/Berlni", 0)
 	fmt.Println(err)
 	// Output:
-	// schedule: "0 0 25 * * * *": expected 5 or 6 fields, found 7
+	// Schedule: "0 0 25 * * * *": expected 5 or 6 fields, found 7
 	// "0 0 30 2 *": never fires: no month matching "2" has a day matching "30"
 	// unknown time zone "Europe/Berlni"; expected an IANA name such as "Europe/Berlin" or "UTC"
 }

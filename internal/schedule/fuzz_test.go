@@ -19,7 +19,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Parse(%q, %q, %d): error %v is a %T, want *Error", spec, tz, offset, err, err)
 			}
 			switch perr.Field {
-			case "schedule", "timezone", "offset":
+			case "Schedule", "Timezone", "Offset":
 			default:
 				t.Fatalf("Parse(%q, %q, %d): Field %q", spec, tz, offset, perr.Field)
 			}

@@ -47,11 +47,11 @@ func Parse(spec, tz string, offset time.Duration) (*Schedule, error) {
 	s := &Schedule{spec: spec}
 	text := strings.TrimSpace(spec)
 	if text == "" {
-		return nil, &Error{Field: "schedule", Err: errors.New("empty schedule: " + syntaxHint)}
+		return nil, &Error{Field: "Schedule", Err: errors.New("empty schedule: " + syntaxHint)}
 	}
 	fail := func(format string, args ...any) (*Schedule, error) {
 		args = append([]any{text}, args...)
-		return nil, &Error{Field: "schedule", Err: fmt.Errorf("%q: "+format, args...)}
+		return nil, &Error{Field: "Schedule", Err: fmt.Errorf("%q: "+format, args...)}
 	}
 
 	zone, rest, err := splitZone(text)
@@ -91,13 +91,13 @@ func Parse(spec, tz string, offset time.Duration) (*Schedule, error) {
 	}
 
 	if tzLoc, err := loadZone(tz); err != nil {
-		return nil, &Error{Field: "timezone", Err: err}
+		return nil, &Error{Field: "Timezone", Err: err}
 	} else if s.loc == nil {
 		s.loc = tzLoc
 	}
 
 	if err := s.checkOffset(offset); err != nil {
-		return nil, &Error{Field: "offset", Err: err}
+		return nil, &Error{Field: "Offset", Err: err}
 	}
 	return s, nil
 }

@@ -61,9 +61,10 @@ func (s *Schedule) String() string { return s.spec }
 // Every returns the period of an "@every" schedule, or 0 for any other.
 func (s *Schedule) Every() time.Duration { return time.Duration(s.every) * time.Second }
 
-// Error is a problem with a schedule. Field names the job field at fault:
-// "schedule", "timezone" or "offset". The message is meant to follow the
-// field's name in a report such as
+// Error is a problem with a schedule. Field is the Go name of the
+// scheduler.Job field at fault: "Schedule", "Timezone" or "Offset" (the
+// config package maps it to the YAML field). The message is meant to follow
+// the field's name in a report such as
 //
 //	solocron.yaml:12:15: jobs[2].schedule: "0 0 25 * * * *": expected 5 or 6 fields, found 7
 type Error struct {

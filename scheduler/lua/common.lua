@@ -4,7 +4,7 @@
 -- all on Redis Cluster. Scripts receive the job's meta key in KEYS and derive
 -- the others from it ("<prefix>:{<job>}:" .. kind), always inside that tag:
 --   meta          hash  epoch, floor, guarded, paused, last, fence; ok, at:<outcome> (see note);
---                       fails, paused_why (see tally)
+--                       fails, paused_why (see tally); h:n, h:s, h:ok (see push_entry)
 --   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
 --   slots         zset  run id -> lease expiry (server ms): the concurrency slots
 --   queue         zset  run id -> ticket: runs waiting for a slot, first come first served
@@ -167,19 +167,61 @@ local function stats(meta)
   return (v[1] or '') .. '|' .. (v[2] or '0') .. '|' .. table.concat(runs, ',')
 end
 
+-- push_entry pushes a history entry (JSON; decision and outcome are its
+-- own) onto the job's history list and trims the list to hl entries. The
+-- list's TTL is set when it is created and refreshed once a day with the
+-- job's meta (check_epoch), not on every push. It keeps in the meta the
+-- outcomes of the entries the list holds, so that a success ratio over the
+-- whole kept history costs one HMGET for any history_limit:
+--   h:n   entries kept       h:s   of which started     h:ok  of which succeeded
+-- The new entry counts in, each entry trimmed off counts out (one decode per
+-- push, more after history_limit was lowered). Counts that disagree with the
+-- list's length (the list expired or was lost apart from the meta, a store
+-- from before the counts) are taken afresh from the list, once.
+local function push_entry(base, entry, decision, outcome, hl)
+  hl = math.max(tonumber(hl) or 100, 1)
+  local h, meta = base .. 'history', base .. 'meta'
+  local n = redis.call('LPUSH', h, entry)
+  if n == 1 then
+    redis.call('PEXPIRE', h, META_TTL)
+  end
+  local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok')
+  local s, ok, sign, counted = tonumber(m[2]) or 0, tonumber(m[3]) or 0, -1, {}
+  if tonumber(m[1]) == n - 1 then
+    if decision == 'started' then
+      s = s + 1
+      if outcome == 'succeeded' then
+        ok = ok + 1
+      end
+    end
+    if n > hl then
+      counted = redis.call('LRANGE', h, hl, -1)
+    end
+    redis.call('LTRIM', h, 0, hl - 1)
+  else
+    redis.call('LTRIM', h, 0, hl - 1)
+    s, ok, sign, counted = 0, 0, 1, redis.call('LRANGE', h, 0, -1)
+  end
+  for _, item in ipairs(counted) do
+    local good, e = pcall(cjson.decode, item)
+    if good and type(e) == 'table' and e.decision == 'started' then
+      s = s + sign
+      if e.outcome == 'succeeded' then
+        ok = ok + sign
+      end
+    end
+  end
+  redis.call('HSET', meta, 'h:n', math.min(n, hl), 'h:s', s, 'h:ok', ok)
+end
+
 -- file appends a closed run's record (a table of strings) to the job's
--- history. The list's TTL is set when it is created and refreshed once a day
--- with the job's meta (check_epoch), not on every push.
+-- history (push_entry).
 -- ended: the failure streak a succeeded rec ended (see tally), for notify.
 local function file(base, rec, hl, ended)
   if rec.finished then
     note(base, rec.outcome, rec.finished)
   end
-  local h = base .. 'history'
-  if redis.call('LPUSH', h, cjson.encode(rec)) == 1 then
-    redis.call('PEXPIRE', h, META_TTL)
-  end
-  redis.call('LTRIM', h, 0, (tonumber(hl) or 100) - 1)
+  push_entry(base, cjson.encode(rec), rec.decision, rec.outcome, hl)
   notify(base, rec, ended)
 end
 

@@ -41,7 +41,6 @@ for i = 1, #KEYS do
     -- Kept for its retention, never deleted: a replica whose clock lags must
     -- still find the run decided.
     keep(rk, ARGV[a + 7], rec[8], now)
-    local h = base .. 'history'
     local paused, ended = '', 0
     if decision == 'started' then
       local why
@@ -52,10 +51,7 @@ for i = 1, #KEYS do
     end
     local entry = ARGV[a + 6] .. ',"decision":"' .. decision .. '","fence":"' .. (rec[6] or '') ..
       '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"' .. paused .. '}'
-    if redis.call('LPUSH', h, entry) == 1 then
-      redis.call('PEXPIRE', h, META_TTL)
-    end
-    redis.call('LTRIM', h, 0, tonumber(ARGV[a + 8]) - 1)
+    push_entry(base, entry, decision, outcome, ARGV[a + 8])
     notify_entry(base, entry, ended)
     out[i] = 'ok'
   else

@@ -7,7 +7,7 @@
 //
 // Protocol, one line each way:
 //
-//	job:    start <run id> <replica> <fencing token> <attempt> <pid>
+//	job:    start <run id> <replica> <fencing token> <attempt> <pid> <slot>
 //	ledger: 1 | 0            (the start is also a write to the sink: accepted?)
 //	job:    write            (every -write-every, with the run's token)
 //	ledger: 1 | 0
@@ -100,8 +100,8 @@ func main() {
 		}
 		return v
 	}
-	ask(fmt.Sprintf("start %s %s %s %s %d", env("SOLOCRON_RUN_ID"), env("SOLOCRON_REPLICA_ID"),
-		env("SOLOCRON_FENCING_TOKEN"), env("SOLOCRON_ATTEMPT"), os.Getpid()))
+	ask(fmt.Sprintf("start %s %s %s %s %d %s", env("SOLOCRON_RUN_ID"), env("SOLOCRON_REPLICA_ID"),
+		env("SOLOCRON_FENCING_TOKEN"), env("SOLOCRON_ATTEMPT"), os.Getpid(), env("SOLOCRON_SLOT")))
 
 	if *child {
 		args := []string{"-as-child"}
