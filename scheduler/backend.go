@@ -9,7 +9,8 @@ import (
 // implementations: store, one Redis deployment (standalone, Sentinel or
 // Cluster), where every operation is one atomic script; and redlock, N
 // independent masters, which runs the same scripts on every master and
-// combines their answers by majority.
+// combines their answers by majority. A new kind of store implements it,
+// and Store (stores.go) gets a constructor that opens it.
 type backend interface {
 	metaKey(job string) string
 
