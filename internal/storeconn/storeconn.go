@@ -41,7 +41,6 @@ type Conn struct {
 	Where string
 
 	store config.Store
-	sched *scheduler.Store
 }
 
 // Close closes the clients and stops the embedded store.
@@ -60,38 +59,36 @@ func (c *Conn) Close() error {
 }
 
 // Store is the scheduler's store over these clients, as the store section
-// says: its key prefix and, when set, min_replicas_ack.
-func (c *Conn) Store() *scheduler.Store { return c.sched }
-
-// NewScheduler returns a scheduler on this store, with the store section's
-// max clock skew first, then opts.
-func (c *Conn) NewScheduler(jobs []scheduler.Job, opts ...scheduler.Option) (*scheduler.Scheduler, error) {
-	return scheduler.New(c.sched, jobs, append([]scheduler.Option{scheduler.WithMaxClockSkew(c.store.MaxClockSkew)}, opts...)...)
-}
-
-// NewControl returns the cluster-wide controls of this store.
-func (c *Conn) NewControl() (*scheduler.Control, error) { return c.sched.Control(), nil }
-
-// withStore finishes open: the scheduler's store over the clients it made,
-// a Redlock store over Masters, a Redis store over Client.
-func withStore(c *Conn, err error) (*Conn, error) {
-	if err != nil {
-		return nil, err
-	}
+// says: its key prefix and, when set, min_replicas_ack; a Redlock store
+// over Masters, a Redis store over Client.
+func (c *Conn) Store() (*scheduler.Store, error) {
 	opts := []scheduler.StoreOption{scheduler.WithKeyPrefix(c.store.KeyPrefix)}
 	if c.store.MinReplicasAck > 0 {
 		opts = append(opts, scheduler.WithMinReplicasAck(c.store.MinReplicasAck, c.store.MinReplicasAckTimeout))
 	}
 	if c.Masters != nil {
-		c.sched, err = scheduler.NewRedlockStore(c.Masters, opts...)
-	} else {
-		c.sched, err = scheduler.NewRedisStore(c.Client, opts...)
+		return scheduler.NewRedlockStore(c.Masters, opts...)
 	}
+	return scheduler.NewRedisStore(c.Client, opts...)
+}
+
+// NewScheduler returns a scheduler on this store, with the store section's
+// max clock skew first, then opts.
+func (c *Conn) NewScheduler(jobs []scheduler.Job, opts ...scheduler.Option) (*scheduler.Scheduler, error) {
+	st, err := c.Store()
 	if err != nil {
-		_ = c.Close()
 		return nil, err
 	}
-	return c, nil
+	return scheduler.New(st, jobs, append([]scheduler.Option{scheduler.WithMaxClockSkew(c.store.MaxClockSkew)}, opts...)...)
+}
+
+// NewControl returns the cluster-wide controls of this store.
+func (c *Conn) NewControl() (*scheduler.Control, error) {
+	st, err := c.Store()
+	if err != nil {
+		return nil, err
+	}
+	return st.Control(), nil
 }
 
 // Ping checks that the store answers: the server, or in redlock mode a
@@ -129,7 +126,7 @@ const (
 // Open connects to the store s names. It does not talk to Redis: a store
 // that is down at start is retried by the scheduler, not fatal. It reads
 // the TLS files s names. Errors never show a password.
-func Open(s config.Store) (*Conn, error) { return withStore(open(s, "", 0)) }
+func Open(s config.Store) (*Conn, error) { return open(s, "", 0) }
 
 // AdminClientName is the CLIENT SETNAME of the admin API's connections.
 const AdminClientName = "solocron-admin"
@@ -149,9 +146,9 @@ func (c *Conn) OpenAdmin() (*Conn, error) {
 		a := &Conn{store: c.store, Mode: c.Mode, Where: c.Where}
 		a.Client = redis.NewClient(&redis.Options{Addr: c.Embedded.Addr(), ContextTimeoutEnabled: true, ClientName: AdminClientName,
 			PoolSize: adminPoolSize, MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
-		return withStore(a, nil)
+		return a, nil
 	}
-	return withStore(open(c.store, AdminClientName, adminPoolSize))
+	return open(c.store, AdminClientName, adminPoolSize)
 }
 
 // open is Open, with a client name and a pool size per server when set.
