@@ -103,7 +103,9 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	var slots *redis.StringSliceCmd
 	var waiting, manual *redis.IntCmd
 	var hist *redis.StringSliceCmd
+	var backfill func() *Backfill
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		backfill = s.backfillStatus(ctx, p, job)
 		meta = p.HMGet(ctx, s.metaKey(job), "paused", "last", "paused_why", "fails")
 		slots = p.ZRange(ctx, s.key(job, "slots"), 0, -1)
 		waiting = p.ZCard(ctx, s.key(job, "queue"))
@@ -113,7 +115,7 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	}); err != nil {
 		return nil, err
 	}
-	st := &Status{Job: job, Waiting: int(waiting.Val()), PendingManual: int(manual.Val()), Running: []Run{}}
+	st := &Status{Job: job, Waiting: int(waiting.Val()), PendingManual: int(manual.Val()), Running: []Run{}, Backfill: backfill()}
 	if m := meta.Val(); len(m) == 4 {
 		st.Paused = m[0] == "1"
 		if v, ok := m[1].(string); ok {
