@@ -227,3 +227,18 @@ func (c *cli) reportBackfill(job string, b *scheduler.Backfill) {
 	fmt.Fprintf(c.stdout, "%s: backfill %s: %d of %d instants ran (%d succeeded, %d failed), %d had run before, %d skipped, %d dropped\n",
 		job, what, b.Started, b.Total, b.Succeeded, b.Failed, b.Already, b.Skipped, b.Dropped())
 }
+
+// backfillText is a backfill's state in one line, for status.
+func backfillText(b *scheduler.Backfill) string {
+	state := "going on"
+	switch {
+	case b.Done() && b.Cancelled:
+		state = "cancelled " + stamp(b.Finished)
+	case b.Done():
+		state = "finished " + stamp(b.Finished)
+	case b.Cancelled:
+		state = "cancelled, runs in flight ending"
+	}
+	return fmt.Sprintf("%d/%d instants decided (%d ran, %d had run before, %d skipped, %d dropped; %d running) from %s to %s, parallel %d: %s",
+		b.Decided, b.Total, b.Started, b.Already, b.Skipped, b.Dropped(), b.InFlight, stamp(b.From), stamp(b.To), b.Parallel, state)
+}

@@ -161,8 +161,14 @@ jobs:
 			t.Fatalf("backfill never had 2 in flight: %+v", b)
 		}
 	}
-	out, _ = run(1, "backfill", "bf", "--from", fromS, "--to", toS)
-	_ = out
+	_, stderr := run(1, "backfill", "bf", "--from", fromS, "--to", toS)
+	if !strings.Contains(stderr, "a backfill of the job is going on already") {
+		t.Errorf("second backfill: %q", stderr)
+	}
+	out, _ = run(0, "status", "bf")
+	if !regexp.MustCompile(`(?m)^backfill: +2/60 instants decided \(2 ran, 0 had run before, 0 skipped, 0 dropped; 2 running\) from 2026-01-01T00:00:00Z to 2026-01-01T00:59:00Z, parallel 2: going on$`).MatchString(out) {
+		t.Errorf("status:\n%s", out)
+	}
 	out, _ = run(0, "backfill", "bf", "--cancel")
 	if !strings.Contains(out, "bf: backfill cancelled: 2 of 60 instants decided, 58 dropped; 2 runs in flight go on to their end") {
 		t.Errorf("cancel:\n%s", out)
