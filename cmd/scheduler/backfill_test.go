@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/schedtest"
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -40,7 +42,7 @@ func (s *syncBuffer) String() string {
 // input exits 2 with a clear message; --cancel drops the rest.
 func TestBackfillCommand(t *testing.T) {
 	srv := redistest.Start(t)
-	release := make(chan struct{})
+	release, release2 := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	ran := map[string]int{}
 	s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil), scheduler.WithKeyPrefix("bfcli")), []scheduler.Job{{
@@ -52,9 +54,15 @@ func TestBackfillCommand(t *testing.T) {
 			mu.Lock()
 			ran[jobs.RunID(ctx)]++
 			mu.Unlock()
-			if strings.HasPrefix(jobs.ScheduledAt(ctx).UTC().Format(time.DateOnly), "2026-01") {
+			switch day := jobs.ScheduledAt(ctx).UTC().Format(time.DateOnly); {
+			case strings.HasPrefix(day, "2026-01"):
 				select { // the range cancelled below
 				case <-release:
+				case <-ctx.Done():
+				}
+			case strings.HasPrefix(day, "2026-02"):
+				select { // the range interrupted below
+				case <-release2:
 				case <-ctx.Done():
 				}
 			}
@@ -179,4 +187,22 @@ jobs:
 		t.Errorf("followed cancelled backfill:\n%s", followOut)
 	}
 	run(1, "backfill", "bf", "--cancel")
+
+	// Ctrl-C (SIGINT to the command's process) cancels the same way.
+	feb := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	p := start(t, &transcript{}, "backfill", os.Environ(), "backfill", "bf", "--from", feb.Format(time.RFC3339),
+		"--to", feb.Add(59*time.Minute).Format(time.RFC3339), "--parallel", "2", "--config", table)
+	testkit.WaitFor(t, 60*time.Second, "2 runs in flight", func() bool {
+		b, _ := ctl.BackfillStatus(context.Background(), "bf")
+		return b != nil && b.From.Equal(feb) && b.InFlight == 2
+	})
+	p.signal(os.Interrupt)
+	testkit.WaitFor(t, 30*time.Second, "cancelling", func() bool { return strings.Contains(p.stdout.String(), "cancelling: 2 runs in flight") })
+	close(release2)
+	if code := p.wait(60 * time.Second); code != 1 {
+		t.Errorf("interrupted backfill exited %d, want 1\n%s", code, p.output())
+	}
+	if !strings.Contains(p.stdout.String(), "bf: backfill cancelled: 2 of 60 instants ran (2 succeeded, 0 failed), 0 had run before, 0 skipped, 58 dropped") {
+		t.Errorf("interrupted backfill:\n%s", p.output())
+	}
 }
