@@ -265,8 +265,13 @@ func (s *store) backfill(ctx context.Context, job string, args []any) (string, *
 	return ans, st, nil
 }
 
-func (s *store) backfillJobs(ctx context.Context) ([]string, error) {
-	return s.c.ZRange(ctx, s.backfillHintKey(), 0, -1).Result()
+// backfillJobs answers the jobs with a backfill as the last heartbeat read
+// them (manualHints): no round trip of its own.
+func (s *store) backfillJobs(context.Context) ([]string, error) {
+	if p := s.backfillSeen.Load(); p != nil {
+		return *p, nil
+	}
+	return nil, nil
 }
 
 func (s *store) backfillForget(ctx context.Context, job string) error {

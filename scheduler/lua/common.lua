@@ -11,6 +11,8 @@
 --   waiting       zset  run id -> waiter expiry (server ms)
 --   history       list  finished run records, newest first, as JSON
 --   manual        zset  run id -> request time: manual runs not yet decided
+--   backfill      hash  the job's backfill (see bf_prune below)
+--   bfruns        set   run ids of the backfill's runs in flight
 --
 -- All times are the server's (TIME), never a replica's, except the scheduled
 -- instants themselves, which every replica computes identically.
