@@ -73,6 +73,10 @@ const simAllDown = "every replica down"
 // simLossReason starts the error of a run the store records missed because
 // it lost its data (claim.lua); simLossNoticed bounds how long after a loss
 // a manual request may still be recorded so (until a replica notices it).
+// simCloseTimeout is the engine's default close timeout (closeRun's bound
+// on recording a run's end), which the simulation's replicas use.
+const simCloseTimeout = 5 * time.Second
+
 const (
 	simLossReason  = "Redis lost data"
 	simLossNoticed = 10 * time.Second
@@ -146,13 +150,14 @@ type simObs struct {
 	leases   map[string]*simLease   // run id|owner -> its lease
 	leaseN   []*simLease            // in order of first grant
 	handed   map[string]time.Time   // run id|owner -> when the store took the claim back (hand back)
+	heard    map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
 	attempts []simAttempt
 }
 
 func newSimObs() simObs {
 	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
 		killed: map[*simInc]time.Time{}, stopped: map[*simInc]time.Time{}, frozen: map[int][][2]time.Time{},
-		leases: map[string]*simLease{}, handed: map[string]time.Time{}}
+		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}}
 }
 
 // noteLeaseSeg notes that the store holds run id's lease for owner (in's
@@ -216,6 +221,16 @@ func (w *simWorld) noteHandBack(id, owner string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.obs.handed[id+"|"+owner] = time.Now()
+}
+
+// noteDelivered notes that a "started" answer for run id's claim owner
+// reached its replica (perhaps late).
+func (w *simWorld) noteDelivered(id, owner string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.obs.heard[id+"|"+owner]; !ok {
+		w.obs.heard[id+"|"+owner] = time.Now()
+	}
 }
 
 // noteAttempt notes an attempt a job started, with the slot and token it
@@ -503,6 +518,19 @@ func (w *simWorld) check() []simViolation {
 				// could time out, its replica never learnt that the run
 				// was its own, nor could it say it never started it.
 				end = g.at.Add(claimTimeout)
+			}
+			if g != nil {
+				if d, ok := o.heard[id+"|"+g.owner]; ok && d.Add(claimTimeout+simCloseTimeout).After(end) {
+					// An answer that came late, past the lease: its
+					// replica then tries to take the lease back (one
+					// renewal, up to claimTimeout), and failing that
+					// records the run never started (a close, retried up
+					// to the close timeout). Killed or frozen before it
+					// could (seed 9: killed 0.27 s after the answer came,
+					// its calls failing), it leaves the cluster's
+					// lease_lost.
+					end = d.Add(claimTimeout + simCloseTimeout)
+				}
 			}
 			if g != nil && o.impaired(g.in, g.at, end) {
 				continue

@@ -261,7 +261,7 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 			break
 		}
 	}
-	return simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
+	res, err := simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
 		res, err := w.backend.claim(ctx, replica, skew, waiterTTL, reqs)
 		if err == nil {
 			for i, c := range res {
@@ -273,6 +273,14 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 		}
 		return res, err
 	})
+	if err == nil {
+		for i, c := range res {
+			if c.status == "started" {
+				w.in.r.w.noteDelivered(reqs[i].id, reqs[i].owner)
+			}
+		}
+	}
+	return res, err
 }
 
 func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (string, int64, error) {
@@ -290,6 +298,9 @@ func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		}
 		return answer{st, n}, err
 	})
+	if err == nil && a.status == "started" {
+		w.in.r.w.noteDelivered(r.id, r.owner)
+	}
 	return a.status, a.n, err
 }
 
