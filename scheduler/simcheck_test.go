@@ -812,8 +812,19 @@ func (w *simWorld) checkLeases() []simViolation {
 			granted[k] = l.at
 		}
 	}
+	slotOf := map[string]int{}
+	for _, l := range o.leaseN {
+		slotOf[fmt.Sprintf("%s|%s", l.id, l.in)] = max(1, l.slot)
+	}
 	seen := map[string][]simAttempt{}
+	wrong := 0
 	for _, a := range o.attempts {
+		// The slot a job is told (SOLOCRON_SLOT) is the one the store
+		// gave its run.
+		if want, ok := slotOf[fmt.Sprintf("%s|%s", a.id, a.in)]; ok && max(1, a.slot) != want && wrong < 3 {
+			wrong++
+			add(invSlotTokens, a.id, "%s attempt %d on %s told slot %d; the store granted it slot %d", a.id, a.attempt, a.in, a.slot, want)
+		}
 		k := fmt.Sprintf("%s|%d", a.job, max(1, a.slot))
 		seen[k] = append(seen[k], a)
 	}
