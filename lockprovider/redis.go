@@ -11,17 +11,20 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/fencing"
 )
 
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// script builds a redis.Script from lua/common.lua, the given shared parts
-// and the named script. redis.Script runs EVALSHA and falls back to EVAL on
+// script builds a redis.Script from internal/fencing's fence.lua,
+// lua/common.lua, the given shared parts and the named script. redis.Script runs EVALSHA and falls back to EVAL on
 // NOSCRIPT, so a SCRIPT FLUSH or a restarted server costs one extra round
 // trip once, never an error.
 func script(parts ...string) *redis.Script {
 	var b strings.Builder
+	b.WriteString(fencing.Lua)
 	for _, p := range append([]string{"common"}, parts...) {
 		src, err := luaFiles.ReadFile("lua/" + p + ".lua")
 		if err != nil {
