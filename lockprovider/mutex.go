@@ -66,20 +66,19 @@ func (m *Mutex) acquire(ctx context.Context, tok string, ttl time.Duration) (*Le
 		return nil, err
 	}
 	sent := time.Now()
-	res, err := ints(mutexAcquire.Run(ctx, m.r.client, m.keys,
-		tok, ms(ttl), ms(m.r.cfg.fenceRetention)).Result())
+	fence, err := mutexAcquire.Run(ctx, m.r.client, m.keys, tok, ms(ttl), ms(max(ttl, m.r.cfg.fenceRetention))).Int64()
 	if err != nil {
 		return nil, fmt.Errorf("lockprovider: acquire %q: %w", m.name, err)
 	}
-	if res[0] != 1 {
+	if fence <= 0 {
 		return nil, ErrNotAcquired
 	}
-	return NewLease(m, m.name, tok, res[1], ttl, sent), nil
+	return NewLease(m, m.name, tok, fence, ttl, sent), nil
 }
 
 // RefreshLease implements LeaseStore.
 func (m *Mutex) RefreshLease(ctx context.Context, l *Lease) error {
-	ok, err := mutexRefresh.Run(ctx, m.r.client, m.keys, l.token, ms(l.ttl), ms(m.r.cfg.fenceRetention), l.fence).Int()
+	ok, err := mutexRefresh.Run(ctx, m.r.client, m.keys, l.token, ms(l.ttl), ms(max(l.ttl, m.r.cfg.fenceRetention)), l.fence).Int()
 	if err != nil {
 		return fmt.Errorf("lockprovider: refresh %q: %w", m.name, err)
 	}

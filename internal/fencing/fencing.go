@@ -28,6 +28,7 @@
 // accident — they are prefixed fence_):
 //
 //	fence_clock()               -> now_ms, now_us    one TIME call
+//	fence_now_us()              -> "digits"          one TIME call, as a string
 //	fence_after(now_us, ...)    -> token             the rule above
 //	fence_int(n)                -> "digits"          for storing a token
 package fencing

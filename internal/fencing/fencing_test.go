@@ -71,3 +71,13 @@ return out`)
 		}
 	}
 }
+
+func TestFenceNowUS(t *testing.T) {
+	got := eval(t, "local us = fence_now_us() local _, n = fence_clock() return {tonumber(us), n, #us}")
+	if got[0] > got[1] || got[1]-got[0] > 1_000_000 {
+		t.Errorf("fence_now_us() = %d, fence_clock() = %d µs just after", got[0], got[1])
+	}
+	if got[2] != 16 {
+		t.Errorf("fence_now_us() has %d digits, want 16", got[2])
+	}
+}

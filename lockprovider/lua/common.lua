@@ -14,20 +14,26 @@ local int = fence_int
 -- that every primitive of the name draws its tokens from, kept for the fence
 -- retention after its last use. It also holds the name's Mutex, so that a
 -- mutex acquire or release reads and writes one key, once:
---   "<last>"                               the Mutex is free
---   "<last> <fence> <expiry> <owner>"      held: the holder's fencing token,
---                                          its lease's expiry (server ms),
---                                          its owner token
--- <last> is the last token issued for the name, by any primitive.
+--   "<last>"                                    the Mutex is free
+--   "<last> <fence> <since> <ttl> <owner>"      held: the holder's fencing
+--                                               token, the server time (µs)
+--                                               of its grant or last renewal,
+--                                               its ttl (ms), its owner token
+-- <last> is the last token issued for the name, by any primitive. The hold
+-- ends at since + ttl; the fields are kept as the strings TIME and the
+-- caller gave, so the common paths format no number (string.format is the
+-- dearest thing a short script does).
 -- read_counter parses one (a missing key is false): last, and the holder as
--- {f = fence, x = expiry, o = owner}, or nil when free.
+-- {f = fence, s = since (string), t = ttl (string), o = owner, x = end in
+-- server ms}, or nil when free.
 local function read_counter(v)
   if not v then
     return 0, nil
   end
-  local last, f, x, o = string.match(v, '^(%d+) (%d+) (%d+) (.+)$')
+  local last, f, since, ttl, o = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (.+)$')
   if last then
-    return tonumber(last), {f = tonumber(f), x = tonumber(x), o = o}
+    return tonumber(last), {f = tonumber(f), s = since, t = ttl, o = o,
+      x = math.floor(tonumber(since) / 1000) + tonumber(ttl)}
   end
   return tonumber(v) or 0, nil
 end
@@ -37,7 +43,7 @@ local function counter_value(last, h)
   if not h then
     return int(last)
   end
-  return int(last) .. ' ' .. int(h.f) .. ' ' .. int(h.x) .. ' ' .. h.o
+  return int(last) .. ' ' .. int(h.f) .. ' ' .. h.s .. ' ' .. h.t .. ' ' .. h.o
 end
 
 -- counter_ttl is how long a counter must live (ms): the retention, and at
@@ -62,4 +68,3 @@ local function next_fence(key, retention_ms, now, now_us)
   redis.call('SET', key, counter_value(f, h), 'PX', counter_ttl(h, now, retention_ms))
   return f
 end
-

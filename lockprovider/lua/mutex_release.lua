@@ -8,10 +8,10 @@
 -- ARGV[2] the lease's fencing token (0 when unknown)
 -- Returns 1 when released, 0 when ARGV[1] did not hold the lock.
 local old = redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL', 'GET')
-local last, h = read_counter(old)
-if h and h.o == ARGV[1] then
-  if last ~= tonumber(ARGV[2]) then
-    redis.call('SET', KEYS[1], int(last), 'KEEPTTL')
+local last, owner = string.match(old or '', '^(%d+) %d+ %d+ %d+ (.+)$')
+if owner == ARGV[1] then
+  if last ~= ARGV[2] then
+    redis.call('SET', KEYS[1], last, 'KEEPTTL')
   end
   return 1
 end
