@@ -12,7 +12,9 @@ import (
 // It is kept in the name's fencing counter (one key), so an acquire and a
 // release each run one script that reads and writes that key once: an
 // acquire+release, fencing token included, costs Redis no more calls than
-// a plain SET NX lock such as bsm/redislock.
+// a plain SET NX lock such as bsm/redislock (5). A lease that ran out while
+// no one took the mutex is still its holder's to release (without error);
+// it cannot be refreshed.
 type Mutex struct {
 	r    *Redis
 	name string
