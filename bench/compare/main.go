@@ -227,9 +227,10 @@ func (l raw) cycle(ctx context.Context, key string) error {
 }
 
 // lockRounds: each system's operations are split into rounds, taken in
-// turn (A B C D A B C D ...), so that a machine whose load changes during
-// the run (CI, other processes) weighs on every system alike.
-const lockRounds = 5
+// turn (A B C D A B C D ...), and its ops/s is the median of its rounds', so
+// that a machine whose load changes during the run (CI, other processes)
+// weighs on every system alike and a burst of it does not decide.
+const lockRounds = 10
 
 func lockScenarios(srv *harness.Server, ops int) []Result {
 	var out []Result
@@ -240,7 +241,7 @@ func lockScenarios(srv *harness.Server, ops int) []Result {
 		p, _ := lockprovider.NewRedis(c)
 		lockers := []locker{lpMutex{p}, bsm{redislock.New(c)}, rsync{redsync.New(goredis.NewPool(c))}, raw{c}}
 		type total struct {
-			el                     time.Duration
+			rates                  []float64 // ops/s of each round
 			allocs, sent, commands uint64
 			failed                 atomic.Int64
 		}
@@ -282,7 +283,7 @@ func lockScenarios(srv *harness.Server, ops int) []Result {
 					})
 				}
 				wg.Wait()
-				tot.el += time.Since(start)
+				tot.rates = append(tot.rates, float64(per*g)/time.Since(start).Seconds())
 				runtime.ReadMemStats(&ms1)
 				after, _ := srv.Snapshot(ctx, c)
 				tot.allocs += ms1.Mallocs - ms0.Mallocs
@@ -299,7 +300,7 @@ func lockScenarios(srv *harness.Server, ops int) []Result {
 			}
 			out = append(out, Result{
 				Scenario: "lock acquire+release", System: l.name(), Goroutines: g,
-				OpsPerSec:     n / tot.el.Seconds(),
+				OpsPerSec:     median(tot.rates),
 				AllocsPerOp:   float64(tot.allocs) / n,
 				CommandsPerOp: float64(tot.sent) / n,
 				RedisCalls:    float64(tot.commands) / n,
@@ -308,6 +309,20 @@ func lockScenarios(srv *harness.Server, ops int) []Result {
 		c.Close()
 	}
 	return out
+}
+
+// median returns the middle of xs (the mean of the two middle ones when
+// their number is even). It sorts xs.
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // --- end to end ------------------------------------------------------------
