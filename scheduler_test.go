@@ -16,6 +16,7 @@ import (
 
 	"github.com/solocron/solocron/config"
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
@@ -35,7 +36,7 @@ func replicas(t *testing.T, clients []*redis.Client, offsets []time.Duration, sk
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		s, err := scheduler.New(c, table,
+		s, err := scheduler.New(schedtest.RedisStore(t, c), table,
 			scheduler.WithReplicaID("r"+string(rune('0'+i))),
 			scheduler.WithMaxClockSkew(skew),
 			scheduler.WithClock(skewedClock(offsets[i])),
@@ -122,7 +123,8 @@ func skewRun(t *testing.T, forget bool) (dups []string, gaps []time.Time, runs i
 	}
 	if len(gaps) > 0 {
 		// Say what the store recorded for them.
-		if ctl, err := scheduler.NewControl(clients[0]); err == nil {
+		if st, err := scheduler.NewRedisStore(clients[0]); err == nil {
+			ctl := st.Control()
 			hist, _ := ctl.History(context.Background(), "tick", 2000)
 			for _, at := range gaps[:min(3, len(gaps))] {
 				for _, r := range hist {
@@ -206,17 +208,14 @@ jobs:
 	}
 	var wg sync.WaitGroup
 	for i := range 3 {
-		s, err := scheduler.New(srv.Client(t, nil), file.Jobs, scheduler.WithReplicaID("replica-"+string(rune('a'+i))),
-			scheduler.WithMaxClockSkew(file.Store.MaxClockSkew), scheduler.WithKeyPrefix(file.Store.KeyPrefix), scheduler.WithLogger(quiet))
+		s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil), scheduler.WithKeyPrefix(file.Store.KeyPrefix)), file.Jobs,
+			scheduler.WithReplicaID("replica-"+string(rune('a'+i))), scheduler.WithMaxClockSkew(file.Store.MaxClockSkew), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
 		wg.Go(func() { _ = s.Run(ctx) })
 	}
-	ctl, err := scheduler.NewControl(srv.Client(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, srv.Client(t, nil)).Control()
 	start := time.Now()
 	time.Sleep(1500 * time.Millisecond)
 	manual, err := ctl.Trigger(ctx, "report")

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/console"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
@@ -58,16 +59,12 @@ func newCluster(t *testing.T, replicas int) *cluster {
 func newClusterOf(t *testing.T, replicas int, tab []scheduler.Job) *cluster {
 	t.Helper()
 	c := &cluster{srv: miniredis.RunT(t), table: tab}
-	var err error
-	c.ctl, err = scheduler.NewControl(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.ctl = schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})).Control()
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	for i := range replicas {
-		s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}), c.table,
+		s, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})), c.table,
 			scheduler.WithReplicaID(fmt.Sprintf("replica-%d", i+1)), scheduler.WithLogger(quiet),
 			scheduler.WithSyncInterval(100*time.Millisecond), scheduler.WithVersion("test"))
 		if err != nil {
@@ -194,7 +191,7 @@ func TestJobPageTimelineAndPaging(t *testing.T) {
 
 func TestReplicasPageFlagsDifferentTables(t *testing.T) {
 	c := newCluster(t, 2)
-	other, err := scheduler.New(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}), c.table[:2],
+	other, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})), c.table[:2],
 		scheduler.WithReplicaID("stale"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +379,7 @@ func TestJobsPageCostIsBounded(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	var n testkit.CommandCounter
 	rdb.AddHook(&n)
-	ctl, _ := scheduler.NewControl(rdb)
+	ctl := schedtest.RedisStore(t, rdb).Control()
 	var tab []scheduler.Job
 	for i := range 1000 {
 		tab = append(tab, scheduler.Job{Name: fmt.Sprintf("job-%04d", i), Schedule: "*/5 * * * *", Handler: jobs.Func(func(context.Context) error { return nil })})

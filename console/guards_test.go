@@ -19,6 +19,7 @@ import (
 
 	"github.com/solocron/solocron/console"
 	"github.com/solocron/solocron/internal/redact"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
@@ -65,7 +66,7 @@ func tracedCluster(t *testing.T) *scheduler.Control {
 	srv := miniredis.RunT(t)
 	tp := sdktrace.NewTracerProvider()
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), table(),
+	s, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr()})), table(),
 		scheduler.WithReplicaID("replica-1"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
 		scheduler.WithTracerProvider(tp))
 	if err != nil {
@@ -137,11 +138,8 @@ func TestRedactsSecrets(t *testing.T) {
 		fmt.Fprint(jobs.Output(ctx), "connecting with "+secret)
 		return errors.New("auth failed for " + secret)
 	})}}
-	var err error
-	if c.ctl, err = scheduler.NewControl(redis.NewClient(&redis.Options{Addr: c.srv.Addr()})); err != nil {
-		t.Fatal(err)
-	}
-	s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: c.srv.Addr()}), c.table,
+	c.ctl = schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})).Control()
+	s, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})), c.table,
 		scheduler.WithReplicaID("replica-1"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

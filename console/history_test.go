@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/solocron/solocron/console"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
@@ -49,7 +50,7 @@ func TestRunPageFromHistoryWhenRecordGone(t *testing.T) {
 	srv := miniredis.RunT(t)
 	tp := sdktrace.NewTracerProvider()
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), table(),
+	s, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr()})), table(),
 		scheduler.WithReplicaID("replica-1"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
 		scheduler.WithTracerProvider(tp))
 	if err != nil {

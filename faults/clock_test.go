@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -79,9 +80,9 @@ func startInProcess(t *testing.T, c *cluster, table []scheduler.Job, skew time.D
 	reps := map[string]*inProc{}
 	for id, clk := range clocks {
 		r := &inProc{id: id, clock: clk, log: &memLog{}}
-		s, err := scheduler.New(c.redis.Client(t, nil), table,
+		s, err := scheduler.New(schedtest.RedisStore(t, c.redis.Client(t, nil), scheduler.WithKeyPrefix(c.prefix)), table,
 			scheduler.WithReplicaID(id), scheduler.WithMaxClockSkew(skew), scheduler.WithClock(clk),
-			scheduler.WithKeyPrefix(c.prefix), scheduler.WithLogger(slog.New(r.log)), scheduler.WithShutdownGrace(time.Second))
+			scheduler.WithLogger(slog.New(r.log)), scheduler.WithShutdownGrace(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

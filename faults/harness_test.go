@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -93,10 +94,7 @@ func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 	c := &cluster{t: t, cfg: cfg, dir: t.TempDir(), prefix: "f" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
 	c.redis = redistest.Start(t, cfg.RedisArgs...)
 	c.direct = c.redis.Client(t, &redis.Options{MaxRetries: -1, ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: 500 * time.Millisecond})
-	var err error
-	if c.ctl, err = scheduler.NewControl(c.direct, scheduler.WithKeyPrefix(c.prefix)); err != nil {
-		t.Fatal(err)
-	}
+	c.ctl = schedtest.RedisStore(t, c.direct, scheduler.WithKeyPrefix(c.prefix)).Control()
 	c.led = newLedger(t, cfg.Sink)
 	c.watch = watchSlots(t, c.direct, c.prefix+":{"+jobName+"}:slots", cfg.Job.Lease)
 	for range cfg.Replicas {

@@ -9,36 +9,34 @@ import (
 // implementations: store, one Redis deployment (standalone, Sentinel or
 // Cluster), where every operation is one atomic script; and redlock, N
 // independent masters, which runs the same scripts on every master and
-// combines their answers by majority.
+// combines their answers by majority. A new kind of store implements it,
+// and Store (stores.go) gets a constructor that opens it.
 type backend interface {
 	metaKey(job string) string
 
 	// preload loads every script, so the first claim is one round trip.
 	preload(ctx context.Context) error
 	// claim decides runs; see claim.lua for the answers. It may also answer
-	// "retry": the run was claimed, then taken back (too few replicas
+	// answerRetry: the run was claimed, then taken back (too few replicas
 	// acknowledged it, or no Redlock quorum) — nothing started, try again.
 	claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error)
-	// admit polls a queued run: "started" (n is the fencing token; r.slot
-	// is set to the run's slot),
-	// "waiting" (n is the place), "skipped_overlap", "skipped_paused" (a
-	// scheduled or catch-up run of a job paused while it waited) or "lost".
-	admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status string, n int64, err error)
+	// admit polls a queued run: answerStarted (n is the fencing token;
+	// r.slot is set to the run's slot), answerWaiting (n is the place),
+	// answerSkippedOverlap, answerSkippedPaused (a scheduled or catch-up
+	// run of a job paused while it waited), answerMissed or answerLost.
+	admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status answer, n int64, err error)
 	// handBack gives a manual run this replica claimed but has not started
 	// (queued, or won while shutting down) back to the pending requests, so
 	// that another replica runs it. It reports whether it did (false: the
 	// run is no longer this replica's to give back).
 	handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error)
-	// renew renews leases: "ok", "lost", "replaced", or "unacked" (not
-	// acknowledged by enough replicas or masters: a failed renewal, not a
-	// lost lease).
-	renew(ctx context.Context, reqs []renewReq) ([]string, error)
+	// renew renews leases; see leaseAnswer.
+	renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error)
 	// attempt issues the fencing token of a run's next attempt; 0 means the
 	// run is no longer held.
 	attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error)
-	// complete closes runs: "ok", "closed" (by the cluster already) or
-	// "lost", per run.
-	complete(ctx context.Context, reqs []completeReq) ([]string, error)
+	// complete closes runs; see closeAnswer.
+	complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error)
 	// sync is the heartbeat of the replica's jobs.
 	sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error)
 
@@ -56,7 +54,29 @@ type backend interface {
 	status(ctx context.Context, job string, limit int) (*Status, error)
 	// get returns a run's record, or nil if the store has none.
 	get(ctx context.Context, job, suffix string) (*Run, error)
+	statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error)
+	overview(ctx context.Context, jobs []string, recent int) ([]Overview, error)
+	historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error)
+	registrar
+
+	// caps says what the store can do beyond coordinating runs.
+	caps() capabilities
 }
+
+// capabilities are what a store can do beyond coordinating runs.
+type capabilities struct {
+	// mutexOnly: every job must have concurrency 1, and there are no
+	// notifications (Redlock).
+	mutexOnly bool
+	// registry: it keeps the replica registry (see Control.Replicas).
+	registry bool
+	// notify is where notifications are queued; nil: nowhere.
+	notify *store
+}
+
+func (s *store) caps() capabilities { return capabilities{registry: true, notify: s} }
+
+func (rl *redlock) caps() capabilities { return capabilities{mutexOnly: true, registry: true} }
 
 var (
 	_ backend = (*store)(nil)

@@ -116,7 +116,7 @@ func BenchmarkClaim(b *testing.B) {
 					b.Fatal(err)
 				}
 				usec += scriptUsec(b, c) - before
-				want := map[string]string{"won": "started", "lost": "decided"}[path]
+				want := map[string]answer{"won": answerStarted, "lost": answerDecided}[path]
 				for _, r := range res {
 					if r.status != want {
 						b.Fatalf("claim answered %q, want %q", r.status, want)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -136,7 +137,7 @@ func TestSlowClockReadingsDoNotHoldClaims(t *testing.T) {
 		rdb := c.client()
 		rdb.AddHook(slowClockReads{})
 		table := []scheduler.Job{{Name: "tick", Schedule: "@every 1s", Handler: c.ledger.Job(nil)}}
-		s, err := scheduler.New(rdb, table, scheduler.WithReplicaID("alone"), scheduler.WithLogger(quiet),
+		s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithReplicaID("alone"), scheduler.WithLogger(quiet),
 			scheduler.WithMaxClockSkew(300*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)

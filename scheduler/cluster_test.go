@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -105,10 +106,7 @@ type cluster struct {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	m, c := redistest.MiniPipe(t)
-	ctl, err := scheduler.NewControl(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, c).Control()
 	f := newFleet(t)
 	f.ctl = ctl
 	return &cluster{fleet: f, m: m}
@@ -127,7 +125,7 @@ func (c *cluster) replica(name string, table []scheduler.Job, opts ...scheduler.
 	if !c.fresh {
 		establish(c.t, rdb, table)
 	}
-	s, err := scheduler.New(rdb, table, opts...)
+	s, err := scheduler.New(schedtest.RedisStore(c.t, rdb), table, opts...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -161,7 +159,7 @@ func id(job string, at time.Time) string { return job + "@" + at.UTC().Format(ti
 func runAlone(t *testing.T, rdb *redis.Client, table []scheduler.Job, d time.Duration, opts ...scheduler.Option) {
 	t.Helper()
 	establish(t, rdb, table)
-	s, err := scheduler.New(rdb, table, append([]scheduler.Option{scheduler.WithLogger(quiet)}, opts...)...)
+	s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, append([]scheduler.Option{scheduler.WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // MaxPendingManual bounds the manual runs of one job that may wait to be
@@ -26,24 +23,6 @@ var ErrQueueFull = errors.New("scheduler: the job's queue of pending manual runs
 // replica (the command line uses it), and its effects reach every replica.
 type Control struct {
 	store backend
-}
-
-// NewControl returns the controls for the store behind client. Only
-// WithKeyPrefix matters here; it must match the replicas'.
-func NewControl(client redis.UniversalClient, opts ...Option) (*Control, error) {
-	if client == nil {
-		return nil, errors.New("scheduler: nil Redis client")
-	}
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	cfg.minAck = 0 // controls write nothing a run depends on
-	st, err := newStore(client, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Control{store: st}, nil
 }
 
 func checkJob(job string) error {
@@ -125,64 +104,6 @@ func (r Run) Duration() time.Duration {
 	return r.FinishedAt.Sub(r.StartedAt)
 }
 
-// wireRun is a run record as Redis keeps it: every field a string.
-type wireRun struct {
-	ID       string `json:"id"`
-	Job      string `json:"job"`
-	Kind     string `json:"kind"`
-	Sched    string `json:"sched"`
-	Decision string `json:"decision"`
-	Outcome  string `json:"outcome"`
-	Replica  string `json:"replica"`
-	Fence    string `json:"fence"`
-	Started  string `json:"started"`
-	Finished string `json:"finished"`
-	Attempts string `json:"attempts"`
-	Error    string `json:"error"`
-	Output   string `json:"output"`
-	Trace    string `json:"trace"`
-	Paused   string `json:"paused"`
-	Slot     string `json:"slot"`
-}
-
-func msTime(s string) time.Time {
-	ms, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || ms <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
-func (w wireRun) run() Run {
-	fence, _ := strconv.ParseInt(w.Fence, 10, 64)
-	attempts, _ := strconv.Atoi(w.Attempts)
-	slot, _ := strconv.Atoi(w.Slot)
-	return Run{Slot: slot,
-		ID: w.ID, Job: w.Job, Kind: kindOf(w.Kind), ScheduledAt: msTime(w.Sched),
-		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
-		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
-		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace, Paused: w.Paused,
-	}
-}
-
-// runFromHash reads the record of run id as the run's hash keeps it; its id
-// and job are in its key, not in the hash.
-func runFromHash(id string, h map[string]string) Run {
-	job, _, _ := splitRunID(id)
-	attempts, slot := h["attempts"], h["slot"]
-	if attempts == "" && h["started"] != "" {
-		attempts = "1"
-	}
-	if slot == "" && h["started"] != "" {
-		slot = "1"
-	}
-	return wireRun{
-		ID: id, Job: job, Kind: h["kind"], Sched: h["sched"], Decision: h["decision"],
-		Outcome: h["outcome"], Replica: h["replica"], Fence: h["fence"], Started: h["started"],
-		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"], Paused: h["paused"], Slot: slot,
-	}.run()
-}
-
 // History returns the job's finished run records, newest first, at most
 // limit of them (the store keeps the job's history_limit).
 func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, error) {
@@ -193,18 +114,6 @@ func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, er
 		limit = DefaultHistoryLimit
 	}
 	return c.store.history(ctx, job, limit)
-}
-
-func decodeHistory(raw []string) ([]Run, error) {
-	out := make([]Run, 0, len(raw))
-	for _, s := range raw {
-		var w wireRun
-		if err := json.Unmarshal([]byte(s), &w); err != nil {
-			return nil, fmt.Errorf("scheduler: bad history record: %w", err)
-		}
-		out = append(out, w.run())
-	}
-	return out, nil
 }
 
 // Status is a job's cluster-wide state.

@@ -3,7 +3,9 @@
 // race for the run in Redis, one wins and runs it under a lease its watchdog
 // renews, the others find it decided.
 //
-//	s, err := scheduler.New(rdb, []scheduler.Job{{
+//	store, err := scheduler.NewRedisStore(rdb)
+//	...
+//	s, err := scheduler.New(store, []scheduler.Job{{
 //		Name:     "lottery",
 //		Schedule: "0 0 12 * * *",
 //		Handler:  jobs.Func(draw),
@@ -39,7 +41,7 @@
 //
 // # Stores
 //
-// New takes one Redis deployment: a *redis.Client for a standalone server,
+// NewRedisStore takes one Redis deployment: a *redis.Client for a standalone server,
 // the client of redis.NewFailoverClient for a Sentinel-managed primary, or a
 // *redis.ClusterClient for Redis Cluster, where every key of a job shares the
 // hash tag {<job>}, so each script touches one slot and a batch of claims is
@@ -49,7 +51,7 @@
 // replicas acknowledged it; one they did not is taken back and the run is
 // not started.
 //
-// NewRedlock takes N independent masters and combines their answers by
+// NewRedlockStore takes N independent masters and combines their answers by
 // majority: a run starts when a quorum started it within the lease's
 // validity, a lease lives while a quorum renews it. It coordinates mutexes
 // only (concurrency 1), assumes the masters' clocks run at about the same
@@ -70,4 +72,22 @@
 // crash can cause a second POST, always with the same Solocron-Delivery
 // key ("<run id>:<event>"), which receivers de-duplicate on. Redlock
 // refuses notifications.
+//
+// # Where things are
+//
+// One file per concept, in the order a run meets them: dispatch.go (the
+// tick loop), claim.go (claims in batches, and what each answer means),
+// wait.go (runs queued for a slot), run.go (one started run: its lease,
+// renewed through renewer.go, its attempts, its close), gate.go (runs
+// claimed ahead wait for their instant), heartbeat.go (each job's state in
+// Redis, every sync interval), misses.go (missed runs, catch-up), clock.go
+// (this replica's clock against Redis'). Beneath them, backend.go is what
+// the engine asks of a store: store.go answers for one Redis deployment,
+// redlock.go for N masters by majority over one store each; both speak
+// through transport.go (pipelines, NOSCRIPT, WAIT, batches) in the
+// protocol of protocol.go (every script's arguments and answers, and the
+// run record; the scripts are in lua/). Around them: scheduler.go (New,
+// Reload, Run), job.go and jobstate.go (the table), options.go,
+// control.go, storecontrol.go and statuses.go (Control), overview.go,
+// replicas.go, notify.go, telemetry.go and jobmetrics.go.
 package scheduler

@@ -9,6 +9,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -62,7 +63,7 @@ func TestDSTNights(t *testing.T) {
 				for _, name := range []string{"a", "b"} {
 					rdb := c.client()
 					rdb.AddHook(serverClock{m: c.m, clk: clk})
-					s, err := scheduler.New(rdb, table, scheduler.WithReplicaID(name), scheduler.WithClock(clk),
+					s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithReplicaID(name), scheduler.WithClock(clk),
 						scheduler.WithLogger(quiet), scheduler.WithSyncInterval(time.Hour))
 					if err != nil {
 						t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/lockprovider"
 	"github.com/solocron/solocron/scheduler"
@@ -126,7 +127,7 @@ func TestClusterRunsEachRunOnce(t *testing.T) {
 
 	start := time.Now()
 	for i := range 3 {
-		s, err := scheduler.New(cl.Client(t, nil), table, replicaOpts(i)...)
+		s, err := scheduler.New(schedtest.RedisStore(t, cl.Client(t, nil)), table, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,10 +145,7 @@ func TestClusterRunsEachRunOnce(t *testing.T) {
 	for _, n := range names {
 		startedOnce(t, f.ledger, n, instants(start.Add(time.Second), end.Add(-time.Second)))
 	}
-	ctl, err := scheduler.NewControl(probe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, probe).Control()
 	h, err := ctl.History(ctx, names[5], 100)
 	if err != nil || len(h) < 3 {
 		t.Fatalf("history of %s: %d records, %v", names[5], len(h), err)
@@ -191,16 +189,13 @@ func TestSentinelFailoverKeepsRunsOnce(t *testing.T) {
 	}
 	for i := range 3 {
 		c := sn.Client(t, &redis.FailoverOptions{ReadTimeout: 2 * time.Second})
-		s, err := scheduler.New(c, table, replicaOpts(i, scheduler.WithMinReplicasAck(2, 500*time.Millisecond))...)
+		s, err := scheduler.New(schedtest.RedisStore(t, c, scheduler.WithMinReplicasAck(2, 500*time.Millisecond)), table, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.run(s)
 	}
-	ctl, err := scheduler.NewControl(sn.Client(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, sn.Client(t, nil)).Control()
 	start := time.Now()
 	time.Sleep(3500 * time.Millisecond)
 	before := time.Now()
@@ -296,16 +291,13 @@ func TestMinReplicasAckRefusesWhenReplicasStop(t *testing.T) {
 		{Name: "long", Schedule: "@yearly", Lease: 1500 * time.Millisecond, Handler: f.ledger.Job(blockJob(time.Minute))},
 	}
 	for i := range 2 {
-		s, err := scheduler.New(primary.Client(t, nil), table, replicaOpts(i, scheduler.WithMinReplicasAck(1, 300*time.Millisecond))...)
+		s, err := scheduler.New(schedtest.RedisStore(t, primary.Client(t, nil), scheduler.WithMinReplicasAck(1, 300*time.Millisecond)), table, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.run(s)
 	}
-	ctl, err := scheduler.NewControl(primary.Client(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, primary.Client(t, nil)).Control()
 	start := time.Now()
 	long, err := ctl.Trigger(t.Context(), "long")
 	if err != nil {
@@ -385,16 +377,13 @@ func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
 		if i > 0 {
 			tab = table[:1]
 		}
-		s, err := scheduler.NewRedlock(clients(), tab, replicaOpts(i, scheduler.WithRedlockTimeout(300*time.Millisecond))...)
+		s, err := scheduler.New(schedtest.RedlockStore(t, clients(), scheduler.WithRedlockTimeout(300*time.Millisecond)), tab, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.run(s)
 	}
-	ctl, err := scheduler.NewRedlockControl(clients(), scheduler.WithRedlockTimeout(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedlockStore(t, clients(), scheduler.WithRedlockTimeout(300*time.Millisecond)).Control()
 	start := time.Now()
 	long, err := ctl.Trigger(t.Context(), "long")
 	if err != nil {
@@ -470,7 +459,7 @@ func TestClusterMinReplicasAckPerShard(t *testing.T) {
 		t.Fatalf("jobs on the stopped master: %v; want some, not all", onStopped)
 	}
 	for i := range 2 {
-		s, err := scheduler.New(cl.Client(t, nil), table, replicaOpts(i, scheduler.WithMinReplicasAck(1, 300*time.Millisecond))...)
+		s, err := scheduler.New(schedtest.RedisStore(t, cl.Client(t, nil), scheduler.WithMinReplicasAck(1, 300*time.Millisecond)), table, replicaOpts(i)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,11 @@ func Example() {
 			return nil
 		}),
 	}
-	s, err := scheduler.New(rdb, []scheduler.Job{lottery},
+	store, err := scheduler.NewRedisStore(rdb)
+	if err != nil {
+		panic(err)
+	}
+	s, err := scheduler.New(store, []scheduler.Job{lottery},
 		scheduler.WithReplicaID("web-1"), scheduler.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		panic(err)

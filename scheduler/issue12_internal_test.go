@@ -39,7 +39,7 @@ func seed(t testing.TB, c *redis.Client, j *jobState) {
 }
 
 // claimOf is a claim of j's run at sched, as the replica would send it.
-func claimOf(j *jobState, sched time.Time, kind byte, owner string) claimReq {
+func claimOf(j *jobState, sched time.Time, kind runKind, owner string) claimReq {
 	id := runID(j.Name, sched)
 	r := claimReq{j: j, id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: j.fire(sched),
 		owner: owner, overlap: j.Overlap, maxWait: j.MaxWait}
@@ -101,7 +101,7 @@ func TestMissedIsDecidedByRedisClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].status == string(Missed) {
+	if res[0].status == answer(Missed) {
 		t.Fatalf("a run an hour ahead on Redis' clock was recorded missed")
 	}
 	if res[0].status != "early" {
@@ -113,7 +113,7 @@ func TestMissedIsDecidedByRedisClock(t *testing.T) {
 	// Past its deadline on Redis' clock, it is recorded missed.
 	past := time.Now().Truncate(time.Minute).Add(-time.Minute) // an instant, past its deadline, within its retention
 	res, err = s.claim(ctx, "fast", 2*time.Second, 3*time.Second, []claimReq{claimOf(j, past, 'x', "o2")})
-	if err != nil || res[0].status != string(Missed) {
+	if err != nil || res[0].status != answer(Missed) {
 		t.Errorf("past run: %+v, %v; want missed", res, err)
 	}
 }

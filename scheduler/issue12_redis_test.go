@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
@@ -71,10 +72,7 @@ func TestStaleFailoverIsNoticedByFence(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
 	f := newFleet(t)
-	ctl, err := scheduler.NewControl(srv.Client(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, srv.Client(t, nil)).Control()
 	f.ctl = ctl
 	table := []scheduler.Job{{Name: "stale", Schedule: "@every 1s", Handler: f.ledger.Job(nil)}}
 	// The copy is taken while the request is pending, before any replica
@@ -84,7 +82,7 @@ func TestStaleFailoverIsNoticedByFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := takeSnapshot(t, rdb)
-	a, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+	a, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +156,11 @@ func TestLostLeaseKillsTheProcessGroupBeforeExpiry(t *testing.T) {
 			KillGrace: time.Second}}}
 	establish(t, rdb, table)
 	f := newFleet(t)
-	ctl, err := scheduler.NewControl(rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, rdb).Control()
 	f.ctl = ctl
 	c := srv.Client(t, nil)
 	c.AddHook(failedRenewals{})
-	s, err := scheduler.New(c, table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+	s, err := scheduler.New(schedtest.RedisStore(t, c), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

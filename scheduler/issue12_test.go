@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -164,7 +165,7 @@ func TestQueuedManualRunSurvivesItsReplica(t *testing.T) {
 					Handler: c.ledger.Job(sleepJob(5 * time.Second))}}
 				establish(t, c.client(), table)
 				rdb := c.client()
-				a, err := scheduler.New(rdb, table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+				a, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -244,7 +245,7 @@ func TestShutdownKeepsClaimAnswers(t *testing.T) {
 		establish(t, c.client(), table)
 		rdb := c.client()
 		rdb.AddHook(heldClaimAnswers{})
-		a, err := scheduler.New(rdb, table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
+		a, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithReplicaID("a"), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,10 +382,7 @@ func TestTriggerIsOneRoundTrip(t *testing.T) {
 		rdb := c.client()
 		trips := &roundTrips{}
 		rdb.AddHook(trips)
-		ctl, err := scheduler.NewControl(rdb)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctl := schedtest.RedisStore(t, rdb).Control()
 		ctx := context.Background()
 		if _, err := ctl.Trigger(ctx, "j"); err != nil { // loads the script
 			t.Fatal(err)

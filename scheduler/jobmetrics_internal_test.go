@@ -146,7 +146,7 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat, sla
 		var err error
 		if len(cs) == 1 {
 			cs[0].AddHook(cnt)
-			s, err = New(cs[0], table, opts...)
+			s, err = New(redisStore(t, cs[0]), table, opts...)
 		} else {
 			// Each master: its own counter; the first master's is checked.
 			cs[0].AddHook(cnt)
@@ -154,7 +154,7 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat, sla
 			for k, c := range cs {
 				us[k] = c
 			}
-			s, err = NewRedlock(us, table, opts...)
+			s, err = New(redlockStore(t, us), table, opts...)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -347,7 +347,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	seed(t, c, j)
 	base := time.Now().Truncate(time.Second).Add(-6 * time.Second)
 	n := 0
-	claim := func(kind byte) claimReq {
+	claim := func(kind runKind) claimReq {
 		t.Helper()
 		n++
 		r := claimOf(j, base.Add(time.Duration(n)*time.Second), kind, fmt.Sprintf("o%d", n))
@@ -398,7 +398,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	end(claim('s'), TimedOut)
 	// A run past its deadline recorded missed: the streak stays.
 	miss := claimOf(j, time.Now().Truncate(time.Second).Add(-12*time.Second), 'x', "ox")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{miss}); err != nil || res[0].status != string(Missed) {
+	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{miss}); err != nil || res[0].status != answer(Missed) {
 		t.Fatalf("missed claim: %+v, %v", res, err)
 	}
 	if st = stats(); st.fails != 3 || at(st, TimedOut).IsZero() || at(st, Missed).IsZero() {
@@ -476,7 +476,7 @@ func TestJobGaugesEndWithRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
 		reader := sdkmetric.NewManualReader()
-		s, err := New(c, []Job{{Name: "j", Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return nil })}},
+		s, err := New(redisStore(t, c), []Job{{Name: "j", Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return nil })}},
 			WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 		if err != nil {

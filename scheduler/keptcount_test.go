@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
@@ -37,10 +38,7 @@ func TestKeptCountsMatchHistoryRealRedis(t *testing.T) {
 
 func keptScenario(t *testing.T, client func() *redis.Client) {
 	ctx := context.Background()
-	ctl, err := scheduler.NewControl(client())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, client()).Control()
 	var ran atomic.Int64
 	table := func(limit int) []scheduler.Job {
 		return []scheduler.Job{{Name: "tally", Schedule: "@every 1s", HistoryLimit: limit,
@@ -56,7 +54,7 @@ func keptScenario(t *testing.T, client func() *redis.Client) {
 		t.Helper()
 		rdb := client()
 		establish(t, rdb, table(limit))
-		s, err := scheduler.New(rdb, table(limit), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
+		s, err := scheduler.New(schedtest.RedisStore(t, rdb), table(limit), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

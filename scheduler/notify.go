@@ -67,7 +67,7 @@ type notifyConfig struct {
 
 // WithNotifications sets the targets jobs may name in Job.Notify. Each is
 // validated (notify.Target.Validate); names are unique. Default none.
-// Notifications need one Redis deployment (New): NewRedlock refuses them,
+// Notifications need one Redis deployment (NewRedisStore): a Redlock store refuses them,
 // as its masters would each queue the event.
 func WithNotifications(targets ...notify.Target) Option {
 	return func(c *config) {
@@ -181,11 +181,6 @@ type NotificationJob struct {
 	Timezone string `json:"timezone,omitempty"`
 }
 
-// notifyTelemetry counts deliveries.
-type notifyTelemetry struct {
-	deliveries metric.Int64Counter
-}
-
 // Delivery results, the "result" attribute of solocron.notifications.
 const (
 	notifyDelivered = "delivered" // the receiver answered 2xx
@@ -210,8 +205,8 @@ type notifier struct {
 // newNotifier returns the replica's delivery loop, its table's
 // subscriptions written; nil when there is nothing to deliver.
 func (s *Scheduler) newNotifier(ctx context.Context) *notifier {
-	st, ok := s.store.(*store)
-	if !ok || len(s.cfg.notify.targets) == 0 {
+	st := s.store.caps().notify
+	if st == nil || len(s.cfg.notify.targets) == 0 {
 		// Without targets a replica leaves the queues alone. (A table that
 		// drops every notification leaves its subscriptions to expire;
 		// their queues stay bounded.)

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/notify"
@@ -111,7 +112,7 @@ func TestNotifyOncePerEventThreeReplicas(t *testing.T) {
 	table := []scheduler.Job{{Name: "flaky", Schedule: "@every 1s", Handler: flaky(3), Notify: []string{"ops"}}}
 	tg := rcv.target(notify.Failed, notify.Recovered)
 	for _, id := range []string{"a", "b", "c"} {
-		s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithReplicaID(id), scheduler.WithLogger(quiet),
+		s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, scheduler.WithReplicaID(id), scheduler.WithLogger(quiet),
 			scheduler.WithSyncInterval(200*time.Millisecond), scheduler.WithNotifications(tg))
 		if err != nil {
 			t.Fatal(err)
@@ -175,7 +176,7 @@ func TestNotifyRetriesAfter500(t *testing.T) {
 	table := []scheduler.Job{{Name: "once", Schedule: "@every 1s", Handler: flaky(1), Notify: []string{"ops"}}}
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithLogger(log), scheduler.WithSyncInterval(100*time.Millisecond),
+	s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, scheduler.WithLogger(log), scheduler.WithSyncInterval(100*time.Millisecond),
 		scheduler.WithNotifications(tg), scheduler.WithNotifyRetry(100*time.Millisecond, time.Hour), scheduler.WithMeterProvider(mp))
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +241,7 @@ func TestNotifyGivesUp(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	f := newFleet(t)
 	table := []scheduler.Job{{Name: "gone", Schedule: "@every 1s", Handler: flaky(1), Notify: []string{"ops"}}}
-	s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+	s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
 		scheduler.WithSyncInterval(100*time.Millisecond), scheduler.WithNotifications(rcv.target(notify.Failed)),
 		scheduler.WithNotifyRetry(50*time.Millisecond, 500*time.Millisecond),
 		scheduler.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
@@ -285,7 +286,7 @@ func TestNotifyDeadTakerHandsOn(t *testing.T) {
 	table := []scheduler.Job{{Name: "dead", Schedule: "@every 1s", Handler: flaky(1), Notify: []string{"ops"}}}
 	opts := []scheduler.Option{scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100 * time.Millisecond),
 		scheduler.WithNotifications(tg)}
-	a, err := scheduler.New(srv.Client(t, nil), table, append(opts, scheduler.WithReplicaID("a"),
+	a, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, append(opts, scheduler.WithReplicaID("a"),
 		scheduler.WithNotifyClient(&http.Client{Transport: st}))...)
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +298,7 @@ func TestNotifyDeadTakerHandsOn(t *testing.T) {
 		t.Fatal("replica a never took the delivery")
 	}
 	took := time.Now()
-	b, err := scheduler.New(srv.Client(t, nil), table, append(opts, scheduler.WithReplicaID("b"))...)
+	b, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, append(opts, scheduler.WithReplicaID("b"))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func TestNotifyQueueBoundAndPaused(t *testing.T) {
 	rcv.down.Store(true)
 	f := newFleet(t)
 	table := []scheduler.Job{{Name: "bounded", Schedule: "@every 1h", Handler: flaky(0), Notify: []string{"ops"}}}
-	s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
+	s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
 		scheduler.WithNotifications(rcv.target(notify.Paused)), scheduler.WithNotifyQueueLimit(3),
 		scheduler.WithNotifyRetry(200*time.Millisecond, time.Hour))
 	if err != nil {
@@ -379,7 +380,7 @@ func TestNotifyMiniredis(t *testing.T) {
 	f := newFleet(t)
 	table := []scheduler.Job{{Name: "slow", Schedule: "@every 1s", Timeout: 100 * time.Millisecond, Notify: []string{"ops"},
 		Handler: jobs.Func(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })}}
-	s, err := scheduler.New(rdb, table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
+	s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
 		scheduler.WithNotifications(rcv.target(notify.TimedOut)))
 	if err != nil {
 		t.Fatal(err)
@@ -399,18 +400,18 @@ func TestNotifyValidation(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	good := notify.Target{Name: "ops", URL: "https://hooks.example.com/x", On: []notify.Event{notify.Failed}}
 	table := []scheduler.Job{{Name: "j", Schedule: "@every 1s", Handler: flaky(0), Notify: []string{"pager"}}}
-	if _, err := scheduler.New(rdb, table, scheduler.WithNotifications(good)); err == nil || !strings.Contains(err.Error(), `no notification named "pager"`) {
+	if _, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithNotifications(good)); err == nil || !strings.Contains(err.Error(), `no notification named "pager"`) {
 		t.Errorf("unknown target: %v", err)
 	}
 	bad := notify.Target{Name: "ops", URL: "ftp://x", On: []notify.Event{"exploded"}}
-	if _, err := scheduler.New(rdb, nil, scheduler.WithNotifications(bad)); err == nil ||
+	if _, err := scheduler.New(schedtest.RedisStore(t, rdb), nil, scheduler.WithNotifications(bad)); err == nil ||
 		!strings.Contains(err.Error(), "http:// or https://") || !strings.Contains(err.Error(), `unknown event "exploded"`) {
 		t.Errorf("bad target: %v", err)
 	}
 	table[0].Notify = []string{"ops"}
 	_, r1 := redistest.Mini(t)
 	_, r2 := redistest.Mini(t)
-	if _, err := scheduler.NewRedlock([]redis.UniversalClient{rdb, r1, r2}, table, scheduler.WithNotifications(good)); err == nil || !strings.Contains(err.Error(), "redlock") {
+	if _, err := scheduler.New(schedtest.RedlockStore(t, []redis.UniversalClient{rdb, r1, r2}), table, scheduler.WithNotifications(good)); err == nil || !strings.Contains(err.Error(), "redlock") {
 		t.Errorf("redlock: %v", err)
 	}
 }
@@ -432,7 +433,7 @@ func TestNotifyMissed(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := []scheduler.Job{{Name: "lonely", Schedule: "@yearly", Handler: flaky(0), Notify: []string{"ops"}}}
-	s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
+	s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
 		scheduler.WithNotifications(rcv.target(notify.Missed)))
 	if err != nil {
 		t.Fatal(err)
@@ -456,7 +457,7 @@ func TestNotifyPauseAfterFailures(t *testing.T) {
 	f := newFleet(t)
 	table := []scheduler.Job{{Name: "tripping", Schedule: "@every 1s", PauseAfterFailures: 2, Notify: []string{"ops"},
 		Handler: flaky(1 << 30)}}
-	s, err := scheduler.New(srv.Client(t, nil), table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
+	s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond),
 		scheduler.WithNotifications(rcv.target(notify.Paused, notify.Failed)))
 	if err != nil {
 		t.Fatal(err)

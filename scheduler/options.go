@@ -12,23 +12,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Clock tells the time. Replicas compute scheduled instants from it; the
-// default is the system clock. Tests and benchmarks inject skewed clocks.
-type Clock interface {
-	Now() time.Time
-}
-
-// ClockFunc adapts a function to a Clock.
-type ClockFunc func() time.Time
-
-// Now calls f.
-func (f ClockFunc) Now() time.Time { return f() }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-// Option configures New and NewControl.
+// Option configures New. What concerns the store (its key prefix,
+// acknowledgements, timeouts) is a StoreOption of its constructor.
 type Option func(*config)
 
 type config struct {
@@ -50,6 +35,7 @@ type config struct {
 	maxAhead      time.Duration // and at most (Redis refuses earlier ones)
 	aheadSet      bool
 
+	// The store's (StoreOption), set by Store.open.
 	minAck         int
 	ackTimeout     time.Duration
 	redlockTimeout time.Duration
@@ -63,9 +49,6 @@ type config struct {
 // WithReplicaID names this replica in run records and logs. Default
 // "<hostname>-<pid>".
 func WithReplicaID(id string) Option { return func(c *config) { c.replicaID = id } }
-
-// WithKeyPrefix sets the prefix of every Redis key. Default "solocron".
-func WithKeyPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // WithMaxClockSkew sets the largest clock difference between replicas (and
 // Redis) under which every run still starts at most once. Default 2s.
@@ -157,25 +140,6 @@ func WithClaimAhead(d time.Duration) Option {
 // Default 1s.
 func WithSyncInterval(d time.Duration) Option { return func(c *config) { c.syncInterval = d } }
 
-// WithMinReplicasAck makes claims, admissions and lease renewals count only
-// once n replicas of the Redis primary acknowledged them (WAIT n timeout),
-// so that a failover to one of those replicas keeps them. A claim too few
-// replicas acknowledged is taken back and its run not started (fail
-// closed); it is retried until the run's starting deadline. A renewal too
-// few acknowledged counts as failed. A run's end (its record closed, its
-// slot freed) is sent again until enough replicas have it, for up to the
-// close timeout, so that a failover does not leave the slot held until
-// the lease runs out. timeout 0 means 1s; it is also capped
-// at half of what is left of each call's deadline. Default: off (n = 0).
-// For New only; Redlock's masters have no replicas to wait for.
-func WithMinReplicasAck(n int, timeout time.Duration) Option {
-	return func(c *config) { c.minAck, c.ackTimeout = n, timeout }
-}
-
-// WithRedlockTimeout bounds each call to one Redlock master: a master that
-// has not answered by then counts as failed. Default 1s. For NewRedlock only.
-func WithRedlockTimeout(d time.Duration) Option { return func(c *config) { c.redlockTimeout = d } }
-
 func newConfig(opts []Option) (config, error) {
 	host, _ := os.Hostname()
 	if host == "" {
@@ -210,8 +174,6 @@ func newConfig(opts []Option) (config, error) {
 	switch {
 	case c.replicaID == "" || len(c.replicaID) > 256:
 		return c, fmt.Errorf("scheduler: replica id must be 1 to 256 bytes (got %q)", c.replicaID)
-	case CheckKeyPrefix(c.prefix) != nil:
-		return c, fmt.Errorf("scheduler: key prefix: %w", CheckKeyPrefix(c.prefix))
 	case c.skew < 0:
 		return c, fmt.Errorf("scheduler: negative max clock skew %s", c.skew)
 	case c.shutdownGrace < 0:
@@ -220,18 +182,9 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("scheduler: sync interval %s is below 10ms", c.syncInterval)
 	case c.claimAhead < 0 || c.claimAhead > c.skew:
 		return c, fmt.Errorf("scheduler: claim ahead %s must be between 0 and the max clock skew %s", c.claimAhead, c.skew)
-	case c.minAck < 0:
-		return c, fmt.Errorf("scheduler: negative min replicas ack %d", c.minAck)
-	case c.ackTimeout < 0:
-		return c, fmt.Errorf("scheduler: negative replicas ack timeout %s", c.ackTimeout)
-	case c.redlockTimeout < 0:
-		return c, fmt.Errorf("scheduler: negative redlock timeout %s", c.redlockTimeout)
 	}
 	if err := c.notify.check(); err != nil {
 		return c, err
-	}
-	if c.ackTimeout == 0 {
-		c.ackTimeout = time.Second
 	}
 	return c, nil
 }

@@ -37,31 +37,31 @@ func (c *Control) Overview(ctx context.Context, jobs []string, recent int) ([]Ov
 	if recent <= 0 {
 		recent = 10
 	}
-	if st, ok := c.store.(*store); ok {
-		return st.overview(ctx, jobs, recent)
-	}
+	return c.store.overview(ctx, jobs, recent)
+}
+
+// overview reads job by job: each master answers for every job.
+func (rl *redlock) overview(ctx context.Context, jobs []string, recent int) ([]Overview, error) {
 	out := make([]Overview, len(jobs))
 	for i, j := range jobs {
-		st, err := c.store.status(ctx, j, recent)
+		st, err := rl.status(ctx, j, recent)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = Overview{Status: *st}
 	}
-	if rl, ok := c.store.(*redlock); ok {
-		// The counts of the master that kept the most runs (a master that
-		// missed writes kept fewer): two round trips per master.
-		per, err := read(ctx, rl, "overview", func(ctx context.Context, m *store) ([]Overview, error) {
-			return m.overview(ctx, jobs, 1)
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, ov := range per {
-			for i := range out {
-				if ov[i].KeptStarted > out[i].KeptStarted {
-					out[i].KeptStarted, out[i].KeptSucceeded = ov[i].KeptStarted, ov[i].KeptSucceeded
-				}
+	// The counts of the master that kept the most runs (a master that
+	// missed writes kept fewer): two round trips per master.
+	per, err := read(ctx, rl, "overview", func(ctx context.Context, m *store) ([]Overview, error) {
+		return m.overview(ctx, jobs, 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, ov := range per {
+		for i := range out {
+			if ov[i].KeptStarted > out[i].KeptStarted {
+				out[i].KeptStarted, out[i].KeptSucceeded = ov[i].KeptStarted, ov[i].KeptSucceeded
 			}
 		}
 	}
@@ -164,14 +164,20 @@ func (c *Control) HistoryPage(ctx context.Context, job string, offset, limit int
 	if limit <= 0 {
 		limit = DefaultHistoryLimit
 	}
-	if st, ok := c.store.(*store); ok {
-		raw, err := st.c.LRange(ctx, st.key(job, "history"), int64(offset), int64(offset+limit-1)).Result()
-		if err != nil {
-			return nil, err
-		}
-		return decodeHistory(raw)
+	return c.store.historyPage(ctx, job, offset, limit)
+}
+
+func (s *store) historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error) {
+	raw, err := s.c.LRange(ctx, s.key(job, "history"), int64(offset), int64(offset+limit-1)).Result()
+	if err != nil {
+		return nil, err
 	}
-	runs, err := c.store.history(ctx, job, offset+limit)
+	return decodeHistory(raw)
+}
+
+// historyPage merges the masters' histories up to the page's end.
+func (rl *redlock) historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error) {
+	runs, err := rl.history(ctx, job, offset+limit)
 	if err != nil || offset >= len(runs) {
 		return nil, err
 	}

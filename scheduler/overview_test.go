@@ -10,6 +10,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
@@ -61,7 +62,7 @@ func TestOverviewRoundTrips(t *testing.T) {
 		}
 		return nil
 	})
-	s, err := scheduler.New(rdb, []scheduler.Job{{Name: "busy", Schedule: "@every 1h", Handler: busy}},
+	s, err := scheduler.New(schedtest.RedisStore(t, rdb), []scheduler.Job{{Name: "busy", Schedule: "@every 1h", Handler: busy}},
 		scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func TestOverviewRoundTrips(t *testing.T) {
 	counted := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	var trips tripCounter
 	counted.AddHook(&trips)
-	cctl, _ := scheduler.NewControl(counted)
+	cctl := schedtest.RedisStore(t, counted).Control()
 	testkit.WaitFor(t, 10*time.Second, "a run in flight", func() bool {
 		trips.n.Store(0)
 		ov, err = cctl.Overview(t.Context(), names, 5)

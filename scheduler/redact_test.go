@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -30,7 +31,7 @@ func TestRedactorMasksRunRecords(t *testing.T) {
 			fmt.Fprintf(jobs.Output(ctx), "env: PASSWORD=%s\n", secret)
 			return errors.New("cannot connect with " + secret)
 		})
-		s, err := scheduler.New(c, []scheduler.Job{{Name: "leak", Schedule: "@every 1h", Handler: leak}},
+		s, err := scheduler.New(schedtest.RedisStore(t, c), []scheduler.Job{{Name: "leak", Schedule: "@every 1h", Handler: leak}},
 			scheduler.WithReplicaID("r1"), scheduler.WithLogger(slog.New(slog.DiscardHandler)),
 			scheduler.WithRedactor(func(s string) string { return strings.ReplaceAll(s, secret, "[REDACTED]") }))
 		if err != nil {

@@ -53,46 +53,6 @@ type masterEpochs struct {
 	gen   int
 }
 
-// NewRedlock returns a scheduler for one replica that coordinates through
-// independent Redis masters — at least three, an odd number in practice —
-// by majority, in the manner of Redlock. Each client is one master (a
-// *redis.Client; not a cluster), dedicated to the scheduler, with
-// ContextTimeoutEnabled and, ideally, MaxRetries: -1: a dead master is
-// skipped, not retried.
-//
-// Redlock mode coordinates mutexes only: every job must have concurrency 1.
-// What it cannot promise is in the package documentation.
-//
-// Options as for New, except WithMinReplicasAck; plus WithRedlockTimeout
-// (1s): the bound of each call to one master.
-func NewRedlock(clients []redis.UniversalClient, jobs []Job, opts ...Option) (*Scheduler, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	rl, err := newRedlock(clients, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return newScheduler(rl, cfg, jobs)
-}
-
-// NewRedlockControl returns the controls for the Redlock masters behind
-// clients, as NewRedlock's replicas use them. Only WithKeyPrefix and
-// WithRedlockTimeout matter here. Writes (pause, resume, trigger) succeed
-// when a quorum of masters took them.
-func NewRedlockControl(clients []redis.UniversalClient, opts ...Option) (*Control, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	rl, err := newRedlock(clients, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Control{store: rl}, nil
-}
-
 func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 	if len(clients) < 3 {
 		return nil, fmt.Errorf("scheduler: Redlock needs at least 3 independent masters, got %d", len(clients))
@@ -100,7 +60,6 @@ func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 	if cfg.minAck != 0 {
 		return nil, errors.New("scheduler: WithMinReplicasAck is not for Redlock: its masters have no replicas; a quorum of masters is its acknowledgement")
 	}
-	cfg.minAck = 0
 	rl := &redlock{quorum: len(clients)/2 + 1, timeout: cfg.redlockTimeout, epochs: map[string]*masterEpochs{}}
 	if rl.timeout == 0 {
 		rl.timeout = time.Second
@@ -133,8 +92,10 @@ func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millis
 // (whether or not its client honours the context). It waits for every
 // master (up to that timeout) rather than returning at a quorum: a claim
 // still in flight when its loser takes it back would land afterwards and
-// hold a slot there for a whole lease.
-func each[T any](ctx context.Context, rl *redlock, fn func(ctx context.Context, i int, m *store) (T, error)) ([]T, []error) {
+// hold a slot there for a whole lease. The error is a QuorumError naming
+// op when fewer than a quorum of masters answered; the answers of those
+// that did come with it (a caller may have to take them back).
+func each[T any](ctx context.Context, rl *redlock, op string, fn func(ctx context.Context, i int, m *store) (T, error)) ([]T, []error, error) {
 	n := len(rl.masters)
 	vals, errs := make([]T, n), make([]error, n)
 	type answer struct {
@@ -164,10 +125,10 @@ func each[T any](ctx context.Context, rl *redlock, fn func(ctx context.Context, 
 				errs[a.i] = fmt.Errorf("redlock master %d: %w", a.i, a.err)
 			}
 		case <-timer.C:
-			return vals, errs
+			return vals, errs, rl.quorumCheck(op, errs)
 		}
 	}
-	return vals, errs
+	return vals, errs, rl.quorumCheck(op, errs)
 }
 
 func answered(errs []error) int {
@@ -178,6 +139,15 @@ func answered(errs []error) int {
 		}
 	}
 	return n
+}
+
+// quorumCheck returns the QuorumError of op when fewer than a quorum of
+// masters answered, nil otherwise.
+func (rl *redlock) quorumCheck(op string, errs []error) error {
+	if ok := answered(errs); ok < rl.quorum {
+		return rl.quorumErr(op, ok, errs)
+	}
+	return nil
 }
 
 func (rl *redlock) quorumErr(op string, ok int, errs []error) error {
@@ -226,13 +196,10 @@ func (rl *redlock) known(job string, i int) string {
 }
 
 func (rl *redlock) preload(ctx context.Context) error {
-	_, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (struct{}, error) {
+	_, _, err := each(ctx, rl, "preload", func(ctx context.Context, _ int, m *store) (struct{}, error) {
 		return struct{}{}, m.preload(ctx)
 	})
-	if ok := answered(errs); ok < rl.quorum {
-		return rl.quorumErr("preload", ok, errs)
-	}
-	return nil
+	return err
 }
 
 // queueTicket orders a run that must wait for the job's slot the same way on
@@ -251,7 +218,7 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 		reqs[i].ticket = queueTicket(reqs[i])
 	}
 	sent := time.Now()
-	per, errs := each(ctx, rl, func(ctx context.Context, i int, m *store) ([]claimRes, error) {
+	per, errs, qerr := each(ctx, rl, "claim", func(ctx context.Context, i int, m *store) ([]claimRes, error) {
 		mine := slices.Clone(reqs)
 		for k := range mine {
 			mine[k].known = rl.known(mine[k].j.Name, i)
@@ -267,16 +234,16 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 		}
 	}
 	undo := make([][]undoReq, len(rl.masters))
-	if ok := answered(errs); ok < rl.quorum {
+	if qerr != nil {
 		for i, res := range per {
 			for k, r := range res {
-				if errs[i] == nil && (r.status == "started" || r.status == "waiting") {
-					undo[i] = append(undo[i], undoReq{j: reqs[k].j, id: reqs[k].id, owner: reqs[k].owner, mode: "drop"})
+				if errs[i] == nil && (r.status == answerStarted || r.status == answerWaiting) {
+					undo[i] = append(undo[i], undoReq{j: reqs[k].j, id: reqs[k].id, owner: reqs[k].owner, mode: undoDrop})
 				}
 			}
 		}
 		rl.undo(ctx, waiterTTL, undo)
-		return nil, rl.quorumErr("claim", ok, errs)
+		return nil, qerr
 	}
 	out := make([]claimRes, len(reqs))
 	for k := range reqs {
@@ -297,25 +264,25 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 		}
 		a := per[i][k]
 		fence = max(fence, a.fence)
-		switch a.status {
-		case "started":
+		switch {
+		case a.status == answerStarted:
 			started = append(started, i)
-		case "waiting":
+		case a.status == answerWaiting:
 			waiting = append(waiting, i)
-		case "early":
+		case a.status == answerEarly:
 			early = append(early, i)
-		case "later":
+		case a.status == answerLater:
 			later = append(later, i)
-		case "refused":
+		case a.status == answerRefused:
 			refused = append(refused, i)
-		case "decided":
+		case a.status == answerDecided:
 			others = append(others, i)
-		case string(SkippedOverlap), string(SkippedPaused), string(SkippedBlackout), string(Missed):
+		case a.status.decidedByUs():
 			ours = append(ours, i)
 		}
 	}
 	res := claimRes{epoch: rl.epoch(r.j.Name), fence: fence}
-	take := func(mode string, masters ...[]int) {
+	take := func(mode undoMode, masters ...[]int) {
 		for _, ms := range masters {
 			for _, i := range ms {
 				undo[i] = append(undo[i], undoReq{j: r.j, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
@@ -324,8 +291,8 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 	}
 	switch {
 	case len(started) >= rl.quorum && elapsed < r.j.Lease-drift(r.j.Lease):
-		take("drop", waiting) // it runs; no need to queue anywhere
-		res.status = "started"
+		take(undoDrop, waiting) // it runs; no need to queue anywhere
+		res.status = answerStarted
 		for _, i := range started {
 			res.fence = max(res.fence, per[i][k].fence)
 			if per[i][k].server.After(res.server) {
@@ -335,14 +302,14 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 		return res
 	case len(waiting) > 0 && len(started)+len(waiting) >= rl.quorum:
 		// A quorum has it running or queued: it waits, on every master.
-		take("requeue", started)
-		res.status = "waiting"
+		take(undoRequeue, started)
+		res.status = answerWaiting
 		for _, i := range waiting {
 			res.place = max(res.place, per[i][k].place)
 		}
 		return res
 	}
-	take("drop", started, waiting)
+	take(undoDrop, started, waiting)
 	// Another replica won if one decision of its holds a quorum. Its
 	// records on fewer masters may be a minority it is about to take back,
 	// like ours: those are not final unless the run is closed there.
@@ -366,20 +333,20 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 	impossible := final > len(rl.masters)-rl.quorum
 	switch {
 	case len(started) >= rl.quorum:
-		res.status, res.reason = "retry", fmt.Sprintf("a quorum of masters granted it only after %s, past its lease's validity", elapsed.Round(time.Millisecond))
+		res.status, res.reason = answerRetry, fmt.Sprintf("a quorum of masters granted it only after %s, past its lease's validity", elapsed.Round(time.Millisecond))
 	case len(ours) >= rl.quorum:
-		res.status = mostCommon(ours, func(i int) string { return per[i][k].status })
+		res.status = answer(mostCommon(ours, func(i int) string { return string(per[i][k].status) }))
 	case wins >= rl.quorum || impossible && winner >= 0:
-		res.status, res.outcome, res.replica = "decided", per[winner][k].outcome, per[winner][k].replica
+		res.status, res.outcome, res.replica = answerDecided, per[winner][k].outcome, per[winner][k].replica
 	case len(refused) >= rl.quorum || impossible && len(ours) == 0:
-		res.status, res.reason = "refused", per[refused[0]][k].reason
+		res.status, res.reason = answerRefused, per[refused[0]][k].reason
 	case impossible:
-		res.status = mostCommon(ours, func(i int) string { return per[i][k].status })
+		res.status = answer(mostCommon(ours, func(i int) string { return string(per[i][k].status) }))
 	case len(early) > 0 || len(later) > 0:
-		res.status = "early"
+		res.status = answerEarly
 		ask := early
 		if len(early) == 0 {
-			res.status, ask = "later", later
+			res.status, ask = answerLater, later
 		}
 		res.server = per[ask[0]][k].server
 		for _, i := range ask {
@@ -387,12 +354,12 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 				res.server = per[i][k].server
 			}
 		}
-	case r.kind == 'x':
+	case r.kind == kindMiss:
 		// Recording a miss never starts anything: a split here is other
 		// replicas' claims in flight. Ask again later.
-		res.status, res.reason = "retry", "no quorum agrees yet on how the run was decided"
+		res.status, res.reason = answerRetry, "no quorum agrees yet on how the run was decided"
 	default:
-		res.status, res.reason = "retry", fmt.Sprintf("no quorum: started on %d and queued on %d of %d masters, %d needed (other replicas hold the others, or they did not answer)",
+		res.status, res.reason = answerRetry, fmt.Sprintf("no quorum: started on %d and queued on %d of %d masters, %d needed (other replicas hold the others, or they did not answer)",
 			len(started), len(waiting), len(rl.masters), rl.quorum)
 	}
 	return res
@@ -421,7 +388,7 @@ func (rl *redlock) undo(ctx context.Context, waiterTTL time.Duration, undo [][]u
 	if !slices.ContainsFunc(undo, func(u []undoReq) bool { return len(u) > 0 }) {
 		return
 	}
-	each(ctx, rl, func(ctx context.Context, i int, m *store) (struct{}, error) {
+	_, _, _ = each(ctx, rl, "undo", func(ctx context.Context, i int, m *store) (struct{}, error) {
 		if len(undo[i]) == 0 {
 			return struct{}{}, nil
 		}
@@ -431,31 +398,31 @@ func (rl *redlock) undo(ctx context.Context, waiterTTL time.Duration, undo [][]u
 }
 
 type admitted struct {
-	status string
+	status answer
 	n      int64
 }
 
-func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (string, int64, error) {
+func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
 	sent := time.Now()
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (admitted, error) {
+	per, errs, qerr := each(ctx, rl, "admit", func(ctx context.Context, _ int, m *store) (admitted, error) {
 		own := *r // each master's answer sets its slot: not on the shared request
 		s, n, err := m.admit(ctx, &own, waiterTTL, fenceFloor)
 		return admitted{s, n}, err
 	})
 	elapsed := time.Since(sent)
 	var started, waiting, skipped, lost []int
-	skipStatus := string(SkippedOverlap)
+	skipStatus := answerSkippedOverlap
 	for i, a := range per {
 		if errs[i] != nil {
 			continue
 		}
 		switch a.status {
-		case "started":
+		case answerStarted:
 			started = append(started, i)
-		case "waiting":
+		case answerWaiting:
 			waiting = append(waiting, i)
-		case string(SkippedOverlap), string(SkippedPaused):
-			if a.status == string(SkippedPaused) {
+		case answerSkippedOverlap, answerSkippedPaused:
+			if a.status == answerSkippedPaused {
 				skipStatus = a.status
 			}
 			skipped = append(skipped, i)
@@ -464,52 +431,52 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		}
 	}
 	undo := make([][]undoReq, len(rl.masters))
-	take := func(mode string, masters ...[]int) {
+	take := func(mode undoMode, masters ...[]int) {
 		for _, ms := range masters {
 			for _, i := range ms {
 				undo[i] = append(undo[i], undoReq{j: r.j, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
 			}
 		}
 	}
-	if ok := answered(errs); ok < rl.quorum {
-		take("requeue", started)
+	if qerr != nil {
+		take(undoRequeue, started)
 		rl.undo(ctx, waiterTTL, undo)
-		return "", 0, rl.quorumErr("admit", ok, errs)
+		return "", 0, qerr
 	}
 	if len(started) >= rl.quorum && elapsed < r.j.Lease-drift(r.j.Lease) {
-		take("drop", waiting)
+		take(undoDrop, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		var fence int64
 		for _, i := range started {
 			fence = max(fence, per[i].n)
 		}
-		return "started", fence, nil
+		return answerStarted, fence, nil
 	}
 	if len(skipped)+len(lost) > len(rl.masters)-rl.quorum {
 		// No quorum can admit it any more: its wait is over.
-		take("drop", started, waiting)
+		take(undoDrop, started, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		if len(skipped) > 0 {
 			return skipStatus, 0, nil
 		}
 		for _, i := range lost {
-			if per[i].status == string(Missed) {
-				return string(Missed), 0, nil // it never started: recorded so
+			if per[i].status == answerMissed {
+				return answerMissed, 0, nil // it never started: recorded so
 			}
 		}
-		return "lost", 0, nil
+		return answerLost, 0, nil
 	}
-	take("requeue", started)
+	take(undoRequeue, started)
 	rl.undo(ctx, waiterTTL, undo)
 	var place int64 = 1
 	for _, i := range waiting {
 		place = max(place, per[i].n)
 	}
-	return "waiting", place, nil
+	return answerWaiting, place, nil
 }
 
 func (rl *redlock) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (bool, error) {
+	per, errs, err := each(ctx, rl, "hand back", func(ctx context.Context, _ int, m *store) (bool, error) {
 		return m.handBack(ctx, r, waiterTTL)
 	})
 	dropped := 0
@@ -518,20 +485,17 @@ func (rl *redlock) handBack(ctx context.Context, r *claimReq, waiterTTL time.Dur
 			dropped++
 		}
 	}
-	if ok := answered(errs); ok < rl.quorum {
-		return dropped > 0, rl.quorumErr("hand back", ok, errs)
-	}
-	return dropped > 0, nil
+	return dropped > 0, err
 }
 
-func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]string, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]string, error) {
+func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
+	per, errs, err := each(ctx, rl, "renew", func(ctx context.Context, _ int, m *store) ([]leaseAnswer, error) {
 		return m.renew(ctx, reqs)
 	})
-	if ok := answered(errs); ok < rl.quorum {
-		return nil, rl.quorumErr("renew", ok, errs)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]string, len(reqs))
+	out := make([]leaseAnswer, len(reqs))
 	for k := range reqs {
 		var ok, replaced, lost int
 		for i, res := range per {
@@ -539,9 +503,9 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]string, error)
 				continue
 			}
 			switch res[k] {
-			case "ok":
+			case leaseOK:
 				ok++
-			case "replaced":
+			case leaseReplaced:
 				replaced++
 			default:
 				lost++
@@ -549,20 +513,22 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]string, error)
 		}
 		switch {
 		case ok >= rl.quorum:
-			out[k] = "ok"
+			out[k] = leaseOK
 		case replaced+lost > len(rl.masters)-rl.quorum && replaced > 0:
-			out[k] = "replaced"
+			out[k] = leaseReplaced
 		case replaced+lost > len(rl.masters)-rl.quorum:
-			out[k] = "lost"
+			out[k] = leaseLost
 		default:
-			out[k] = "unacked"
+			out[k] = leaseUnacked
 		}
 	}
 	return out, nil
 }
 
 func (rl *redlock) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (int64, error) {
+	// Its own quorum rule: a run no longer held on enough masters is an
+	// answer (0), not an error.
+	per, errs, _ := each(ctx, rl, "attempt", func(ctx context.Context, _ int, m *store) (int64, error) {
 		return m.attempt(ctx, j, id, owner, n, fenceFloor)
 	})
 	var fence int64
@@ -586,24 +552,24 @@ func (rl *redlock) attempt(ctx context.Context, j *jobState, id, owner string, n
 	return 0, rl.quorumErr("attempt", held, errs)
 }
 
-func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]string, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) ([]string, error) {
+func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
+	// complete is idempotent: the caller retries until a quorum has the end.
+	per, errs, err := each(ctx, rl, "complete", func(ctx context.Context, _ int, m *store) ([]closeAnswer, error) {
 		return m.complete(ctx, reqs)
 	})
-	// complete is idempotent: the caller retries until a quorum has the end.
-	if ok := answered(errs); ok < rl.quorum {
-		return nil, rl.quorumErr("complete", ok, errs)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]string, len(reqs))
+	out := make([]closeAnswer, len(reqs))
 	for k := range reqs {
-		n := map[string]int{}
+		n := map[closeAnswer]int{}
 		for i, res := range per {
 			if errs[i] == nil {
 				n[res[k]]++
 			}
 		}
-		best := "ok"
-		for _, s := range []string{"closed", "lost"} {
+		best := closeOK
+		for _, s := range []closeAnswer{closeClosed, closeLost} {
 			if n[s] > n[best] {
 				best = s
 			}
@@ -614,14 +580,13 @@ func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]string, 
 }
 
 func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, i int, m *store) ([]syncRes, error) {
+	per, errs, qerr := each(ctx, rl, "sync", func(ctx context.Context, i int, m *store) ([]syncRes, error) {
 		mine := slices.Clone(reqs)
 		for k := range mine {
 			mine[k].known = rl.known(mine[k].j.Name, i)
 		}
 		return m.sync(ctx, replica, skew, manualTTL, mine)
 	})
-	ok := answered(errs)
 	for i, res := range per {
 		if errs[i] == nil {
 			for k, r := range res {
@@ -629,9 +594,10 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 			}
 		}
 	}
-	if ok < rl.quorum {
-		return nil, rl.quorumErr("sync", ok, errs)
+	if qerr != nil {
+		return nil, qerr
 	}
+	ok := answered(errs)
 	out := make([]syncRes, len(reqs))
 	for k := range reqs {
 		r := syncRes{epoch: rl.epoch(reqs[k].j.Name)}
@@ -681,13 +647,10 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 
 // write runs a Control write on every master; it holds when a quorum took it.
 func (rl *redlock) write(ctx context.Context, op string, fn func(ctx context.Context, m *store) error) error {
-	_, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (struct{}, error) {
+	_, _, err := each(ctx, rl, op, func(ctx context.Context, _ int, m *store) (struct{}, error) {
 		return struct{}{}, fn(ctx, m)
 	})
-	if ok := answered(errs); ok < rl.quorum {
-		return rl.quorumErr(op, ok, errs)
-	}
-	return nil
+	return err
 }
 
 func (rl *redlock) setPaused(ctx context.Context, job string, paused bool) error {
@@ -731,9 +694,9 @@ func (rl *redlock) manualHints(ctx context.Context, h hintReq) ([]string, time.T
 
 // read asks every master and needs a quorum of answers.
 func read[T any](ctx context.Context, rl *redlock, op string, fn func(ctx context.Context, m *store) (T, error)) ([]T, error) {
-	per, errs := each(ctx, rl, func(ctx context.Context, _ int, m *store) (T, error) { return fn(ctx, m) })
-	if ok := answered(errs); ok < rl.quorum {
-		return nil, rl.quorumErr(op, ok, errs)
+	per, errs, err := each(ctx, rl, op, func(ctx context.Context, _ int, m *store) (T, error) { return fn(ctx, m) })
+	if err != nil {
+		return nil, err
 	}
 	var out []T
 	for i, v := range per {

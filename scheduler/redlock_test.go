@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -30,10 +31,7 @@ func newRLCluster(t *testing.T) *rlCluster {
 		m, _ := redistest.MiniPipe(t)
 		c.masters = append(c.masters, m)
 	}
-	ctl, err := scheduler.NewRedlockControl(c.clients())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedlockStore(t, c.clients()).Control()
 	c.ctl = ctl
 	return c
 }
@@ -62,7 +60,7 @@ func (c *rlCluster) replicas(n int, table []scheduler.Job, opts ...scheduler.Opt
 				establish(c.t, cl, table)
 			}
 		}
-		s, err := scheduler.NewRedlock(clients, table, o...)
+		s, err := scheduler.New(schedtest.RedlockStore(c.t, clients), table, o...)
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -258,25 +256,25 @@ func TestRedlockRefusesWhatItCannotDo(t *testing.T) {
 	_, c := redistest.Mini(t)
 	three := []redis.UniversalClient{c, c, c}
 	job := scheduler.Job{Name: "a", Schedule: "@hourly", Handler: testkit.NewLedger().Job(nil)}
-	if _, err := scheduler.NewRedlock(three[:2], []scheduler.Job{job}); err == nil {
+	if _, err := scheduler.NewRedlockStore(three[:2]); err == nil {
 		t.Error("two masters accepted")
 	}
-	if _, err := scheduler.NewRedlock(three, []scheduler.Job{job}, scheduler.WithMinReplicasAck(1, 0)); err == nil {
+	if _, err := scheduler.NewRedlockStore(three, scheduler.WithMinReplicasAck(1, 0)); err == nil {
 		t.Error("WithMinReplicasAck accepted")
 	}
 	wide := job
 	wide.Concurrency = 2
-	if _, err := scheduler.NewRedlock(three, []scheduler.Job{wide}); err == nil || !strings.Contains(err.Error(), "mutexes only") {
+	if _, err := scheduler.New(schedtest.RedlockStore(t, three), []scheduler.Job{wide}); err == nil || !strings.Contains(err.Error(), "mutexes only") {
 		t.Errorf("concurrency 2: %v", err)
 	}
-	s, err := scheduler.NewRedlock(three, []scheduler.Job{job})
+	s, err := scheduler.New(schedtest.RedlockStore(t, three), []scheduler.Job{job})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Reload([]scheduler.Job{wide}); err == nil {
 		t.Error("Reload accepted concurrency 2")
 	}
-	if _, err := scheduler.New(c, nil, scheduler.WithRedlockTimeout(time.Second)); err == nil {
-		t.Error("New accepted WithRedlockTimeout")
+	if _, err := scheduler.NewRedisStore(c, scheduler.WithRedlockTimeout(time.Second)); err == nil {
+		t.Error("NewRedisStore accepted WithRedlockTimeout")
 	}
 }

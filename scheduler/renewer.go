@@ -19,7 +19,7 @@ type renewCall struct {
 }
 
 type renewDone struct {
-	res string
+	res leaseAnswer
 	err error
 }
 
@@ -79,7 +79,7 @@ func (s *Scheduler) renewBatch(batch []renewCall) {
 }
 
 // renew queues one run's renewal and waits for its answer, or for ctx.
-func (s *Scheduler) renew(ctx context.Context, r renewReq) (string, error) {
+func (s *Scheduler) renew(ctx context.Context, r renewReq) (leaseAnswer, error) {
 	done := make(chan renewDone, 1)
 	select {
 	case s.renewals <- renewCall{ctx: ctx, req: r, done: done}:

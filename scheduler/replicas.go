@@ -179,11 +179,10 @@ var (
 // Replicas lists the live replicas, sorted by id, flagging those whose job
 // table differs from most others'. One round trip.
 func (c *Control) Replicas(ctx context.Context) ([]Replica, error) {
-	reg, ok := c.store.(registrar)
-	if !ok {
+	if !c.store.caps().registry {
 		return nil, errors.New("scheduler: this store keeps no replica registry")
 	}
-	return reg.registry(ctx, registryList, "", nil)
+	return c.store.registry(ctx, registryList, "", nil)
 }
 
 // TableFingerprint is a short hash of a job table: equal for tables that
@@ -255,10 +254,10 @@ type registration struct {
 // register keeps this replica's record in the registry, once per sync
 // interval, until ctx is done; then it removes it.
 func (s *Scheduler) register(ctx context.Context) {
-	reg, ok := s.store.(registrar)
-	if !ok {
+	if !s.store.caps().registry {
 		return
 	}
+	reg := s.store
 	r := &registration{started: s.now(), version: cmp.Or(s.cfg.version, defaultVersion()), ttl: replicaTTL(s.cfg.syncInterval)}
 	if unreg := s.registryGauge(r); unreg != nil {
 		defer unreg()
@@ -289,8 +288,7 @@ func (s *Scheduler) beat(ctx context.Context, reg registrar, r *registration) {
 		r.table, r.gen = TableFingerprint(jobs), gen+1
 	}
 	mine := r.table
-	running := 0
-	s.active.Range(func(any, any) bool { running++; return true })
+	running := int(s.running.Load())
 	rec := &replicaRecord{
 		Version: r.version, Started: r.started.UnixMilli(), TTL: r.ttl.Milliseconds(),
 		Table: mine, Jobs: len(tab), Running: running,

@@ -12,6 +12,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
@@ -30,10 +31,7 @@ func registryTable(schedule string) []scheduler.Job {
 // that stops leaves the registry.
 func TestReplicaRegistry(t *testing.T) {
 	srv := miniredis.RunT(t)
-	ctl, err := scheduler.NewControl(redis.NewClient(&redis.Options{Addr: srv.Addr()}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr()})).Control()
 	f := newFleet(t)
 	var logs testkit.SyncBuffer
 	reader := sdkmetric.NewManualReader()
@@ -48,13 +46,14 @@ func TestReplicaRegistry(t *testing.T) {
 		if r.id == "c" {
 			opts = append(opts, scheduler.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 		}
-		s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), registryTable(r.sched), opts...)
+		s, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr()})), registryTable(r.sched), opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stops[r.id] = f.run(s)
 	}
 	var live []scheduler.Replica
+	var err error
 	testkit.WaitFor(t, 10*time.Second, "three replicas registered", func() bool {
 		live, err = ctl.Replicas(t.Context())
 		return err == nil && len(live) == 3
@@ -114,8 +113,8 @@ func mismatchGauge(t *testing.T, r *sdkmetric.ManualReader) int64 {
 func TestReplicaRegistryExpires(t *testing.T) {
 	srv := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	ctl, _ := scheduler.NewControl(rdb)
-	s, err := scheduler.New(rdb, registryTable("@every 1m"), scheduler.WithReplicaID("gone"),
+	ctl := schedtest.RedisStore(t, rdb).Control()
+	s, err := scheduler.New(schedtest.RedisStore(t, rdb), registryTable("@every 1m"), scheduler.WithReplicaID("gone"),
 		scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +176,7 @@ func TestReplicaRegistryOneRoundTrip(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	var n testkit.CommandCounter
 	rdb.AddHook(&n)
-	ctl, _ := scheduler.NewControl(rdb)
+	ctl := schedtest.RedisStore(t, rdb).Control()
 	if _, err := ctl.Replicas(t.Context()); err != nil { // EVALSHA, NOSCRIPT, EVAL
 		t.Fatal(err)
 	}

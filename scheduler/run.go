@@ -56,13 +56,13 @@ func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) erro
 		return err
 	}
 	switch res {
-	case "ok":
+	case leaseOK:
 		l.s.tel.renewed(ctx, renewOK)
 		return nil
-	case "replaced":
+	case leaseReplaced:
 		l.s.tel.renewed(ctx, renewReplaced)
 		return ErrReplaced
-	case "unacked":
+	case leaseUnacked:
 		// Renewed where it was sent, but a failover could lose it: it does
 		// not count, and the watchdog tries again.
 		l.s.tel.renewed(ctx, renewFailed)
@@ -105,7 +105,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 			attribute.String("solocron.job", j.Name),
 			attribute.String("solocron.run_id", r.id),
 			attribute.String("solocron.scheduled_at", r.sched.UTC().Format(time.RFC3339)),
-			attribute.String("solocron.kind", string(kindOf(string(r.kind)))),
+			attribute.String("solocron.kind", string(r.kind.public())),
 			attribute.Int64("solocron.fencing_token", fence),
 			attribute.String("solocron.replica", s.cfg.replicaID),
 		)
@@ -171,7 +171,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	// Logged only now: a claim answered past its lease may not start, and
 	// "run started" is what operators (and the fault suite) count as a start.
 	if log.Enabled(ctx, slog.LevelInfo) {
-		log.Info("run started", "fencing_token", fence, "kind", kindOf(string(r.kind)))
+		log.Info("run started", "fencing_token", fence, "kind", r.kind.public())
 	}
 	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease, lockprovider.WithStopGrace(grace))
 	jobCtx, cancelJob := context.WithCancelCause(ctx)
@@ -199,8 +199,8 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		cancelJob(cause)
 	})
 
-	s.active.Store(r.id, struct{}{})
-	defer s.active.Delete(r.id)
+	s.running.Add(1)
+	defer s.running.Add(-1)
 
 	// Everything the first attempt needs is made before the instant: when
 	// a thousand runs start at once, each does as little as it can then.
@@ -341,10 +341,10 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 			c.err = ctx.Err()
 		}
 		switch {
-		case c.err == nil && c.res == "closed":
+		case c.err == nil && c.res == closeClosed:
 			log.Warn("the cluster had already closed this run; its record keeps that outcome", "outcome_here", o)
 			return true
-		case c.err == nil && c.res == "lost":
+		case c.err == nil && c.res == closeLost:
 			log.Warn("run record no longer ours (Redis lost it, or it expired)")
 			return true
 		case c.err == nil && c.res == closeUnacked:
@@ -375,7 +375,7 @@ type closeReq struct {
 
 // closed is the closer's answer for one run.
 type closed struct {
-	res string
+	res closeAnswer
 	err error
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/lockprovider"
 	"github.com/solocron/solocron/scheduler"
@@ -777,7 +778,7 @@ func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
 				lost.n.Store(1)
 				rdb.AddHook(lost)
 				establish(t, c.client(), []scheduler.Job{tc.job})
-				s, err := scheduler.New(rdb, []scheduler.Job{tc.job}, scheduler.WithLogger(quiet))
+				s, err := scheduler.New(schedtest.RedisStore(t, rdb), []scheduler.Job{tc.job}, scheduler.WithLogger(quiet))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -283,7 +283,7 @@ type simWorld struct {
 
 func newSimWorld(t *testing.T, plan *simPlan) *simWorld {
 	m, admin := redistest.MiniPipe(t)
-	ctl, err := NewControl(admin)
+	ctl, err := controlOf(admin)
 	if err != nil {
 		t.Fatal(err)
 	}

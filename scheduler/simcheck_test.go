@@ -283,7 +283,7 @@ func (w *simWorld) noteClaim(in *simInc, r *claimReq, res claimRes) {
 	}
 }
 
-func (w *simWorld) noteAdmit(in *simInc, r *claimReq, status string, n int64) {
+func (w *simWorld) noteAdmit(in *simInc, r *claimReq, status answer, n int64) {
 	if status == "waiting" {
 		return // polled every 100ms: too many to trace
 	}

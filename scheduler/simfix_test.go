@@ -89,12 +89,12 @@ func TestLateClaimAnswerNeverStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].status != string(Missed) {
+	if res[0].status != answer(Missed) {
 		t.Errorf("retried claim: %+v; want missed", res[0])
 	}
 	neverStarted(t, s, c, j, r.id)
 	// Asked once more (another lost answer): still missed, one history entry.
-	if res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r}); err != nil || res[0].status != string(Missed) {
+	if res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r}); err != nil || res[0].status != answer(Missed) {
 		t.Errorf("claim asked a third time: %+v, %v; want missed", res, err)
 	}
 	if n, _ := c.LLen(ctx, s.key(j.Name, "history")).Result(); n != 1 {
@@ -161,7 +161,7 @@ func TestLateAdmitAnswerNeverStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st != string(Missed) {
+	if st != answerMissed {
 		t.Errorf("polled again: %q; want missed", st)
 	}
 	neverStarted(t, s, c, j, second.id)
@@ -183,7 +183,7 @@ func TestRecordDecidedAheadKeptFromItsInstant(t *testing.T) {
 	at := now.Truncate(time.Minute).Add(30 * time.Minute)
 	r := claimOf(j, at, 's', "owner-1")
 	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
-	if err != nil || res[0].status != string(Missed) {
+	if err != nil || res[0].status != answer(Missed) {
 		t.Fatalf("claim under the floor: %+v, %v; want missed", res, err)
 	}
 	ttl, err := c.PTTL(ctx, s.key(j.Name, "run:"+r.id[len(j.Name)+1:])).Result()
@@ -265,7 +265,7 @@ func TestLostRaceTeachesTheToken(t *testing.T) {
 	if again[0].status == "started" {
 		t.Fatalf("the loser started the run again on the stale copy: %+v", again[0])
 	}
-	if again[0].status != string(Missed) {
+	if again[0].status != answer(Missed) {
 		t.Errorf("the loser's claim on the stale copy: %+v; want missed (the loss noticed)", again[0])
 	}
 }

@@ -128,6 +128,12 @@ type simStore struct {
 	in *simInc
 }
 
+// caps: the simulation keeps no replica registry and sends no
+// notifications.
+func (w *simStore) caps() capabilities {
+	return capabilities{mutexOnly: w.backend.caps().mutexOnly}
+}
+
 // fault is what happens to one call.
 type fault int
 
@@ -283,12 +289,12 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	return res, err
 }
 
-func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (string, int64, error) {
-	type answer struct {
-		status string
+func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
+	type admitted struct {
+		status answer
 		n      int64
 	}
-	a, err := simCall(w, ctx, "admit", r.id, func(ctx context.Context) (answer, error) {
+	a, err := simCall(w, ctx, "admit", r.id, func(ctx context.Context) (admitted, error) {
 		st, n, err := w.backend.admit(ctx, r, waiterTTL, fenceFloor)
 		if err == nil {
 			w.in.r.w.noteAdmit(w.in, r, st, n)
@@ -296,7 +302,7 @@ func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 				w.noteLease(r, r.slot, n)
 			}
 		}
-		return answer{st, n}, err
+		return admitted{st, n}, err
 	})
 	if err == nil && a.status == "started" {
 		w.in.r.w.noteDelivered(r.id, r.owner)
@@ -304,12 +310,12 @@ func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 	return a.status, a.n, err
 }
 
-func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]string, error) {
+func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
 	key := ""
 	if len(reqs) > 0 {
 		key = reqs[0].id
 	}
-	return simCall(w, ctx, "renew", key, func(ctx context.Context) ([]string, error) {
+	return simCall(w, ctx, "renew", key, func(ctx context.Context) ([]leaseAnswer, error) {
 		res, err := w.backend.renew(ctx, reqs)
 		if err == nil {
 			for i, v := range res {
@@ -332,12 +338,12 @@ func (w *simStore) attempt(ctx context.Context, j *jobState, id, owner string, n
 	})
 }
 
-func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]string, error) {
+func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
 	key := ""
 	if len(reqs) > 0 {
 		key = reqs[0].r.id
 	}
-	return simCall(w, ctx, "complete", key, func(ctx context.Context) ([]string, error) {
+	return simCall(w, ctx, "complete", key, func(ctx context.Context) ([]closeAnswer, error) {
 		res, err := w.backend.complete(ctx, reqs)
 		if err == nil {
 			for i, c := range reqs {

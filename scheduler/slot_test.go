@@ -140,7 +140,7 @@ func TestEveryKeyOfAJobSharesItsSlot(t *testing.T) {
 			t.Errorf("generated invalid name %q", job)
 			return false
 		}
-		cfg, err := newConfig([]Option{WithKeyPrefix(string(prefix))})
+		cfg, err := newStoreConfig([]StoreOption{WithKeyPrefix(string(prefix))})
 		if err != nil {
 			t.Errorf("generated invalid prefix %q: %v", prefix, err)
 			return false
@@ -193,7 +193,7 @@ func TestKeysCreatedCarryTheirJobsTag(t *testing.T) {
 					return nil
 				})})
 		}
-		s, err := New(c, table, WithKeyPrefix("app:x"), WithLogger(slog.New(slog.DiscardHandler)))
+		s, err := New(redisStore(t, c, WithKeyPrefix("app:x")), table, WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,21 +32,7 @@ func (c *Control) Statuses(ctx context.Context, jobs []string, limit int) ([]*St
 	if len(jobs) == 0 {
 		return []*Status{}, nil
 	}
-	switch b := c.store.(type) {
-	case *store:
-		return b.statuses(ctx, jobs, limit)
-	case *redlock:
-		return b.statuses(ctx, jobs, limit)
-	}
-	out := make([]*Status, len(jobs)) // another backend: one job at a time
-	for i, j := range jobs {
-		st, err := c.store.status(ctx, j, limit)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = st
-	}
-	return out, nil
+	return c.store.statuses(ctx, jobs, limit)
 }
 
 func (s *store) statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error) {

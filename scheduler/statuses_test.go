@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -93,7 +94,7 @@ func checkStatuses(t *testing.T, ctl *scheduler.Control) {
 func TestStatusesOneRoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
-		s, err := scheduler.New(c, statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+		s, err := scheduler.New(schedtest.RedisStore(t, c), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,10 +107,7 @@ func TestStatusesOneRoundTrip(t *testing.T) {
 		checkStatuses(t, s.Control())
 		var n trips
 		c.AddHook(&n)
-		ctl, err := scheduler.NewControl(c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctl := schedtest.RedisStore(t, c).Control()
 		many := make([]string, scheduler.MaxStatuses)
 		for i := range many {
 			many[i] = statusJobs[i%len(statusJobs)]
@@ -133,7 +131,7 @@ func TestStatusesClusterAndRedlock(t *testing.T) {
 		t.Parallel()
 		cl := redistest.StartCluster(t, 3, nil)
 		c := cl.Client(t, nil)
-		s, err := scheduler.New(c, statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+		s, err := scheduler.New(schedtest.RedisStore(t, c), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +145,7 @@ func TestStatusesClusterAndRedlock(t *testing.T) {
 			_, c := redistest.Mini(t)
 			clients = append(clients, c)
 		}
-		s, err := scheduler.NewRedlock(clients, statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+		s, err := scheduler.New(schedtest.RedlockStore(t, clients), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -57,7 +58,7 @@ func TestClaimAnswerLostWhileStopping(t *testing.T) {
 		table := []scheduler.Job{{Name: "stopping", Schedule: "@every 10s", Lease: 3 * time.Second,
 			Handler: c.ledger.Job(nil)}}
 		establish(t, rdb, table)
-		s, err := scheduler.New(rdb, table, scheduler.WithLogger(quiet))
+		s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,11 +12,8 @@ import (
 // What Control asks of one Redis deployment.
 
 func (s *store) setPaused(ctx context.Context, job string, paused bool) error {
-	v := "0"
-	if paused {
-		v = "1"
-	}
-	return pauseScript.Run(ctx, s.c, []string{s.metaKey(job)}, v).Err()
+	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.metaKey(job)}, args: pauseArgs(paused)}})
+	return err
 }
 
 // hintKey is the store-wide set of jobs with recent manual requests
@@ -30,41 +27,15 @@ func (s *store) hintKey() string { return s.prefix + ":manual" }
 const hintLookback = time.Minute
 
 func (s *store) trigger(ctx context.Context, job, id string) error {
-	v, err := s.scriptAndHint(ctx, triggerScript, call{keys: []string{s.metaKey(job)},
-		args: []any{id, MaxPendingManual, newEpoch(), (2 * s.skew).Milliseconds()}}, job)
+	v, err := s.execHint(ctx, triggerScript, triggerCall(s.metaKey(job), id, s.skew), s.hintKey(), job)
 	if err != nil {
 		return err
 	}
-	if at, ok := v.(int64); !ok || at < 0 {
-		if ok {
-			return fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
-		}
-		return fmt.Errorf("scheduler: unexpected trigger reply %v", v)
+	full, err := decodeTrigger(v)
+	if full {
+		return fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
 	}
-	return nil
-}
-
-// scriptAndHint runs one script call and adds job to the manual hints (so
-// that every replica looks at the job at its next heartbeat) in one round
-// trip. A NOSCRIPT answer loads the script and sends both again. The hint
-// is only a hint: its own error is not reported.
-func (s *store) scriptAndHint(ctx context.Context, sc *redis.Script, c call, job string) (any, error) {
-	for attempt := 0; ; attempt++ {
-		var cmd *redis.Cmd
-		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			cmd = sc.EvalSha(ctx, p, c.keys, c.args...)
-			p.ZAdd(ctx, s.hintKey(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: job})
-			return nil
-		})
-		v, err := cmd.Result()
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
-			if err := sc.Load(ctx, s.c).Err(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		return v, err
-	}
+	return err
 }
 
 // changedKey is the store-wide set of jobs whose run statistics changed

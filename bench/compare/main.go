@@ -380,7 +380,11 @@ func (solocron) start(srv *harness.Server, counter *testkit.CommandCounter, repl
 		if r == 0 {
 			off = skew
 		}
-		s, err := scheduler.New(c, table, scheduler.WithReplicaID(fmt.Sprintf("r%d", r)), scheduler.WithLogger(quiet),
+		st, err := scheduler.NewRedisStore(c)
+		if err != nil {
+			panic(err)
+		}
+		s, err := scheduler.New(st, table, scheduler.WithReplicaID(fmt.Sprintf("r%d", r)), scheduler.WithLogger(quiet),
 			scheduler.WithClock(scheduler.ClockFunc(func() time.Time { return time.Now().Add(off) })))
 		if err != nil {
 			panic(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/solocron/solocron/config"
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -77,7 +78,7 @@ func TestLimitsHoldAcrossReplicas(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var replicas sync.WaitGroup
 	for _, id := range []string{"a", "b", "c"} {
-		s, err := scheduler.New(srv.Client(t, nil), f.Jobs, scheduler.WithReplicaID(id),
+		s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), f.Jobs, scheduler.WithReplicaID(id),
 			scheduler.WithLogger(log.With("replica", id)),
 			scheduler.WithShutdownGrace(500*time.Millisecond)) // then exports in flight are interrupted
 		if err != nil {
@@ -117,10 +118,7 @@ func TestLimitsHoldAcrossReplicas(t *testing.T) {
 	}
 
 	// The commands' output is kept in the run records.
-	hist, err := scheduler.NewControl(srv.Client(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hist := schedtest.RedisStore(t, srv.Client(t, nil)).Control()
 	runs, err := hist.History(t.Context(), "export", 100)
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,11 @@ func run(ctx context.Context, ln net.Listener, token string) error {
 			return errors.New("payment provider answered 503")
 		})},
 	}
-	sched, err := scheduler.New(rdb, table, scheduler.WithReplicaID("example-1"))
+	coord, err := scheduler.NewRedisStore(rdb)
+	if err != nil {
+		return err
+	}
+	sched, err := scheduler.New(coord, table, scheduler.WithReplicaID("example-1"))
 	if err != nil {
 		return err
 	}
@@ -74,10 +78,11 @@ func run(ctx context.Context, ln net.Listener, token string) error {
 	// console never delays the scheduler's claims and renewals.
 	opsRDB := redis.NewClient(&redis.Options{Addr: store.Addr(), ContextTimeoutEnabled: true, PoolSize: 4, ClientName: "example-console"})
 	defer opsRDB.Close()
-	ctl, err := scheduler.NewControl(opsRDB)
+	opsStore, err := scheduler.NewRedisStore(opsRDB)
 	if err != nil {
 		return err
 	}
+	ctl := opsStore.Control()
 	ops, err := console.New(console.Config{
 		Control: ctl,
 		Jobs:    sched.Jobs, // the table in force, reloads included

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -28,10 +29,7 @@ func TestReindexRuns(t *testing.T) {
 
 	// Pause the schedule (every :00 and :30) so that the only run is the one
 	// the test asks for; a manual trigger ignores the pause.
-	ctl, err := scheduler.NewControl(srv.Client(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, srv.Client(t, nil)).Control()
 	if err := ctl.Pause(t.Context(), "reindex"); err != nil {
 		t.Fatal(err)
 	}

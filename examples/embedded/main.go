@@ -73,14 +73,15 @@ func run(ctx context.Context, configPath, replicaID string, ln net.Listener) err
 	coordOpt.ContextTimeoutEnabled = true // calls honour their deadlines
 	coord := redis.NewClient(coordOpt)
 	defer coord.Close()
-	opts := []scheduler.Option{
-		scheduler.WithKeyPrefix(table.Store.KeyPrefix),
-		scheduler.WithMaxClockSkew(table.Store.MaxClockSkew),
+	store, err := scheduler.NewRedisStore(coord, scheduler.WithKeyPrefix(table.Store.KeyPrefix))
+	if err != nil {
+		return err
 	}
+	opts := []scheduler.Option{scheduler.WithMaxClockSkew(table.Store.MaxClockSkew)}
 	if id := cmp.Or(replicaID, table.ReplicaID); id != "" {
 		opts = append(opts, scheduler.WithReplicaID(id))
 	}
-	sched, err := scheduler.New(coord, table.Jobs, opts...)
+	sched, err := scheduler.New(store, table.Jobs, opts...)
 	if err != nil {
 		return err
 	}

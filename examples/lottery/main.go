@@ -85,7 +85,11 @@ func main() {
 	if *replicaID != "" {
 		opts = append(opts, scheduler.WithReplicaID(*replicaID))
 	}
-	s, err := scheduler.New(rdb, []scheduler.Job{lottery}, opts...)
+	store, err := scheduler.NewRedisStore(rdb)
+	if err != nil {
+		fail(err)
+	}
+	s, err := scheduler.New(store, []scheduler.Job{lottery}, opts...)
 	if err != nil {
 		fail(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/solocron/solocron/internal/admin"
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -55,7 +56,7 @@ func table() []scheduler.Job {
 func newFixture(t *testing.T, tok string) *fixture {
 	t.Helper()
 	m, c := redistest.MiniPipe(t)
-	s, err := scheduler.New(c, table(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+	s, err := scheduler.New(schedtest.RedisStore(t, c), table(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestStoreDownIs503(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s, err := scheduler.New(c, table(), scheduler.WithLogger(quiet))
+	s, err := scheduler.New(schedtest.RedisStore(t, c), table(), scheduler.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/admin"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -18,7 +19,7 @@ import (
 // console answers the paths the API does not.
 func TestReplicasReadOnlyAndConsole(t *testing.T) {
 	srv := miniredis.RunT(t)
-	s, err := scheduler.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), table(),
+	s, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr()})), table(),
 		scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond), scheduler.WithVersion("v9"))
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/solocron/solocron/internal/admin"
 	"github.com/solocron/solocron/internal/redact"
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -161,7 +162,7 @@ func TestAnswersAreRedacted(t *testing.T) {
 		})
 		// The scheduler itself has no redactor here: records written by an
 		// older replica still hold the secret.
-		s, err := scheduler.New(c, []scheduler.Job{{Name: "leak", Schedule: "@every 1s", Handler: leak}}, scheduler.WithLogger(quiet))
+		s, err := scheduler.New(schedtest.RedisStore(t, c), []scheduler.Job{{Name: "leak", Schedule: "@every 1s", Handler: leak}}, scheduler.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,10 +204,7 @@ func TestListPaging(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	var n hookCounter
 	c.AddHook(&n)
-	ctl, err := scheduler.NewControl(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := schedtest.RedisStore(t, c).Control()
 	var tab []scheduler.Job
 	for i := range 3000 {
 		tab = append(tab, scheduler.Job{Name: fmt.Sprintf("job-%04d", 2999-i), Schedule: "@hourly", Handler: jobs.Func(func(context.Context) error { return nil })})

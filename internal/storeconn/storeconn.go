@@ -58,33 +58,37 @@ func (c *Conn) Close() error {
 	return errors.Join(errs...)
 }
 
-// Options are the scheduler options the store section implies: the key
-// prefix, the max clock skew and, when set, min_replicas_ack.
-func (c *Conn) Options() []scheduler.Option {
-	opts := []scheduler.Option{scheduler.WithKeyPrefix(c.store.KeyPrefix), scheduler.WithMaxClockSkew(c.store.MaxClockSkew)}
+// Store is the scheduler's store over these clients, as the store section
+// says: its key prefix and, when set, min_replicas_ack; a Redlock store
+// over Masters, a Redis store over Client.
+func (c *Conn) Store() (*scheduler.Store, error) {
+	opts := []scheduler.StoreOption{scheduler.WithKeyPrefix(c.store.KeyPrefix)}
 	if c.store.MinReplicasAck > 0 {
 		opts = append(opts, scheduler.WithMinReplicasAck(c.store.MinReplicasAck, c.store.MinReplicasAckTimeout))
 	}
-	return opts
+	if c.Masters != nil {
+		return scheduler.NewRedlockStore(c.Masters, opts...)
+	}
+	return scheduler.NewRedisStore(c.Client, opts...)
 }
 
-// NewScheduler returns a scheduler on this store — scheduler.New, or
-// scheduler.NewRedlock in redlock mode — with Options first, then opts.
+// NewScheduler returns a scheduler on this store, with the store section's
+// max clock skew first, then opts.
 func (c *Conn) NewScheduler(jobs []scheduler.Job, opts ...scheduler.Option) (*scheduler.Scheduler, error) {
-	opts = append(c.Options(), opts...)
-	if c.Mode == "redlock" {
-		return scheduler.NewRedlock(c.Masters, jobs, opts...)
+	st, err := c.Store()
+	if err != nil {
+		return nil, err
 	}
-	return scheduler.New(c.Client, jobs, opts...)
+	return scheduler.New(st, jobs, append([]scheduler.Option{scheduler.WithMaxClockSkew(c.store.MaxClockSkew)}, opts...)...)
 }
 
 // NewControl returns the cluster-wide controls of this store.
-func (c *Conn) NewControl(opts ...scheduler.Option) (*scheduler.Control, error) {
-	opts = append([]scheduler.Option{scheduler.WithKeyPrefix(c.store.KeyPrefix)}, opts...)
-	if c.Mode == "redlock" {
-		return scheduler.NewRedlockControl(c.Masters, opts...)
+func (c *Conn) NewControl() (*scheduler.Control, error) {
+	st, err := c.Store()
+	if err != nil {
+		return nil, err
 	}
-	return scheduler.NewControl(c.Client, opts...)
+	return st.Control(), nil
 }
 
 // Ping checks that the store answers: the server, or in redlock mode a

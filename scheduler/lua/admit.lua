@@ -9,6 +9,7 @@
 --         {"missed"} (admitted by an earlier call whose answer was lost, and
 --         closed since: it never started) |
 --         {"lost"} (no longer ours: reaped, or not found)
+-- protocol: head=7 per_run=0 answers=started,waiting,skipped_overlap,skipped_paused,missed,lost (checked against protocol.go by TestProtocolHeaders)
 local meta = KEYS[1]
 local id, owner, lease, limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()

@@ -4,6 +4,7 @@
 -- ARGV[1] run id   ARGV[2] owner token   ARGV[3] attempt number
 -- ARGV[4] highest fencing token the replica has seen
 -- Returns the fencing token, or 0 when the run is no longer held.
+-- protocol: head=4 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
 local base = base_of(KEYS[1])
 local rk = run_key(base, ARGV[1])
 local rec = redis.call('HMGET', rk, 'owner', 'outcome')

@@ -49,6 +49,7 @@
 --   {"later", epoch, server time ms}          claimed ahead of the instant, but
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
+-- protocol: head=6 per_run=3 answers=started,decided,skipped_overlap,skipped_paused,skipped_blackout,missed,waiting,early,later,refused (checked against protocol.go by TestProtocolHeaders)
 local F = 3
 local TERMS = '^' .. string.rep('([^|]*)|', 18) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]

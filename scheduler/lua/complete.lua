@@ -12,6 +12,7 @@
 --   7 record retention ms   8 history limit
 -- Returns one string per run: "ok", "closed" (already closed by the
 -- cluster) or "lost" (not ours).
+-- protocol: head=0 per_run=8 answers=ok,closed,lost (checked against protocol.go by TestProtocolHeaders)
 local now = now_ms()
 local fin = int(now)
 local out = {}

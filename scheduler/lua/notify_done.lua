@@ -4,6 +4,7 @@
 -- ARGV[1] delivery   ARGV[2] taker (owner token)   ARGV[3] -1 to remove it,
 -- else the delay ms before it is due again
 -- Returns "ok", or "lost" (its lease ended and it may be another's now).
+-- protocol: head=3 per_run=0 answers=ok,lost (checked against protocol.go by TestProtocolHeaders)
 local base = base_of(KEYS[1])
 local q, d = base .. 'notify:q', base .. 'notify:d'
 local k = ARGV[1]

@@ -5,6 +5,7 @@
 -- ARGV[1] taker (owner token)   ARGV[2] lease ms   ARGV[3] how many at most
 -- Returns {{delivery, event JSON, attempt}, ...} and the number of events
 -- dropped (queue full) since the last take.
+-- protocol: head=3 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
 local base = base_of(KEYS[1])
 local q, d = base .. 'notify:q', base .. 'notify:d'
 local now = now_ms()

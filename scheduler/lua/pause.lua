@@ -8,6 +8,7 @@
 -- KEYS[1] meta key of the job
 -- ARGV[1] "1" to pause, "0" to resume
 -- Returns 1.
+-- protocol: head=1 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
 local was = redis.call('HGET', KEYS[1], 'paused')
 redis.call('HSET', KEYS[1], 'paused', ARGV[1])
 redis.call('HDEL', KEYS[1], 'paused_why')

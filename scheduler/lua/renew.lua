@@ -4,6 +4,7 @@
 -- KEYS[i]  meta key of run i's job
 -- ARGV: 3 fields per run: run id, owner token, lease ms
 -- Returns one string per run: "ok", "lost" or "replaced".
+-- protocol: head=0 per_run=3 answers=ok,lost,replaced (checked against protocol.go by TestProtocolHeaders)
 local now = now_ms()
 local out = {}
 for i = 1, #KEYS do

@@ -12,6 +12,7 @@
 -- ARGV[4]  ttl, ms (beat only)
 -- Returns {server time ms, id, expiry ms, record, id, expiry ms, record, ...}
 -- for every live replica, this one included, as strings.
+-- protocol: head=4 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
 local now = now_ms()
 local ids, recs = KEYS[1], KEYS[2]
 local dead = redis.call('ZRANGEBYSCORE', ids, '-inf', now)

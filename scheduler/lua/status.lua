@@ -10,6 +10,7 @@
 -- the sizes of the queue and of the manual requests, history the latest
 -- records (JSON, newest first), and running one {id, {field, value, ...}}
 -- per run holding a slot.
+-- protocol: head=1 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
 local limit = tonumber(ARGV[1])
 local out = {}
 for i, meta in ipairs(KEYS) do

@@ -10,6 +10,7 @@
 -- Returns per job {epoch, paused, last decided instant ms, floor ms, highest
 -- fencing token, the job's run statistics (common.lua's stats), then pending
 -- manual runs as pairs: run id, request time ms}
+-- protocol: head=4 per_run=5 answers= (checked against protocol.go by TestProtocolHeaders)
 local skew, fresh, manual_ttl, ahead = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local out = {}

@@ -6,6 +6,7 @@
 -- ARGV[3] a fresh random epoch   ARGV[4] data-loss margin ms (see check_epoch)
 -- Returns the request time (server ms), or -1 when the job's queue of
 -- pending requests is full.
+-- protocol: head=4 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
 local now = now_ms()
 local base = base_of(KEYS[1])
 local manual = base .. 'manual'

@@ -14,6 +14,7 @@
 -- ARGV: 5 fields per run: run id, owner token, drop|requeue, waiter ttl ms,
 --   max wait ms (requeue: how long a run that never waited may wait)
 -- Returns one string per run: "dropped", "requeued" or "kept".
+-- protocol: head=0 per_run=5 answers=dropped,requeued,kept (checked against protocol.go by TestProtocolHeaders)
 local now = now_ms()
 local out = {}
 for i = 1, #KEYS do

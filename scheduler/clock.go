@@ -105,3 +105,19 @@ func (s *Scheduler) clockTrusted(now time.Time) bool {
 	}
 	return !bad
 }
+
+// Clock tells the time. Replicas compute scheduled instants from it; the
+// default is the system clock. Tests and benchmarks inject skewed clocks.
+type Clock interface {
+	Now() time.Time
+}
+
+// ClockFunc adapts a function to a Clock.
+type ClockFunc func() time.Time
+
+// Now calls f.
+func (f ClockFunc) Now() time.Time { return f() }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }

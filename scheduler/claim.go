@@ -1,0 +1,323 @@
+package scheduler
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+func (s *Scheduler) newClaim(j *jobState, sched time.Time, kind runKind) claimReq {
+	return s.claimFor(j, runID(j.Name, sched), sched, j.fire(sched), kind)
+}
+
+// claimFor builds the claim of one run. Scheduled runs follow the job's
+// overlap policy. Manual and catch-up runs were asked for — by a person, or
+// by the catch-up policy — so when every slot is busy they queue for one,
+// first come first served, within their own window (the manual request's
+// lifetime, the catch-up window) instead of being skipped.
+func (s *Scheduler) claimFor(j *jobState, id string, sched, fire time.Time, kind runKind) claimReq {
+	r := claimReq{j: j, id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: fire,
+		owner: s.owners.next(), overlap: j.Overlap, maxWait: j.MaxWait}
+	switch kind {
+	case kindManual:
+		r.overlap, r.maxWait = OverlapWait, s.cfg.manualTTL
+	case kindCatchup:
+		r.overlap, r.maxWait = OverlapWait, j.CatchupWindow
+	}
+	return r
+}
+
+// owners hands out owner tokens: a random prefix drawn once per process
+// (128 bits) and a counter. A token only has to be unique — it tells this
+// claim's record from every other claim's — and drawing 128 random bits
+// for each of ten thousand runs a second cost more than the claim itself.
+type owners struct {
+	prefix string // drawn in New
+	n      atomic.Uint64
+}
+
+func (o *owners) next() string {
+	var buf [64]byte
+	b := append(append(buf[:0], o.prefix...), '-')
+	return string(strconv.AppendUint(b, o.n.Add(1), 36))
+}
+
+// claimTimeout bounds one claim round trip.
+const claimTimeout = 5 * time.Second
+
+// claim decides a batch of runs, retrying while Redis cannot be reached and
+// the runs' starting deadlines have not passed. Runs whose deadline passes
+// first are recorded missed once Redis answers again. A run is never started
+// without a claim.
+func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
+	backoff := 50 * time.Millisecond
+	askedAgain := false
+	for len(reqs) > 0 {
+		start := time.Now()
+		for i := range reqs {
+			reqs[i].known, reqs[i].fenceFloor = reqs[i].j.memo.snapshot()
+			if reqs[i].sent.IsZero() {
+				reqs[i].sent = start
+			}
+		}
+		// The round trip finishes whatever happens to ctx: once the script
+		// ran, its answer is the only record of what it decided. A shutdown
+		// that dropped it would leave a run started by nobody (sitting
+		// running until its lease ran out) and a manual request removed.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
+		cancel()
+		end := time.Now()
+		if err == nil && len(reqs) >= maxBatch {
+			s.batchTook(end.Sub(start))
+		}
+		s.tel.claimDuration.Record(ctx, end.Sub(start).Seconds())
+		var again []claimReq
+		if err != nil {
+			if ctx.Err() != nil && !askedAgain && scheduledClaims(reqs) {
+				// Shutting down, the answer lost: the script may have
+				// run and granted a scheduled run to this replica, which
+				// nobody would then start, and the cluster would close
+				// lease_lost. Asked once more with the same owner tokens
+				// (the round trip finishes regardless of shutdown), the
+				// answer is handled as any other while stopping.
+				askedAgain = true
+				continue
+			}
+			if ctx.Err() != nil {
+				// Shutting down: other replicas may still claim the
+				// scheduled runs; a manual run the script may have taken
+				// goes back to the pending requests.
+				for _, r := range reqs {
+					if r.kind == kindManual {
+						s.handBackManual(ctx, r)
+					}
+				}
+				return
+			}
+			s.storeFailed(err)
+			for _, r := range reqs {
+				s.tel.claimed(ctx, r.j, claimError)
+			}
+			again = reqs
+		} else {
+			s.storeAnswered()
+			later := claimsAgain{}
+			for i, r := range res {
+				if r.status == answerRetry {
+					s.retryLater(ctx, reqs[i], r)
+					again = append(again, reqs[i])
+					continue
+				}
+				s.handle(ctx, reqs[i], r, start, end, later)
+			}
+			later.send(s, ctx)
+		}
+		reqs = s.keepTrying(again)
+		if len(reqs) == 0 {
+			return
+		}
+		// Random within [backoff/2, 3·backoff/2): replicas whose Redlock
+		// claims split the masters' votes must not meet again in step.
+		if !sleep(ctx, backoff/2+rand.N(backoff)) {
+			if !askedAgain && scheduledClaims(reqs) {
+				askedAgain = true // as above: an earlier try may have granted one
+				continue
+			}
+			for _, r := range reqs {
+				if r.kind == kindManual {
+					s.handBackManual(ctx, r) // an earlier try may have taken it
+				}
+			}
+			return
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// scheduledClaims reports whether reqs hold a scheduled or catch-up claim.
+func scheduledClaims(reqs []claimReq) bool {
+	for _, r := range reqs {
+		if r.kind == kindScheduled || r.kind == kindCatchup {
+			return true
+		}
+	}
+	return false
+}
+
+// retryLater notes a claim that was taken back: nothing started.
+func (s *Scheduler) retryLater(ctx context.Context, r claimReq, res claimRes) {
+	// Its token is not taken as seen: a failover may lose the claim it
+	// came with (that is why it was taken back), and the store would then
+	// look as if it lost writes.
+	r.j.memo.observe(res.epoch, 0)
+	s.tel.claimed(ctx, r.j, claimUndone)
+	s.log.Warn("run claimed, then taken back: not started; retrying until its starting deadline",
+		"job", r.j.Name, "run_id", r.id, "reason", res.reason)
+}
+
+// keepTrying returns the claims worth another try: those whose starting
+// deadline has not passed, and manual ones within their request's lifetime.
+// Those whose deadline has passed are recorded missed once the store
+// answers.
+func (s *Scheduler) keepTrying(reqs []claimReq) []claimReq {
+	var keep []claimReq
+	for _, r := range reqs {
+		switch {
+		case r.kind == kindManual && s.now().Before(r.sched.Add(s.cfg.manualTTL)):
+			// Retried with the same owner token, as scheduled claims are:
+			// a call whose answer was lost may have taken the request, and
+			// only this token finds it again.
+			keep = append(keep, r)
+		case r.kind == kindManual:
+			s.manual.Delete(r.id)
+		case r.kind == kindMiss:
+			s.queueMiss(r)
+		case s.now().After(r.fire.Add(r.j.StartingDeadline)):
+			s.queueMiss(r)
+		default:
+			keep = append(keep, r)
+		}
+	}
+	return keep
+}
+
+func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start, end time.Time, later claimsAgain) {
+	j := r.j
+	j.memo.touch(end)
+	if lost := j.memo.observe(res.epoch, res.fence); lost != "" {
+		s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
+			"job", j.Name, "old_epoch", lost, "new_epoch", res.epoch)
+	}
+	if r.kind == kindManual && res.status != answerWaiting {
+		s.manual.Delete(r.id)
+	}
+	// Two of three claims are lost races, answered "decided": the logger
+	// with the run's attributes is made only for the answers that log.
+	var runLog *slog.Logger
+	log := func() *slog.Logger {
+		if runLog == nil {
+			runLog = s.log.With("job", j.Name, "run_id", r.id)
+		}
+		return runLog
+	}
+	if ctx.Err() != nil && r.kind == kindManual && (res.status == answerStarted || res.status == answerWaiting) {
+		// Won while this replica shuts down: someone asked for it, and a
+		// replica that stays up runs it.
+		j.memo.observe(res.epoch, res.fence)
+		s.handBackManual(ctx, r)
+		return
+	}
+	switch res.status {
+	case answerStarted:
+		if res.fence <= 0 {
+			// Never start without a fencing token: it would be no token at all.
+			log().Error("claim answered started without a fencing token; not starting the run")
+			return
+		}
+		s.tel.claimed(ctx, j, claimWon)
+		s.tel.decided(ctx, j, Started)
+		// Claimed ahead, the job starts at its instant as Redis' clock has
+		// it (not this replica's, which may lag by up to the max skew while
+		// the run holds its slot).
+		startAt := end
+		if !res.server.IsZero() {
+			// Redis read its clock (res.server) somewhere between this
+			// attempt's send and its answer: a batch of a thousand runs
+			// answers only once the script has decided them all. The
+			// heartbeat's reading of Redis' clock places the instant
+			// within that window; without one, the latest is safe.
+			earliest, latest := start.Add(r.fire.Sub(res.server)), end.Add(r.fire.Sub(res.server))
+			startAt = latest
+			if at, ok := s.redisClock.localAt(r.fire); ok {
+				switch {
+				case at.Before(earliest):
+					startAt = earliest
+				case at.Before(latest):
+					startAt = at
+				}
+			}
+		}
+		r.slot = res.slot
+		s.startAt(r, res.fence, start, end, startAt)
+	case answerDecided:
+		s.tel.claimed(ctx, j, claimTaken)
+		if s.log.Enabled(ctx, slog.LevelDebug) {
+			log().Debug("run already decided", "outcome", res.outcome, "by", res.replica)
+		}
+	case answerWaiting:
+		s.tel.claimed(ctx, j, claimWaiting)
+		log().Info("all concurrency slots busy: waiting for one", "place", res.place)
+		queued := r // copied here: a closure over r would move every answer's claim to the heap
+		s.loops.Go(func() { s.wait(ctx, queued, start) })
+	case answerEarly:
+		s.tel.claimed(ctx, j, claimEarly)
+		// Too early on Redis' clock: this replica's clock runs ahead of it.
+		// Ask again when Redis' clock reaches the run's claim time.
+		if ahead := r.fire.Sub(res.server) - s.cfg.maxAhead; ahead > s.clockTolerance() {
+			// Not a skew but a wrong clock (the dispatcher holds off until
+			// it agrees with Redis again): replicas whose clocks are right
+			// claim the run at its instant.
+			log().Warn("run not claimed: this replica's clock runs ahead of Redis' by more than max_clock_skew",
+				"ahead_by", ahead.Round(time.Millisecond))
+			return
+		}
+		delay := r.fire.Add(-s.cfg.maxAhead).Sub(res.server) + time.Millisecond
+		log().Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
+		later.add(r, delay)
+	case answerLater:
+		s.tel.claimed(ctx, j, claimLater)
+		// Claimed ahead, but not startable before its instant (paused, or
+		// every slot busy): decide at the instant, on Redis' clock.
+		later.add(r, r.fire.Sub(res.server)+time.Millisecond)
+	case answerRefused:
+		s.tel.claimed(ctx, j, claimRefused)
+		log().Warn("run not claimed", "reason", res.reason)
+	case answerRetry:
+		s.retryLater(ctx, r, res)
+		if r.kind == kindMiss {
+			s.queueMiss(r)
+		} else if r.kind != kindManual {
+			again := []claimReq{r}
+			s.loops.Go(func() { s.claim(ctx, again) })
+		}
+	case answerSkippedOverlap, answerSkippedPaused, answerSkippedBlackout, answerMissed:
+		s.tel.claimed(ctx, j, claimDecided)
+		s.tel.decided(ctx, j, Outcome(res.status))
+		s.statsChanged(j.Name)
+		log().Info("run decided", "outcome", res.status)
+	default:
+		log().Error("unexpected claim answer", "status", res.status)
+	}
+}
+
+// claimsAgain holds the claims one answer postponed (too early on Redis'
+// clock, or claimed ahead and not startable yet), by how long: the runs of
+// one batch are postponed together, and go out again in one claim, not one
+// round trip each.
+type claimsAgain map[time.Duration][]claimReq
+
+// add postpones r by delay, rounded up to the millisecond. The attempt that
+// answered granted nothing, so r's lease is not counted from it.
+func (a claimsAgain) add(r claimReq, delay time.Duration) {
+	r.sent = time.Time{}
+	d := delay.Truncate(time.Millisecond)
+	if d < delay {
+		d += time.Millisecond
+	}
+	a[d] = append(a[d], r)
+}
+
+// send claims each group again after its delay.
+func (a claimsAgain) send(s *Scheduler, ctx context.Context) {
+	for d, reqs := range a {
+		s.loops.Go(func() {
+			if sleep(ctx, d) {
+				s.claim(ctx, reqs)
+			}
+		})
+	}
+}

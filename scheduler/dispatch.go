@@ -1,0 +1,176 @@
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"time"
+)
+
+// entry is the next scheduled instant of one job.
+type entry struct {
+	j     *jobState
+	sched time.Time
+	fire  time.Time
+}
+
+type entryHeap []entry
+
+func (h entryHeap) Len() int { return len(h) }
+
+func (h entryHeap) Less(a, b int) bool { return h[a].fire.Before(h[b].fire) }
+
+func (h entryHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+
+func (h *entryHeap) Push(x any) { *h = append(*h, x.(entry)) }
+
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// dispatch is the tick loop: it sleeps until the earliest next instant of
+// any job, then claims every run that is due, in one batch.
+func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
+	var h entryHeap
+	gen := -1
+	held := false
+	lastDue := 0 // runs claimed at the last instant: the next is sized for as many
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		tab, g := s.table()
+		if g != gen {
+			h, gen = s.plan(tab, h), g
+		}
+		now := s.now()
+		var due []claimReq
+		switch {
+		case !s.clockTrusted(now):
+			// The clock is off (a step of an hour, a VM resumed): claim
+			// nothing, and do not walk the heap through the instants the
+			// wrong clock calls past.
+			held = true
+		case held:
+			// The clock agrees with Redis again: plan from it afresh, as a
+			// replica starting now would. Instants the hold covered were
+			// decided by other replicas or are left to catch-up.
+			held = false
+			h = s.plan(tab, nil)
+		}
+		// Claims go out claimAhead before the instant: the winner then
+		// starts the job at the instant itself, however long it took Redis
+		// to decide every run that shares it.
+		ahead := s.ahead()
+		for !held && len(h) > 0 && !h[0].fire.After(now.Add(ahead)) {
+			e := h[0]
+			if due == nil {
+				due = make([]claimReq, 0, max(lastDue, 1))
+			}
+			due = append(due, s.newClaim(e.j, e.sched, kindScheduled))
+			// Skip instants whose window already closed (a long pause, a
+			// clock jump): they were decided elsewhere or are left to catch-up.
+			next := e.j.sched.Next(e.sched)
+			for !next.IsZero() && e.j.fire(next).Add(e.j.StartingDeadline).Before(now) {
+				next = e.j.sched.Next(next)
+			}
+			if next.IsZero() {
+				heap.Pop(&h)
+			} else {
+				// The job's next instant takes its place at the top: no
+				// Pop and Push (each boxes an entry) for every run.
+				h[0] = entry{j: e.j, sched: next, fire: e.j.fire(next)}
+				heap.Fix(&h, 0)
+			}
+		}
+		due, pending = append(due, pending...), nil
+		if len(due) > 0 {
+			lastDue = len(due)
+			s.loops.Go(func() { s.claim(ctx, due) })
+		}
+		// The sleep is measured on the monotonic clock, the instants on the
+		// wall clock: waking at least every maxDispatchSleep notices a step
+		// of the wall clock (either way) within that time.
+		wait := maxDispatchSleep
+		if len(h) > 0 && !held {
+			wait = min(wait, h[0].fire.Sub(now)-ahead)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.reloaded:
+		case <-timer.C:
+		}
+	}
+}
+
+// maxDispatchSleep bounds the dispatcher's sleep between looks at the clock.
+const maxDispatchSleep = time.Second
+
+// plan builds the heap for a (new) table. A job whose schedule did not
+// change keeps its next instant; any other starts at the latest instant
+// whose starting deadline has not passed (so a replica that restarts, or a
+// job that was just added, still claims a run that is due right now), or the
+// next one.
+func (s *Scheduler) plan(tab []*jobState, old entryHeap) entryHeap {
+	kept := map[string]entry{}
+	for _, e := range old {
+		kept[e.j.Name] = e
+	}
+	now := s.now()
+	h := make(entryHeap, 0, len(tab))
+	for _, j := range tab {
+		if e, ok := kept[j.Name]; ok && sameTiming(e.j, j) {
+			h = append(h, entry{j: j, sched: e.sched, fire: e.fire})
+			continue
+		}
+		if t := s.first(j, now); !t.IsZero() {
+			h = append(h, entry{j: j, sched: t, fire: j.fire(t)})
+		}
+	}
+	heap.Init(&h)
+	return h
+}
+
+func sameTiming(a, b *jobState) bool {
+	return a.Schedule == b.Schedule && a.Timezone == b.Timezone && a.Offset == b.Offset &&
+		a.Jitter == b.Jitter && a.StartingDeadline == b.StartingDeadline
+}
+
+// first is the first instant a replica considers for j at now.
+func (s *Scheduler) first(j *jobState, now time.Time) time.Time {
+	t := j.sched.Next(now.Add(-(j.StartingDeadline + j.Jitter)))
+	for !t.IsZero() {
+		n := j.sched.Next(t)
+		if n.IsZero() || j.fire(n).After(now) {
+			break
+		}
+		t = n
+	}
+	if !t.IsZero() && j.fire(t).Add(j.StartingDeadline).Before(now) {
+		t = j.sched.Next(t)
+	}
+	return t
+}
+
+// ahead is how long before their instant runs are claimed: the configured
+// claim ahead, or (by default) up to half a second when big batches take
+// long to decide — twice the round trip of the last one,
+// slowly forgotten — so that they are decided before their instant.
+func (s *Scheduler) ahead() time.Duration {
+	return min(s.cfg.maxAhead, max(s.cfg.claimAhead, 2*time.Duration(s.batchRTT.Load())))
+}
+
+// batchTook notes the round trip of a big claim batch: the slowest recent
+// one counts, and each new one forgets an eighth of it.
+func (s *Scheduler) batchTook(d time.Duration) {
+	for {
+		old := s.batchRTT.Load()
+		n := max(int64(d), old-old/8)
+		if s.batchRTT.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}

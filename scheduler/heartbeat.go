@@ -1,0 +1,160 @@
+package scheduler
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Heartbeat pacing, in sync intervals: a job no claim answer touched for
+// idleSyncEvery intervals is synced; every job is synced every
+// fullSweepEvery intervals whatever happened, a slice of the table at each
+// beat (and all of it at start).
+const (
+	idleSyncEvery  = 5
+	fullSweepEvery = 30
+)
+
+// heartbeat checks every job's state in Redis each sync interval.
+func (s *Scheduler) heartbeat(ctx context.Context) {
+	every(ctx, s.cfg.syncInterval, func() {
+		if claims := s.sync(ctx); len(claims) > 0 {
+			s.loops.Go(func() { s.claim(ctx, claims) })
+		}
+	})
+}
+
+// every calls fn every d until ctx is done.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fn()
+	}
+}
+
+// sync runs one heartbeat and returns the claims it calls for: manual runs
+// requested, and catch-up runs.
+func (s *Scheduler) sync(ctx context.Context) []claimReq {
+	tab, _ := s.table()
+	cctx, cancel := context.WithTimeout(ctx, max(s.cfg.syncInterval, time.Second))
+	defer cancel()
+	// One read says which jobs have fresh manual requests.
+	sent := time.Now()
+	// It also publishes the jobs whose run statistics this replica changed
+	// since its last heartbeat, and reads those the others published: every
+	// replica syncs them at this beat, so the per-job metrics agree within
+	// a heartbeat or two, without a round trip of their own.
+	publish := s.takeChanged()
+	hinted, server, err := s.store.manualHints(cctx, hintReq{
+		since: sent.Add(-hintLookback), ttl: s.cfg.manualTTL,
+		changedSince: sent.Add(-changedLookback(s.cfg.syncInterval, s.cfg.skew)), changed: publish,
+	})
+	if err != nil {
+		s.unTakeChanged(publish)
+		if ctx.Err() == nil {
+			s.storeFailed(err)
+		}
+		return nil
+	}
+	s.storeAnswered()
+	s.lastSync.Store(time.Now().UnixNano())
+	s.redisClock.observe(server, sent, time.Now())
+	// A job is synced when it has a manual request, when no claim answer
+	// touched it lately (a won claim already checked its epoch and reaped
+	// its slots), and in its turn of the sweep: each beat syncs every
+	// fullSweepEvery-th job of the table, so every job is synced at least
+	// that often, and no beat syncs them all at once (ten thousand jobs in
+	// one beat would hold up the runs of the instant it falls on). The
+	// first beat syncs every job. That keeps the heartbeat's cost flat as
+	// the table grows with jobs that fire every second.
+	first, turn := s.syncs == 0, s.syncs%fullSweepEvery
+	s.syncs++
+	hint := make(map[string]bool, len(hinted))
+	for _, h := range hinted {
+		hint[h] = true
+	}
+	idle := time.Now().Add(-idleSyncEvery * s.cfg.syncInterval)
+	var jobs []*jobState
+	var reqs []syncReq
+	for i, j := range tab {
+		if !first && i%fullSweepEvery != turn && !hint[j.Name] && j.memo.touchedAfter(idle) {
+			continue
+		}
+		known, fence := j.memo.snapshot()
+		jobs = append(jobs, j)
+		reqs = append(reqs, syncReq{j: j, known: known, fence: fence})
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	res, err := s.store.sync(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.manualTTL, reqs)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.storeFailed(err)
+		}
+		return nil
+	}
+	now := s.now()
+	// Catch-up waits for a clock that agrees with Redis': one an hour
+	// ahead would take an hour of future instants for missed ones.
+	trusted := s.clockTrusted(now)
+	var claims []claimReq
+	for i, r := range res {
+		j := jobs[i]
+		if lost := j.memo.observe(r.epoch, r.fence); lost != "" {
+			s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
+				"job", j.Name, "old_epoch", lost, "new_epoch", r.epoch)
+		}
+		j.memo.mu.Lock()
+		if j.memo.statsRead && j.memo.stats != r.stats {
+			// Another replica may not know yet (a run its holder never
+			// closed, reaped by this sync): tell them at the next beat.
+			s.statsChanged(j.Name)
+		}
+		j.memo.stats, j.memo.statsRead = r.stats, true
+		j.memo.paused, j.memo.last, j.memo.touched = r.paused, r.last, time.Now()
+		catchup := trusted && j.CatchupWindow > 0 && !j.memo.caughtUp
+		j.memo.caughtUp = j.memo.caughtUp || trusted
+		j.memo.mu.Unlock()
+		for k := 0; k+1 < len(r.manual); k += 2 {
+			id := r.manual[k]
+			if _, busy := s.manual.LoadOrStore(id, struct{}{}); busy || !strings.HasPrefix(id, j.Name+"@") {
+				continue
+			}
+			ms, _ := strconv.ParseInt(r.manual[k+1], 10, 64)
+			at := time.UnixMilli(ms)
+			claims = append(claims, s.claimFor(j, id, at, at, kindManual))
+		}
+		if catchup {
+			for _, t := range catchupInstants(j, r.last, now) {
+				c := s.newClaim(j, t, kindCatchup)
+				c.base, c.readAt = r.last, server
+				claims = append(claims, c)
+			}
+		}
+	}
+	return claims
+}
+
+// storeFailed logs that Redis cannot be reached: at once, then every 30s.
+func (s *Scheduler) storeFailed(err error) {
+	now := time.Now().UnixNano()
+	s.downSince.CompareAndSwap(0, now)
+	if last := s.lastDownAt.Load(); now-last > int64(30*time.Second) && s.lastDownAt.CompareAndSwap(last, now) {
+		s.log.Error("store unreachable: runs that cannot be claimed before their starting deadline will be recorded missed", "err", err)
+	}
+}
+
+func (s *Scheduler) storeAnswered() {
+	if since := s.downSince.Swap(0); since != 0 {
+		s.lastDownAt.Store(0)
+		s.log.Info("store reachable again", "down_for", time.Since(time.Unix(0, since)).Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,91 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+)
+
+// maxCatchup bounds the runs one catch-up makes up for.
+const maxCatchup = 1000
+
+// catchupInstants lists the instants of j that every replica missed: after
+// the last decided one, inside the catch-up window, and already past their
+// own starting deadline (the dispatcher owns the others). A job that has
+// never run has nothing to catch up.
+func catchupInstants(j *jobState, last, now time.Time) []time.Time {
+	if last.IsZero() {
+		return nil
+	}
+	from := now.Add(-j.CatchupWindow)
+	if last.After(from) {
+		from = last
+	}
+	var out []time.Time
+	for t := j.sched.Next(from); !t.IsZero() && j.fire(t).Add(j.StartingDeadline).Before(now); t = j.sched.Next(t) {
+		if j.Catchup == CatchupLatest {
+			out = append(out[:0], t)
+			continue
+		}
+		if len(out) == maxCatchup {
+			out = append(out[:0], out[1:]...)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (s *Scheduler) queueMiss(r claimReq) {
+	r.kind = kindMiss
+	s.missedMu.Lock()
+	s.missed = append(s.missed, r)
+	s.missedMu.Unlock()
+}
+
+// recordMisses records, once Redis answers again, the runs this replica
+// could not claim before their starting deadline — unless another replica
+// decided them meanwhile.
+func (s *Scheduler) recordMisses(ctx context.Context) {
+	every(ctx, time.Second, func() { s.recordMissed(ctx) })
+}
+
+// recordMissed is one round of recordMisses.
+func (s *Scheduler) recordMissed(ctx context.Context) {
+	s.missedMu.Lock()
+	reqs := s.missed
+	s.missed = nil
+	s.missedMu.Unlock()
+	if len(reqs) == 0 {
+		return
+	}
+	for i := range reqs {
+		reqs[i].known, reqs[i].fenceFloor = reqs[i].j.memo.snapshot()
+	}
+	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
+	cancel()
+	if err != nil {
+		now := s.now()
+		s.missedMu.Lock()
+		for _, r := range reqs {
+			until := r.sched.Add(r.j.retention(r.sched))
+			if !r.sent.IsZero() {
+				// A claim of ours may have been granted, its answer
+				// lost: its record outlives the retention by the
+				// lease, and only our owner token can say the run
+				// never started. Asking too late is harmless: Redis
+				// refuses a claim too old to decide.
+				until = until.Add(r.j.Lease + 2*claimTimeout)
+			}
+			if now.Before(until) {
+				s.missed = append(s.missed, r)
+			}
+		}
+		s.missedMu.Unlock()
+		return
+	}
+	later := claimsAgain{}
+	for i, r := range res {
+		s.handle(ctx, reqs[i], r, time.Now(), time.Now(), later)
+	}
+	later.send(s, ctx)
+}

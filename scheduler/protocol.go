@@ -1,0 +1,678 @@
+package scheduler
+
+import (
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The store protocol: everything the Go side and the Lua scripts (lua/*.lua)
+// say to each other, in one place. Each script's header lists its KEYS,
+// ARGV and answers, and ends with a "protocol:" line that
+// TestProtocolHeaders checks against scriptSpecs below: the number of head
+// and per-run arguments the encoders here send, and every answer the
+// decoders here know. Nothing outside this file spells a status string.
+
+// runKind says how a claim came about, as claim.lua reads it (the first of
+// its terms) and a run record keeps it.
+type runKind byte
+
+const (
+	kindScheduled runKind = 's'
+	kindCatchup   runKind = 'c'
+	kindManual    runKind = 'm'
+	// kindMiss records a scheduled run missed: the replica's clock says
+	// its deadline passed; Redis' decides (before it, it is claimed as s).
+	kindMiss runKind = 'x'
+)
+
+// record is how a run record spells the kind.
+func (k runKind) record() string {
+	if k == kindMiss {
+		return string(kindScheduled)
+	}
+	return string(k)
+}
+
+// public is the kind as the API names it.
+func (k runKind) public() Kind { return kindOf(k.record()) }
+
+// answer is the verdict on one run of claim.lua and admit.lua (their first
+// field), and of the store layers above them (retry).
+type answer string
+
+const (
+	answerStarted answer = "started" // the run is ours: start it
+	answerDecided answer = "decided" // someone else decided it
+	answerWaiting answer = "waiting" // queued for a slot (overlap: wait)
+	answerEarly   answer = "early"   // too early on Redis' clock: ask again
+	answerLater   answer = "later"   // claimed ahead, not startable yet: ask at the instant
+	answerRefused answer = "refused" // not ours to decide
+	answerLost    answer = "lost"    // admit: no longer ours
+	// answerRetry is the store's, not a script's: the run was claimed, then
+	// taken back (too few replicas acknowledged it, or no Redlock quorum).
+	answerRetry answer = "retry"
+	// Decided now, by us: the outcome we recorded.
+	answerSkippedOverlap  = answer(SkippedOverlap)
+	answerSkippedPaused   = answer(SkippedPaused)
+	answerSkippedBlackout = answer(SkippedBlackout)
+	answerMissed          = answer(Missed)
+)
+
+// decidedByUs reports whether a is a decision this replica recorded that
+// starts nothing (a skip or a miss).
+func (a answer) decidedByUs() bool {
+	switch a {
+	case answerSkippedOverlap, answerSkippedPaused, answerSkippedBlackout, answerMissed:
+		return true
+	}
+	return false
+}
+
+// leaseAnswer is renew.lua's answer per run, and the store's unacked.
+type leaseAnswer string
+
+const (
+	leaseOK       leaseAnswer = "ok"
+	leaseLost     leaseAnswer = "lost"
+	leaseReplaced leaseAnswer = "replaced"
+	// leaseUnacked: renewed where it was sent, but not acknowledged by
+	// enough replicas or masters: a failed renewal, not a lost lease.
+	leaseUnacked leaseAnswer = "unacked"
+)
+
+// closeAnswer is complete.lua's answer per run, and the store's unacked.
+type closeAnswer string
+
+const (
+	closeOK     closeAnswer = "ok"
+	closeClosed closeAnswer = "closed" // closed by the cluster already
+	closeLost   closeAnswer = "lost"   // not ours
+	// closeUnacked: a close Redis applied but too few replicas
+	// acknowledged (min_replicas_ack): the holder sends it again.
+	closeUnacked closeAnswer = "unacked"
+)
+
+// undoMode says what undo.lua does with a run; undoAnswer what it did.
+type (
+	undoMode   string
+	undoAnswer string
+)
+
+const (
+	undoDrop    undoMode = "drop"    // undecided again, as if never claimed
+	undoRequeue undoMode = "requeue" // back to waiting, at its old place
+
+	undoDropped  undoAnswer = "dropped"
+	undoRequeued undoAnswer = "requeued"
+	undoKept     undoAnswer = "kept"
+)
+
+// scriptSpec is what the Go side sends one script and expects back.
+type scriptSpec struct {
+	head, perRun int      // ARGV: the script's own, then per run (or job)
+	answers      []string // every status it may answer
+}
+
+// scriptSpecs is checked against each script's header (TestProtocolHeaders).
+var scriptSpecs = map[string]scriptSpec{
+	"claim": {head: claimHead, perRun: claimFields, answers: []string{string(answerStarted), string(answerDecided),
+		string(answerSkippedOverlap), string(answerSkippedPaused), string(answerSkippedBlackout), string(answerMissed),
+		string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
+	"admit": {head: admitArgs, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
+		string(answerSkippedPaused), string(answerMissed), string(answerLost)}},
+	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced)}},
+	"complete": {perRun: completeFields, answers: []string{string(closeOK), string(closeClosed), string(closeLost)}},
+	"undo":     {perRun: undoFields, answers: []string{string(undoDropped), string(undoRequeued), string(undoKept)}},
+	"sync":     {head: syncHead, perRun: syncFields},
+	"attempt":  {head: attemptArgs},
+	"trigger":  {head: triggerArgs},
+	"pause":    {head: 1},
+	// Encoded where their features live: notify.go, replicas.go, statuses.go.
+	"notify_take": {head: 3},
+	"notify_done": {head: 3, answers: []string{"ok", "lost"}},
+	"replicas":    {head: 4},
+	"status":      {head: 1},
+}
+
+// Claims (claim.lua) ------------------------------------------------------
+
+// claimHead is the number of claim.lua's own ARGV fields, before the runs'.
+const claimHead = 6
+
+// claimHeadArgs are claim.lua's own arguments.
+func claimHeadArgs(replica string, skew, waiterTTL, ahead time.Duration, fenceCheck bool) []any {
+	return []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), newEpoch(), ahead.Milliseconds(), boolInt(fenceCheck)}
+}
+
+// claimFields is the number of ARGV fields per run in claim.lua: the run
+// key's suffix and the owner token, which is all a lost race looks at, and
+// the rest of the claim's terms in one string (claimReq.appendTerms). Few
+// arguments matter: Redis makes a Lua string of every one before the script
+// runs, and a replica boxes every one into an interface before it sends it.
+const claimFields = 3
+
+// undoReq takes back one claim or admission (undo.lua).
+type undoReq struct {
+	j         *jobState
+	id, owner string
+	mode      undoMode
+	maxWait   time.Duration
+}
+
+// claimReq asks to decide one run.
+type claimReq struct {
+	j          *jobState
+	id, suffix string
+	kind       runKind
+	sched      time.Time
+	fire       time.Time
+	owner      string
+	known      string
+	fenceFloor int64
+	// overlap and maxWait are the job's, except for manual and catch-up
+	// runs: someone asked for those, so they queue for a slot.
+	overlap Overlap
+	maxWait time.Duration
+	// base is, for a catch-up run, the last decided instant when the gap
+	// was found.
+	base time.Time
+	// readAt is, for a catch-up run, Redis' time when base was read.
+	readAt time.Time
+	// sent is when this claim was first sent. A claim whose answer was
+	// lost and retried may have been granted by its first execution, so
+	// its lease counts from then.
+	sent time.Time
+	// ticket orders the run in the job's queue if it must wait; "" for
+	// arrival order.
+	ticket string
+	// slot is the concurrency slot (1..concurrency) the run holds once
+	// started; 0 before.
+	slot int
+}
+
+// appendTerms appends the claim's terms as claim.lua reads them, separated
+// by '|' (no term contains one): kind, scheduled instant, fire instant,
+// lease, concurrency, overlap, max wait, starting deadline, retention,
+// history limit, paused, known epoch, fence floor, catch-up window,
+// catch-up base, ticket, catch-up read time, pause after failures, in a
+// blackout window (1|0).
+func (r *claimReq) appendTerms(b []byte) []byte {
+	j := r.j
+	b = append(b, byte(r.kind), '|')
+	b = strconv.AppendInt(b, r.sched.UnixMilli(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, r.fire.UnixMilli(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, j.Lease.Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(j.Concurrency), 10)
+	b = append(b, '|')
+	b = append(b, r.overlap...)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, r.maxWait.Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, j.StartingDeadline.Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, j.retention(r.sched).Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(j.HistoryLimit), 10)
+	b = append(b, '|')
+	if j.Paused {
+		b = append(b, '1')
+	} else {
+		b = append(b, '0')
+	}
+	b = append(b, '|')
+	b = append(b, r.known...)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, r.fenceFloor, 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, j.CatchupWindow.Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, r.base.UnixMilli(), 10)
+	b = append(b, '|')
+	b = append(b, r.ticket...)
+	b = append(b, '|')
+	if r.kind == kindCatchup {
+		b = strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
+	} else {
+		b = append(b, '0')
+	}
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(j.PauseAfterFailures), 10)
+	b = append(b, '|')
+	if r.kind != kindManual && len(j.blackouts) > 0 {
+		if _, in := j.blackouts.at(r.sched); in {
+			return append(b, '1')
+		}
+	}
+	return append(b, '0')
+}
+
+// claimRes is the decision for one run.
+type claimRes struct {
+	status  answer
+	epoch   string
+	fence   int64
+	outcome string // decided: the outcome someone else recorded
+	replica string // decided: by whom
+	place   int64  // waiting: place in the queue
+	server  time.Time
+	reason  string
+	unacked string // started, but too few replicas acknowledged it: why
+	slot    int    // started: the run's concurrency slot, 1..concurrency
+}
+
+// appendClaim appends run r's claim.lua arguments; buf is scratch space.
+func appendClaim(args []any, r *claimReq, buf *[]byte) []any {
+	*buf = r.appendTerms((*buf)[:0])
+	return append(args, r.suffix, r.owner, string(*buf))
+}
+
+// claimPacked is how many '|'-separated fields a lost race packs in one
+// string ("decided||outcome|fence|replica"), and claimLeast the fewest
+// fields any answer has.
+const (
+	claimPacked = 5
+	claimLeast  = 2
+)
+
+// decodeClaim reads claim.lua's answer for one run. With min_replicas_ack
+// (ackMode), a lost race's token is not taken as seen: a claim that is
+// taken back (unacked) may be lost in a failover without any loss to
+// notice.
+func decodeClaim(f []string, ackMode bool) claimRes {
+	res := claimRes{status: answer(f[0]), epoch: f[1]}
+	switch res.status {
+	case answerStarted:
+		res.fence, _ = strconv.ParseInt(at(f, 2), 10, 64)
+		res.slot, _ = strconv.Atoi(at(f, 4))
+		if ms, _ := strconv.ParseInt(at(f, 3), 10, 64); ms > 0 {
+			res.server = time.UnixMilli(ms)
+		}
+	case answerDecided:
+		res.outcome, res.replica = at(f, 2), at(f, 4)
+		if !ackMode {
+			// The winner's token, learnt as a heartbeat learns the
+			// job's: a failover to a copy older than it is noticed at
+			// this replica's next claim, not only the winner's.
+			res.fence, _ = strconv.ParseInt(at(f, 3), 10, 64)
+		}
+	case answerWaiting:
+		res.place, _ = strconv.ParseInt(at(f, 2), 10, 64)
+	case answerEarly, answerLater:
+		ms, _ := strconv.ParseInt(at(f, 2), 10, 64)
+		res.server = time.UnixMilli(ms)
+	case answerRefused:
+		res.reason = at(f, 2)
+	}
+	return res
+}
+
+// Admissions (admit.lua) --------------------------------------------------
+
+// admitArgs is the number of admit.lua's arguments.
+const admitArgs = 7
+
+func admitCall(r *claimReq, waiterTTL time.Duration, fenceFloor int64) call {
+	j := r.j
+	return call{keys: []string{j.metaKey}, args: []any{r.id, r.owner, j.Lease.Milliseconds(),
+		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused)}}
+}
+
+// decodeAdmit reads admit.lua's answer: the status, the fencing token
+// (started) or the place (waiting), and the slot (started).
+func decodeAdmit(v any) (status answer, n int64, slot int, err error) {
+	f := strs(v)
+	if len(f) == 0 {
+		return "", 0, 0, fmt.Errorf("scheduler: unexpected admit reply %v", v)
+	}
+	n, _ = strconv.ParseInt(at(f, 1), 10, 64)
+	if answer(f[0]) == answerStarted {
+		slot, _ = strconv.Atoi(at(f, 2))
+	}
+	return answer(f[0]), n, slot, nil
+}
+
+// Undo (undo.lua) ---------------------------------------------------------
+
+// undoFields is the number of ARGV fields per run in undo.lua.
+const undoFields = 5
+
+func appendUndo(args []any, r *undoReq, waiterTTL time.Duration) []any {
+	return append(args, r.id, r.owner, string(r.mode), waiterTTL.Milliseconds(), r.maxWait.Milliseconds())
+}
+
+// Renewals (renew.lua) -----------------------------------------------------
+
+// renewReq is one run's lease renewal.
+type renewReq struct {
+	j         *jobState
+	id, owner string
+}
+
+// renewFields is the number of ARGV fields per run in renew.lua.
+const renewFields = 3
+
+func appendRenew(args []any, r *renewReq) []any {
+	return append(args, r.id, r.owner, r.j.Lease.Milliseconds())
+}
+
+// Attempts (attempt.lua) --------------------------------------------------
+
+// attemptArgs is the number of attempt.lua's arguments.
+const attemptArgs = 4
+
+func attemptCall(j *jobState, id, owner string, n int, fenceFloor int64) call {
+	return call{keys: []string{j.metaKey}, args: []any{id, owner, n, strconv.FormatInt(fenceFloor, 10)}}
+}
+
+// decodeAttempt reads attempt.lua's answer: the fencing token, 0 when the
+// run is no longer held.
+func decodeAttempt(v any) (int64, error) {
+	switch t := v.(type) {
+	case int64:
+		return t, nil
+	case string:
+		return strconv.ParseInt(t, 10, 64)
+	}
+	return 0, fmt.Errorf("scheduler: unexpected attempt reply %v", v)
+}
+
+// Closes (complete.lua) ---------------------------------------------------
+
+// completeReq closes one run.
+type completeReq struct {
+	r        *claimReq
+	replica  string
+	outcome  Outcome
+	attempts int
+	errText  string
+	output   string
+	traceID  string // the run span's, "" without tracing
+}
+
+// completeFields is the number of ARGV fields per run in complete.lua.
+const completeFields = 8
+
+// entry is the history record of a run as its holder knows it: a JSON
+// object of strings without its closing brace; complete.lua adds decision,
+// fence, started and finished, which the server holds.
+func (c completeReq) entry() string {
+	r := c.r
+	b, _ := json.Marshal(struct {
+		ID       string `json:"id"`
+		Job      string `json:"job"`
+		Kind     string `json:"kind"`
+		Sched    string `json:"sched"`
+		Outcome  string `json:"outcome"`
+		Replica  string `json:"replica"`
+		Attempts string `json:"attempts"`
+		Error    string `json:"error"`
+		Output   string `json:"output"`
+		Trace    string `json:"trace,omitempty"`
+		Slot     string `json:"slot,omitempty"`
+	}{r.id, r.j.Name, r.kind.record(), strconv.FormatInt(r.sched.UnixMilli(), 10), string(c.outcome), c.replica,
+		strconv.Itoa(c.attempts), c.errText, c.output, c.traceID, slotText(r.slot)})
+	return string(b[:len(b)-1])
+}
+
+func appendComplete(args []any, c *completeReq) []any {
+	return append(args, c.r.id, c.r.owner, string(c.outcome), c.attempts, c.errText,
+		c.entry(), c.r.j.retention(c.r.sched).Milliseconds(), c.r.j.HistoryLimit)
+}
+
+// Heartbeats (sync.lua) ---------------------------------------------------
+
+// syncReq is one job's heartbeat.
+type syncReq struct {
+	j     *jobState
+	known string
+	fence int64 // the highest fencing token the replica has seen
+}
+
+// syncRes is what a heartbeat learns about a job.
+type syncRes struct {
+	epoch  string
+	paused bool
+	last   time.Time // latest scheduled instant decided; zero if none
+	floor  time.Time
+	fence  int64
+	stats  jobStats
+	manual []string // pending manual run ids
+}
+
+// syncHead and syncFields are the numbers of sync.lua's own ARGV fields
+// and of those per job; syncLeast the fewest fields of its answer per job.
+const (
+	syncHead   = 4
+	syncFields = 5
+	syncLeast  = 6
+)
+
+func syncHeadArgs(skew, manualTTL, ahead time.Duration) []any {
+	return []any{skew.Milliseconds(), newEpoch(), manualTTL.Milliseconds(), ahead.Milliseconds()}
+}
+
+// appendSync appends job r's arguments; fenceCheck as for claims.
+func appendSync(args []any, r *syncReq, replica string, fenceCheck bool) []any {
+	seen := "0"
+	if fenceCheck {
+		seen = strconv.FormatInt(r.fence, 10)
+	}
+	return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen)
+}
+
+// decodeSync reads sync.lua's answer for one job.
+func decodeSync(f []string) syncRes {
+	r := syncRes{epoch: f[0], paused: f[1] == "1", stats: parseStats(f[5]), manual: f[6:]}
+	if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
+		r.last = time.UnixMilli(ms)
+	}
+	if ms, _ := strconv.ParseInt(f[3], 10, 64); ms > 0 {
+		r.floor = time.UnixMilli(ms)
+	}
+	r.fence, _ = strconv.ParseInt(f[4], 10, 64)
+	return r
+}
+
+// Control's writes (trigger.lua, pause.lua) -------------------------------
+
+// triggerArgs is the number of trigger.lua's arguments.
+const triggerArgs = 4
+
+func triggerCall(metaKey, id string, skew time.Duration) call {
+	return call{keys: []string{metaKey}, args: []any{id, MaxPendingManual, newEpoch(), (2 * skew).Milliseconds()}}
+}
+
+// decodeTrigger reads trigger.lua's answer: whether the job's queue of
+// pending requests was full.
+func decodeTrigger(v any) (full bool, err error) {
+	at, ok := v.(int64)
+	switch {
+	case !ok:
+		return false, fmt.Errorf("scheduler: unexpected trigger reply %v", v)
+	case at < 0:
+		return true, nil
+	}
+	return false, nil
+}
+
+func pauseArgs(paused bool) []any {
+	if paused {
+		return []any{"1"}
+	}
+	return []any{"0"}
+}
+
+// Run records -------------------------------------------------------------
+
+// A run's record is a hash (common.lua: run:<suffix>) while the store keeps
+// it, and a JSON object of strings in the job's history once it is closed.
+// wireRun is that schema, the one list of its fields: the scripts write
+// them (claim.lua, admit.lua, complete.lua, common.lua's close and file;
+// common.lua's RECORD lists those a closed record copies from its hash),
+// except those only the holder knows (holderFields), which reach the
+// history in the entry complete.lua finishes.
+// TestProtocolRecord checks the scripts against it.
+
+// wireRun is a run record as Redis keeps it: every field a string.
+type wireRun struct {
+	ID       string `json:"id"`
+	Job      string `json:"job"`
+	Kind     string `json:"kind"`
+	Sched    string `json:"sched"`
+	Decision string `json:"decision"`
+	Outcome  string `json:"outcome"`
+	Replica  string `json:"replica"`
+	Fence    string `json:"fence"`
+	Started  string `json:"started"`
+	Finished string `json:"finished"`
+	Attempts string `json:"attempts"`
+	Error    string `json:"error"`
+	Output   string `json:"output"`
+	Trace    string `json:"trace"`
+	Paused   string `json:"paused"`
+	Slot     string `json:"slot"`
+}
+
+// holderFields are the record's fields no script keeps in the run's hash:
+// only its holder knows them, and sends them in its history entry.
+var holderFields = []string{"trace"}
+
+func msTime(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func (w wireRun) run() Run {
+	fence, _ := strconv.ParseInt(w.Fence, 10, 64)
+	attempts, _ := strconv.Atoi(w.Attempts)
+	slot, _ := strconv.Atoi(w.Slot)
+	return Run{Slot: slot,
+		ID: w.ID, Job: w.Job, Kind: kindOf(w.Kind), ScheduledAt: msTime(w.Sched),
+		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
+		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
+		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace, Paused: w.Paused,
+	}
+}
+
+// runFromHash reads the record of run id as the run's hash keeps it; its id
+// and job are in its key, not in the hash.
+func runFromHash(id string, h map[string]string) Run {
+	job, _, _ := splitRunID(id)
+	attempts, slot := h["attempts"], h["slot"]
+	if attempts == "" && h["started"] != "" {
+		attempts = "1"
+	}
+	if slot == "" && h["started"] != "" {
+		slot = "1"
+	}
+	return wireRun{
+		ID: id, Job: job, Kind: h["kind"], Sched: h["sched"], Decision: h["decision"],
+		Outcome: h["outcome"], Replica: h["replica"], Fence: h["fence"], Started: h["started"],
+		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"], Paused: h["paused"], Slot: slot,
+	}.run()
+}
+
+func decodeHistory(raw []string) ([]Run, error) {
+	out := make([]Run, 0, len(raw))
+	for _, s := range raw {
+		var w wireRun
+		if err := json.Unmarshal([]byte(s), &w); err != nil {
+			return nil, fmt.Errorf("scheduler: bad history record: %w", err)
+		}
+		out = append(out, w.run())
+	}
+	return out, nil
+}
+
+// Replies --------------------------------------------------------------
+
+// strs reads a script reply array as strings.
+func strs(v any) []string {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		switch t := x.(type) {
+		case string:
+			out[i] = t
+		case int64:
+			out[i] = strconv.FormatInt(t, 10)
+		case nil:
+		default:
+			out[i] = fmt.Sprint(t)
+		}
+	}
+	return out
+}
+
+func at(f []string, i int) string {
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
+}
+
+// slotText is a run's slot as its record keeps it: "" before it started.
+func slotText(slot int) string {
+	if slot <= 0 {
+		return ""
+	}
+	return strconv.Itoa(slot)
+}
+
+// newEpoch draws a fresh random epoch for a job state a script may create.
+func newEpoch() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// sources holds every script's source, for preload.
+var sources []string
+
+func script(name string) *redis.Script {
+	common, err := luaFiles.ReadFile("lua/common.lua")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	src := string(common) + string(body)
+	sources = append(sources, src)
+	return redis.NewScript(src)
+}
+
+var (
+	claimScript    = script("claim")
+	admitScript    = script("admit")
+	renewScript    = script("renew")
+	attemptScript  = script("attempt")
+	completeScript = script("complete")
+	syncScript     = script("sync")
+	triggerScript  = script("trigger")
+	pauseScript    = script("pause")
+	undoScript     = script("undo")
+
+	notifyTakeScript = script("notify_take")
+	notifyDoneScript = script("notify_done")
+)

@@ -1,0 +1,168 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"io/fs"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// header returns a script's leading comment block.
+func header(t *testing.T, name string) string {
+	t.Helper()
+	src, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(src), "\n") {
+		if !strings.HasPrefix(line, "--") {
+			break
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+var protocolLine = regexp.MustCompile(`(?m)^-- protocol: head=(\d+) per_run=(\d+) answers=(\S*)`)
+
+// Every script's header states, in its "protocol:" line, the arguments the
+// Go side sends it and the answers the Go side reads; this is that Go side.
+func TestProtocolHeaders(t *testing.T) {
+	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	common, _ := luaFiles.ReadFile("lua/common.lua")
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")
+		if name == "common" {
+			continue
+		}
+		seen[name] = true
+		spec, ok := scriptSpecs[name]
+		if !ok {
+			t.Errorf("%s: no scriptSpecs entry in protocol.go", f)
+			continue
+		}
+		h := header(t, name)
+		m := protocolLine.FindStringSubmatch(h)
+		if m == nil {
+			t.Errorf("%s: header has no protocol line", f)
+			continue
+		}
+		head, _ := strconv.Atoi(m[1])
+		perRun, _ := strconv.Atoi(m[2])
+		if head != spec.head || perRun != spec.perRun {
+			t.Errorf("%s: header says head=%d per_run=%d, protocol.go sends %d and %d", f, head, perRun, spec.head, spec.perRun)
+		}
+		var answers []string
+		if m[3] != "" {
+			answers = strings.Split(m[3], ",")
+		}
+		if !sameSet(answers, spec.answers) {
+			t.Errorf("%s: header answers %v, protocol.go reads %v", f, answers, spec.answers)
+		}
+		// The prose agrees with the protocol line...
+		if perRun > 0 && !regexp.MustCompile(`\b`+m[2]+` fields per (run|job)`).MatchString(h) {
+			t.Errorf("%s: header prose does not say %d fields per run", f, perRun)
+		}
+		// ...and the script says every answer it is said to.
+		body, _ := luaFiles.ReadFile(f)
+		for _, a := range answers {
+			if !strings.Contains(string(body)+string(common), "'"+a+"'") {
+				t.Errorf("%s: answer %q never appears in the script", f, a)
+			}
+		}
+	}
+	for name := range scriptSpecs {
+		if !seen[name] {
+			t.Errorf("protocol.go specifies %q, which has no script", name)
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	sort.Strings(a)
+	sort.Strings(b)
+	return slices.Equal(a, b)
+}
+
+// The encoders send the numbers of arguments scriptSpecs states.
+func TestProtocolEncoders(t *testing.T) {
+	j := testJob(t, &store{prefix: "p"}, "j", "@every 1s", nil)
+	r := claimReq{j: j, id: "j@x", suffix: "x", kind: kindScheduled, owner: "o", sched: time.Now(), fire: time.Now()}
+	var buf []byte
+	check := func(name string, head, perRun []any) {
+		t.Helper()
+		spec := scriptSpecs[name]
+		if len(head) != spec.head || (perRun != nil && len(perRun) != spec.perRun) {
+			t.Errorf("%s: encoders send %d head and %d per-run arguments, spec says %d and %d", name, len(head), len(perRun), spec.head, spec.perRun)
+		}
+	}
+	check("claim", claimHeadArgs("r", time.Second, time.Second, 0, true), appendClaim(nil, &r, &buf))
+	check("admit", admitCall(&r, time.Second, 0).args, nil)
+	check("renew", nil, appendRenew(nil, &renewReq{j: j, id: r.id, owner: r.owner}))
+	check("complete", nil, appendComplete(nil, &completeReq{r: &r}))
+	check("undo", nil, appendUndo(nil, &undoReq{j: j, id: r.id, owner: r.owner, mode: undoDrop}, time.Second))
+	check("sync", syncHeadArgs(time.Second, time.Second, 0), appendSync(nil, &syncReq{j: j}, "r", true))
+	check("attempt", attemptCall(j, r.id, r.owner, 2, 0).args, nil)
+	check("trigger", triggerCall(j.metaKey, "j@manual-1", time.Second).args, nil)
+	check("pause", pauseArgs(true), nil)
+	// claim.lua reads the terms as '|'-separated fields: 19 of them.
+	if n := len(strings.Split(string(r.appendTerms(nil)), "|")); n != 19 {
+		t.Errorf("claim terms: %d fields, claim.lua reads 19", n)
+	}
+}
+
+// The run record has one schema, wireRun: the fields common.lua copies from
+// a record's hash (RECORD), plus those only the holder knows (trace), make
+// it whole; so do the holder's history entry and what complete.lua adds.
+func TestProtocolRecord(t *testing.T) {
+	var schema []string
+	rt := reflect.TypeOf(wireRun{})
+	for i := range rt.NumField() {
+		schema = append(schema, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
+	}
+	common, _ := luaFiles.ReadFile("lua/common.lua")
+	m := regexp.MustCompile(`(?s)local RECORD = \{(.*?)\}`).FindSubmatch(common)
+	if m == nil {
+		t.Fatal("common.lua has no RECORD list")
+	}
+	var record []string
+	for _, q := range regexp.MustCompile(`'(\w+)'`).FindAllSubmatch(m[1], -1) {
+		record = append(record, string(q[1]))
+	}
+	if got := append(slices.Clone(record), holderFields...); !sameSet(got, schema) {
+		t.Errorf("common.lua RECORD + holder fields %v, wireRun %v", got, schema)
+	}
+
+	j := testJob(t, &store{prefix: "p"}, "j", "@every 1s", nil)
+	c := completeReq{r: &claimReq{j: j, id: "j@x", slot: 2}, traceID: "t"}
+	var entry map[string]string
+	if err := json.Unmarshal([]byte(c.entry()+"}"), &entry); err != nil {
+		t.Fatal(err)
+	}
+	fields := slices.Collect(func(yield func(string) bool) {
+		for k := range entry {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	complete, _ := luaFiles.ReadFile("lua/complete.lua")
+	for _, q := range regexp.MustCompile(`,"(\w+)":`).FindAllSubmatch(complete, -1) {
+		fields = append(fields, string(q[1]))
+	}
+	if !sameSet(fields, schema) {
+		t.Errorf("holder entry + complete.lua's fields %v, wireRun %v", fields, schema)
+	}
+}
