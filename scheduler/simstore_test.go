@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -267,6 +268,11 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 			break
 		}
 	}
+	// A stalled store runs the call after the client gave up on it, while
+	// the engine goes on with its requests (it retries them, reading its
+	// memo into them again): as Redis' client would, the call works on what
+	// was sent, a copy.
+	reqs = slices.Clone(reqs)
 	res, err := simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
 		res, err := w.backend.claim(ctx, replica, skew, waiterTTL, reqs)
 		if err == nil {
@@ -294,16 +300,20 @@ func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		status answer
 		n      int64
 	}
+	sent := *r // as claim's: the call works on a copy, r gets its slot back
 	a, err := simCall(w, ctx, "admit", r.id, func(ctx context.Context) (admitted, error) {
-		st, n, err := w.backend.admit(ctx, r, waiterTTL, fenceFloor)
+		st, n, err := w.backend.admit(ctx, &sent, waiterTTL, fenceFloor)
 		if err == nil {
-			w.in.r.w.noteAdmit(w.in, r, st, n)
+			w.in.r.w.noteAdmit(w.in, &sent, st, n)
 			if st == "started" {
-				w.noteLease(r, r.slot, n)
+				w.noteLease(&sent, sent.slot, n)
 			}
 		}
 		return admitted{st, n}, err
 	})
+	if err == nil {
+		r.slot = sent.slot
+	}
 	if err == nil && a.status == "started" {
 		w.in.r.w.noteDelivered(r.id, r.owner)
 	}
