@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -194,7 +193,7 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 		Kind: kindOf(j), Paused: o.Paused, PausedInTable: j.Paused, Queued: o.Waiting + o.PendingManual,
 		Slots: fmt.Sprintf("%d/%d", len(o.Running), max(j.Concurrency, 1)),
 	}
-	if s, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err == nil {
+	if s, err := j.Timing(); err == nil {
 		if next := s.Next(now); !next.IsZero() {
 			row.NextUTC = next.UTC().Format("2006-01-02 15:04:05Z")
 			row.NextLocal = next.In(s.Location()).Format("15:04:05 MST")
@@ -356,7 +355,7 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 	if b, err := c.cfg.Control.BackfillStatus(ctx, j.Name); err == nil {
 		v.Backfill = b
 	}
-	if s, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err == nil {
+	if s, err := j.Timing(); err == nil {
 		t := now
 		for range nextInstants {
 			if t = s.Next(t); t.IsZero() {

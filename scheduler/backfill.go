@@ -116,8 +116,8 @@ func BackfillInstants(job Job, from, to time.Time) ([]time.Time, error) {
 	if err := checkJob(job.Name); err != nil {
 		return nil, err
 	}
-	p, errs := job.parse()
-	if err := errors.Join(errs...); err != nil {
+	tm, err := job.Timing()
+	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w", job.Name, err)
 	}
 	switch {
@@ -129,7 +129,7 @@ func BackfillInstants(job Job, from, to time.Time) ([]time.Time, error) {
 		return nil, fmt.Errorf("%w: to (%s) is in the future: a backfill runs past instants only", ErrBackfillRange, to.UTC().Format(time.RFC3339))
 	}
 	var out []time.Time
-	for t := p.sched.Next(from.Add(-time.Millisecond)); !t.IsZero() && !t.After(to); t = p.sched.Next(t) {
+	for t := tm.Next(from.Add(-time.Millisecond)); !t.IsZero() && !t.After(to); t = tm.Next(t) {
 		if len(out) == MaxBackfillInstants {
 			return nil, fmt.Errorf("%w: more than %d instants of %q in the range: backfill a shorter range at a time", ErrBackfillRange, MaxBackfillInstants, job.Name)
 		}

@@ -371,6 +371,9 @@ func (w *simWorld) table(in *simInc) []Job {
 			if !in.r.runnable(in) {
 				return errSimDead
 			}
+			if info, ok := jobs.FromContext(ctx); ok {
+				w.noteAttempt(in, info)
+			}
 			return body(ctx)
 		})
 		out[i] = j
