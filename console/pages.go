@@ -296,6 +296,9 @@ type jobView struct {
 	NextPage int // 0: none
 	Waiting  int
 	Manual   int
+	// Backfill is the job's backfill, going on or finished lately; nil
+	// if none (or the store cannot backfill).
+	Backfill *scheduler.Backfill
 }
 
 type nextView struct{ UTC, Local, In string }
@@ -349,6 +352,9 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 		hist[i] = c.clean(hist[i])
 	}
 	v.History = hist
+	if b, err := c.cfg.Control.BackfillStatus(ctx, j.Name); err == nil {
+		v.Backfill = b
+	}
 	if s, err := j.Timing(); err == nil {
 		t := now
 		for range nextInstants {

@@ -38,7 +38,7 @@ func docACL(t *testing.T) []string {
 func TestDocumentedACLCoversEveryCommand(t *testing.T) {
 	allowed := docACL(t)
 	need := []string{"evalsha", "eval", "script|load", "wait", "ping", "hello", "cluster|slots",
-		"hmget", "hgetall", "zrange", "zcard", "lrange", // Go side: claims, WAIT, cluster map, Control
+		"hmget", "hgetall", "zrange", "zcard", "lrange", "scard", "zrem", // Go side: claims, WAIT, cluster map, Control
 		"set", "del"} // notification subscriptions
 	call := regexp.MustCompile(`redis\.call\('([A-Z]+)'`)
 	entries, err := luaFiles.ReadDir("lua")

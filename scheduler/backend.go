@@ -57,6 +57,12 @@ type backend interface {
 	statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error)
 	overview(ctx context.Context, jobs []string, recent int) ([]Overview, error)
 	historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error)
+	// backfill runs backfill.lua (args: its ARGV) and answers its answer
+	// and the job's backfill state; backfillJobs lists the jobs with a
+	// backfill, backfillForget drops one from that list (backfill.go).
+	backfill(ctx context.Context, job string, args []any) (string, *Backfill, error)
+	backfillJobs(ctx context.Context) ([]string, error)
+	backfillForget(ctx context.Context, job string) error
 	registrar
 
 	// caps says what the store can do beyond coordinating runs.

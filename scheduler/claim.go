@@ -174,6 +174,12 @@ func (s *Scheduler) keepTrying(reqs []claimReq) []claimReq {
 			keep = append(keep, r)
 		case r.kind == kindManual:
 			s.manual.Delete(r.id)
+		case r.kind == kindBackfill && time.Since(r.sent) < 2*claimTimeout:
+			// Asked again with its owner token: a call whose answer was
+			// lost may have started it.
+			keep = append(keep, r)
+		case r.kind == kindBackfill:
+			// The next beat takes the instant again from the cursor.
 		case r.kind == kindMiss:
 			s.queueMiss(r)
 		case s.now().After(r.fire.Add(r.j.StartingDeadline)):
@@ -275,6 +281,10 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		later.add(r, r.fire.Sub(res.server)+time.Millisecond)
 	case answerRefused:
 		s.tel.claimed(ctx, j, claimRefused)
+		if r.kind == kindBackfill {
+			backfillRefused(log(), res.reason)
+			return
+		}
 		log().Warn("run not claimed", "reason", res.reason)
 	case answerRetry:
 		s.retryLater(ctx, r, res)

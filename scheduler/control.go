@@ -136,6 +136,9 @@ type Status struct {
 	PendingManual int `json:"pending_manual"`
 	// History holds the latest finished runs, newest first.
 	History []Run `json:"history"`
+	// Backfill is the job's backfill, going on or finished within the
+	// last day; nil if none (Control.Backfill).
+	Backfill *Backfill `json:"backfill,omitempty"`
 }
 
 // Status reads the job's state with the history's latest limit runs.

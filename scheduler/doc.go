@@ -81,7 +81,8 @@
 // renewed through renewer.go, its attempts, its close), gate.go (runs
 // claimed ahead wait for their instant), heartbeat.go (each job's state in
 // Redis, every sync interval), misses.go (missed runs, catch-up), clock.go
-// (this replica's clock against Redis'). Beneath them, backend.go is what
+// (this replica's clock against Redis'), backfill.go (Control.Backfill, and
+// the beat that takes a backfill's instants). Beneath them, backend.go is what
 // the engine asks of a store: store.go answers for one Redis deployment,
 // redlock.go for N masters by majority over one store each; both speak
 // through transport.go (pipelines, NOSCRIPT, WAIT, batches) in the

@@ -78,7 +78,12 @@ func (c *counter) note(cmds []redis.Cmder) {
 				c.changedReads.Add(1)
 			}
 		case "hget", "hmget", "hgetall", "lrange", "zrange":
-			c.direct.Add(1)
+			// A job's keys carry its hash tag; the store-wide list of
+			// jobs with a backfill (read in the heartbeat's round trip)
+			// is no job's.
+			if len(a) > 1 && strings.Contains(fmt.Sprint(a[1]), "{") {
+				c.direct.Add(1)
+			}
 		}
 	}
 }

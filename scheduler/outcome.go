@@ -57,6 +57,8 @@ const (
 	KindManual Kind = "manual"
 	// KindCatchup: a missed instant made up for after every replica was down.
 	KindCatchup Kind = "catchup"
+	// KindBackfill: an instant run by a backfill (Control.Backfill).
+	KindBackfill Kind = "backfill"
 )
 
 func kindOf(code string) Kind {
@@ -65,6 +67,8 @@ func kindOf(code string) Kind {
 		return KindManual
 	case "c":
 		return KindCatchup
+	case "b":
+		return KindBackfill
 	}
 	return KindScheduled
 }

@@ -32,6 +32,8 @@ const (
 	// kindMiss records a scheduled run missed: the replica's clock says
 	// its deadline passed; Redis' decides (before it, it is claimed as s).
 	kindMiss runKind = 'x'
+	// kindBackfill is an instant of a backfill (Control.Backfill).
+	kindBackfill runKind = 'b'
 )
 
 // record is how a run record spells the kind.
@@ -141,6 +143,7 @@ var scriptSpecs = map[string]scriptSpec{
 	"notify_done": {head: 3, answers: []string{"ok", "lost"}},
 	"replicas":    {head: 4},
 	"status":      {head: 1},
+	"backfill":    {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
 }
 
 // Claims (claim.lua) ------------------------------------------------------
@@ -194,6 +197,9 @@ type claimReq struct {
 	// ticket orders the run in the job's queue if it must wait; "" for
 	// arrival order.
 	ticket string
+	// backfill is, for a backfill run, the backfill's id; base is then the
+	// backfill's cursor the replica saw (the instant before this one).
+	backfill string
 	// slot is the concurrency slot (1..concurrency) the run holds once
 	// started; 0 before.
 	slot int
@@ -203,8 +209,8 @@ type claimReq struct {
 // by '|' (no term contains one): kind, scheduled instant, fire instant,
 // lease, concurrency, overlap, max wait, starting deadline, retention,
 // history limit, paused, known epoch, fence floor, catch-up window,
-// catch-up base, ticket, catch-up read time, pause after failures, in a
-// blackout window (1|0).
+// catch-up base (backfill: its cursor), ticket, catch-up read time
+// (backfill: its id), pause after failures, in a blackout window (1|0).
 func (r *claimReq) appendTerms(b []byte) []byte {
 	j := r.j
 	b = append(b, byte(r.kind), '|')
@@ -242,9 +248,12 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = append(b, '|')
 	b = append(b, r.ticket...)
 	b = append(b, '|')
-	if r.kind == kindCatchup {
+	switch r.kind {
+	case kindCatchup:
 		b = strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
-	} else {
+	case kindBackfill:
+		b = append(b, r.backfill...)
+	default:
 		b = append(b, '0')
 	}
 	b = append(b, '|')
@@ -674,6 +683,7 @@ var (
 	triggerScript  = script("trigger")
 	pauseScript    = script("pause")
 	undoScript     = script("undo")
+	backfillScript = script("backfill")
 
 	notifyTakeScript = script("notify_take")
 	notifyDoneScript = script("notify_done")

@@ -247,7 +247,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.loops.Go(func() { s.heartbeat(ctx) })
 	s.loops.Go(func() { s.dispatch(ctx, first) })
 	s.loops.Go(func() { s.recordMisses(ctx) })
-	s.loops.Go(func() { s.register(ctx) }) // replicas.go
+	s.loops.Go(func() { s.backfills(ctx) }) // backfill.go
+	s.loops.Go(func() { s.register(ctx) })  // replicas.go
 	if notifier != nil {
 		s.loops.Go(func() { notifier.run(ctx) })
 	}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +24,9 @@ type store struct {
 	// has seen with the store's last (a store below it lost writes). Off
 	// for a Redlock master: the token a replica saw may be another's.
 	fenceCheck bool
+	// backfillSeen is the list of jobs with a backfill the last heartbeat
+	// read (manualHints, in its round trip): see backfill.go.
+	backfillSeen atomic.Pointer[[]string]
 }
 
 func newStore(c redis.UniversalClient, cfg config) (*store, error) {

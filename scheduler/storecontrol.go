@@ -62,10 +62,13 @@ type hintReq struct {
 // h.changed), and drops the hints older than their time to live. One
 // round trip.
 func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
-	var jobs, changed *redis.StringSliceCmd
+	var jobs, changed, backfills *redis.StringSliceCmd
 	var now *redis.TimeCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		now = p.Time(ctx)
+		if s.fenceCheck { // not a Redlock master: Redlock cannot backfill
+			backfills = p.ZRange(ctx, s.backfillHintKey(), 0, -1)
+		}
 		jobs = p.ZRangeByScore(ctx, s.hintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.since.UnixMilli(), 10), Max: "+inf"})
 		p.ZRemRangeByScore(ctx, s.hintKey(), "-inf", strconv.FormatInt(time.Now().Add(-h.ttl).UnixMilli(), 10))
 		if len(h.changed) > 0 {
@@ -83,6 +86,10 @@ func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time
 		}
 		return nil
 	})
+	if err == nil && backfills != nil {
+		bf := backfills.Val()
+		s.backfillSeen.Store(&bf)
+	}
 	out := jobs.Val()
 	if changed != nil {
 		out = append(out, changed.Val()...)
@@ -103,7 +110,9 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	var slots *redis.StringSliceCmd
 	var waiting, manual *redis.IntCmd
 	var hist *redis.StringSliceCmd
+	var backfill func() *Backfill
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		backfill = s.backfillStatus(ctx, p, job)
 		meta = p.HMGet(ctx, s.metaKey(job), "paused", "last", "paused_why", "fails")
 		slots = p.ZRange(ctx, s.key(job, "slots"), 0, -1)
 		waiting = p.ZCard(ctx, s.key(job, "queue"))
@@ -113,7 +122,7 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	}); err != nil {
 		return nil, err
 	}
-	st := &Status{Job: job, Waiting: int(waiting.Val()), PendingManual: int(manual.Val()), Running: []Run{}}
+	st := &Status{Job: job, Waiting: int(waiting.Val()), PendingManual: int(manual.Val()), Running: []Run{}, Backfill: backfill()}
 	if m := meta.Val(); len(m) == 4 {
 		st.Paused = m[0] == "1"
 		if v, ok := m[1].(string); ok {

@@ -201,6 +201,9 @@ func printJobStatus(w io.Writer, st jobState) {
 	fmt.Fprintf(w, "last scheduled: %s\n", stamp(st.LastScheduled))
 	fmt.Fprintf(w, "waiting:        %d\n", st.Waiting)
 	fmt.Fprintf(w, "pending manual: %d\n", st.PendingManual)
+	if b := st.Backfill; b != nil {
+		fmt.Fprintf(w, "backfill:       %s\n", backfillText(b))
+	}
 	fmt.Fprintf(w, "running:        %d\n", len(st.Running))
 	if len(st.Running) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -102,7 +102,7 @@
 //
 // history [--json] [--limit N] JOB prints JOB's run records, newest first (at
 // most N, default 20; the store keeps the job's history_limit): run id, kind
-// (scheduled, manual, catchup), outcome, replica, start, duration, attempts,
+// (scheduled, manual, catchup, backfill), outcome, replica, start, duration, attempts,
 // fencing token and error. --json prints them as an array of scheduler.Run.
 //
 // trigger [--wait D] JOB asks the cluster to run JOB now, once; JOB must be
@@ -117,6 +117,22 @@
 //	$ scheduler trigger lottery
 //	lottery@manual-towb7m8afb000f16dc
 //	lottery@manual-towb7m8afb000f16dc: succeeded on web-2 in 1.204s (fencing token 1795337410001550, 1 attempt)
+//
+// backfill JOB --from T --to T [--parallel N] [--detach] runs every instant
+// of JOB's schedule in [T, T] once (RFC 3339, or a date for midnight UTC;
+// past instants only; at most 100000), under the instants' own run ids,
+// recorded with kind backfill: an instant whose record is still kept (it
+// ran, or was skipped) is not run again. Replicas that have JOB take the
+// instants oldest first, within its concurrency and at most N (1..100,
+// default 1) at a time across the cluster; blackout instants are recorded
+// skipped_blackout; a paused job's backfill waits. On a terminal it draws a
+// progress bar (decided/total, rate, ETA), otherwise prints a line every
+// 5s; Ctrl-C cancels (what started finishes, the rest is dropped) and it
+// reports what ran, was skipped and was dropped. Exit 0 when every instant
+// ran and succeeded or had run before, 1 otherwise or when the job has a
+// backfill going on already, 2 for a bad range. backfill JOB --cancel
+// cancels the job's backfill; status JOB shows its progress. Redlock
+// stores cannot backfill.
 //
 // If no replica claimed it in time (none is running, or none has JOB) it
 // says the run is still queued, with a note, and exits 0: the request stays
@@ -203,11 +219,17 @@
 //	POST /api/v1/jobs/{name}/trigger       202 {"job":"lottery","run_id":"lottery@manual-..."}; 429 when 100 are pending
 //	POST /api/v1/jobs/{name}/pause         200 {"job":"lottery","paused":true}
 //	POST /api/v1/jobs/{name}/resume        200 {"job":"lottery","paused":false}
+//	POST /api/v1/jobs/{name}/backfill      body {"from":"2026-11-01T00:00:00Z","to":"...","parallel":2}:
+//	                                       202 the backfill's state; 400 bad range, 409 one
+//	                                       goes on already
+//	GET  /api/v1/jobs/{name}/backfill      200 {"total","decided","started","already","skipped",
+//	                                       "in_flight","cancelled","finished",...}; 404 none
+//	DELETE /api/v1/jobs/{name}/backfill    200 cancelled (runs in flight go on); 404 none goes on
 //	GET  /api/v1/replicas                  {"replica":"web-1","replicas":[{"id":"web-1","version":...,
 //	                                       "table":"a6c23fb2c71f","table_differs":false,...}],
 //	                                       "tables_differ":false}
 //
-// admin.read_only: true refuses trigger, pause and resume (403).
+// admin.read_only: true refuses trigger, pause, resume and backfill (403).
 //
 // Every other path is the operator console (docs/console.md): / lists the
 // jobs, /jobs/{name} shows a job's timeline and history, /runs/{id} a run,

@@ -49,6 +49,7 @@ func init() {
 		{"status", "[JOB]", "show each job's cluster-wide state: paused, running, last runs", statusFlags},
 		{"history", "JOB", "show a job's run records, newest first", historyFlags},
 		{"trigger", "JOB", "ask the cluster to run JOB now, once", triggerFlags},
+		{"backfill", "JOB", "run every instant of JOB's schedule in a range once (--from, --to, --parallel)", backfillFlags},
 		{"pause", "JOB", "stop every replica from starting JOB", pauseFlags},
 		{"resume", "JOB", "undo pause", resumeFlags},
 		{"replicas", "", "list the live replicas: version, heartbeat, clock offset, job table", replicasFlags},
@@ -60,11 +61,13 @@ func init() {
 // cli holds what every command shares: the common flags and the output.
 type cli struct {
 	stdout, stderr io.Writer
-	config         string
-	logFormat      string
-	logLevel       string
-	log            *slog.Logger
-	where          string // the store, without secrets, once opened
+	// rawStdout is the stdout Main was given (is it a terminal?).
+	rawStdout io.Writer
+	config    string
+	logFormat string
+	logLevel  string
+	log       *slog.Logger
+	where     string // the store, without secrets, once opened
 	// redact masks the scheduler's secrets in everything printed or
 	// logged; learnSecrets fills it when a table is loaded.
 	redact *redact.Redactor
@@ -112,7 +115,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	// Everything the command prints goes through the redactor, which learns
 	// the scheduler's secrets once the table is loaded.
 	red := redact.New()
-	c := &cli{stdout: red.Writer(stdout), stderr: red.Writer(stderr), redact: red}
+	c := &cli{stdout: red.Writer(stdout), stderr: red.Writer(stderr), redact: red, rawStdout: stdout}
 	fs, run := newFlagSet(cmd, c)
 	pos, err := parseInterspersed(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {

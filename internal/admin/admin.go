@@ -7,7 +7,7 @@
 // page cannot reach it through DNS rebinding. When a token is configured
 // every /api/v1 endpoint, reads included, requires "Authorization: Bearer
 // <token>" (or what Config.Authenticate accepts); /healthz, /readyz and
-// /metrics stay open. Mutations (trigger, pause, resume) refuse cross-origin
+// /metrics stay open. Mutations (trigger, pause, resume, backfill) refuse cross-origin
 // browser requests in any case. Each client (remote IP) gets a rate limit on
 // /api/v1. Config.Console, the operator console, answers the other paths
 // under the same Host check and rate limit. The command line refuses to
@@ -81,7 +81,7 @@ type Config struct {
 	StoreTimeout time.Duration
 	// Now tells the time for "next"; default time.Now.
 	Now func() time.Time
-	// ReadOnly refuses trigger, pause and resume (403).
+	// ReadOnly refuses trigger, pause, resume and backfill (403).
 	ReadOnly bool
 	// Console, when set, serves every path outside /api/ that the API does
 	// not (the operator console, package console), behind the Host check,
@@ -146,6 +146,11 @@ type api struct {
 //	                                       are at their bound (100)
 //	POST /api/v1/jobs/{name}/pause         200 {"job", "paused": true}
 //	POST /api/v1/jobs/{name}/resume        200 {"job", "paused": false}
+//	POST /api/v1/jobs/{name}/backfill      202 the backfill's state; body
+//	                                       {"from", "to", "parallel"}; 400
+//	                                       bad range, 409 one goes on
+//	GET  /api/v1/jobs/{name}/backfill      200 its state; 404 none
+//	DELETE /api/v1/jobs/{name}/backfill    200 cancelled; 404 none goes on
 //
 // Errors are {"error": "..."} with 400 (bad query), 401 (no bearer token),
 // 403 (wrong token, or a cross-origin browser request), 404 (no such job or
@@ -203,6 +208,14 @@ func NewHandler(cfg Config) http.Handler {
 	route("POST", "/api/v1/jobs/{name}/trigger", mutating(a.trigger))
 	route("POST", "/api/v1/jobs/{name}/pause", mutating(a.pause))
 	route("POST", "/api/v1/jobs/{name}/resume", mutating(a.resume))
+	// One path, three methods (backfill.go).
+	mux.Handle("GET /api/v1/jobs/{name}/backfill", read(a.getBackfill))
+	mux.Handle("POST /api/v1/jobs/{name}/backfill", mutating(a.startBackfill))
+	mux.Handle("DELETE /api/v1/jobs/{name}/backfill", mutating(a.cancelBackfill))
+	mux.HandleFunc("/api/v1/jobs/{name}/backfill", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD, POST, DELETE")
+		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET, POST or DELETE")
+	})
 	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})

@@ -18,17 +18,19 @@
 --   3 the claim's other terms, separated by '|':
 --      kind: s scheduled, c catch-up, m manual, x record missed (the
 --      replica's clock says its deadline passed; Redis' decides: before
---      it, x is claimed as s) | scheduled
+--      it, x is claimed as s), b backfill (see claim_backfill) | scheduled
 --      instant, ms | fire instant (scheduled + jitter), ms | lease ms |
 --      concurrency | overlap: skip|wait|replace | max wait ms | starting
 --      deadline ms | record retention ms | history limit | paused by the
 --      replica's table: 1|0 | epoch the replica knows, or "" | highest
 --      fencing token the replica has seen | catch-up window ms | catch-up:
---      the last decided instant the replica saw when it found the gap, ms |
+--      the last decided instant the replica saw when it found the gap, ms;
+--      backfill: the backfill's cursor the replica saw, ms |
 --      queue ticket if the run must wait, or "" for the next in arrival
 --      order (Redlock passes one derived from the run, so that every
 --      master orders its queue alike) | catch-up: Redis' time when the
---      replica read the last decided instant, ms (0 otherwise) |
+--      replica read the last decided instant, ms; backfill: the
+--      backfill's id (0 otherwise) |
 --      pause_after_failures (0: never), kept in the run's record as pf |
 --      1 if the instant is inside one of the job's blackout windows (every
 --      replica computes it alike), else 0
@@ -124,12 +126,15 @@ local function claim(meta, a)
 
   -- The run's record. id and job are not stored: they are in its key.
   local rkind = kind == 'x' and 's' or kind
+  -- Manual and backfill runs leave the job's last decided instant alone:
+  -- catch-up reads it as "everything up to here was decided".
+  local moves_last = kind ~= 'm' and kind ~= 'b'
   -- decide records a decision that starts nothing (skip, miss) and files it.
   local function decide(outcome, err)
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
       'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
     keep(rk, retention, sched, now)
-    if kind ~= 'm' and sched > last then
+    if moves_last and sched > last then
       redis.call('HSET', meta, 'last', sched_s)
     end
     file(base, {id = id, job = job, kind = rkind, sched = sched_s, decision = outcome, outcome = outcome,
@@ -156,7 +161,9 @@ local function claim(meta, a)
       return decide('missed', loss)
     end
   else
-    if sched < floor then
+    -- A backfill is asked for instant by instant: it trusts the records
+    -- Redis holds (the floor guards the runs nobody asked for again).
+    if sched < floor and kind ~= 'b' then
       if now > sched + retention then
         return {'refused', epoch, 'too old to decide'}
       end
@@ -178,6 +185,11 @@ local function claim(meta, a)
           return {'refused', epoch, 'too old to decide'}
         end
         return decide('missed', 'not claimed before its starting deadline')
+      end
+    elseif kind == 'b' then
+      -- A backfill takes instants past on Redis' clock.
+      if fire > now then
+        return {'refused', epoch, 'not due yet on Redis\' clock'}
       end
     elseif kind == 'c' then
       -- Catch-up is for instants past on Redis' clock, whatever the
@@ -236,6 +248,11 @@ local function claim(meta, a)
     held, queued = redis.call('ZCARD', slots), redis.call('ZCARD', queue)
   end
   if held + queued >= limit then
+    if kind == 'b' then
+      -- A backfill runs within the job's concurrency: it takes the
+      -- instant again when a slot is free.
+      return {'refused', epoch, 'every concurrency slot busy'}
+    end
     if ahead then
       return {'later', epoch, now_s}
     end
@@ -248,7 +265,7 @@ local function claim(meta, a)
       redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
         'hl', hlimit, 'pf', pf, 'decision', '', 'outcome', 'waiting', 'wait_until', int(now + max_wait), 'ticket', ticket)
       redis.call('PEXPIRE', rk, retention + max_wait)
-      if kind ~= 'm' and sched > last then
+      if moves_last and sched > last then
         redis.call('HSET', meta, 'last', sched_s)
       end
       redis.call('ZADD', queue, ticket, id)
@@ -291,7 +308,7 @@ local function claim(meta, a)
   end
   redis.call('PEXPIRE', rk, lease + retention)
   redis.call('ZADD', slots, now + lease, id)
-  if kind ~= 'm' and sched > last then
+  if moves_last and sched > last then
     redis.call('HSET', meta, 'fence', f, 'last', sched_s)
   else
     redis.call('HSET', meta, 'fence', f)
@@ -299,8 +316,79 @@ local function claim(meta, a)
   return {'started', epoch, f, now_s, int(slot)}
 end
 
+-- claim_backfill claims the next instant of the job's backfill: only the
+-- instant right after its cursor, so that replicas taking instants at the
+-- same time never take the same one nor skip one; only while the backfill
+-- goes on (not cancelled), the job is not paused (the backfill waits) and
+-- fewer than its parallel runs are in flight. An instant decided already
+-- (it ran, or was skipped) is counted and not run again. A run the claim
+-- starts, or a decision it records, moves the cursor on.
+local function claim_backfill(meta, a)
+  local base = string.sub(meta, 1, -5)
+  local suffix, owner = ARGV[a + 1], ARGV[a + 2]
+  local rk = base .. 'run:' .. suffix
+  local kind, sched_s, _, _, _, _, _, _, _, _, lpaused, _, _, _, cursor_s, _, gen = string.match(ARGV[a + 3], TERMS)
+  if not kind then
+    return {'refused', '', 'malformed claim terms'}
+  end
+  local bk = base .. 'backfill'
+  local b = redis.call('HMGET', bk, 'id', 'cursor', 'last', 'parallel', 'cancelled', 'finished')
+  if b[1] ~= gen or b[6] then
+    return {'refused', '', 'no such backfill going on'}
+  end
+  local sched, cursor = tonumber(sched_s), tonumber(b[2])
+  local d = redis.call('HMGET', rk, 'outcome', 'owner', 'fence', 'replica')
+  if cursor == sched and (not d[1] or d[2] == owner) then
+    -- This claim asked again (its answer was lost, or it was taken back):
+    -- answered as any claim is; it was counted the first time.
+    local res = claim(meta, a)
+    if res[1] == 'started' then
+      redis.call('SADD', base .. 'bfruns', string.match(base, '{(.*)}') .. '@' .. suffix)
+    end
+    return res
+  end
+  if b[5] == '1' then
+    return {'refused', '', 'backfill cancelled'}
+  end
+  if cursor ~= tonumber(cursor_s) or sched <= cursor or sched > tonumber(b[3]) then
+    return {'refused', '', 'backfill instant taken already'}
+  end
+  if d[1] then
+    redis.call('HSET', bk, 'cursor', sched_s)
+    redis.call('HINCRBY', bk, 'decided', 1)
+    redis.call('HINCRBY', bk, 'already', 1)
+    return {'decided', '', d[1], d[3] or '', d[4] or ''}
+  end
+  if lpaused == '1' or redis.call('HGET', meta, 'paused') == '1' then
+    return {'refused', '', 'job paused: the backfill waits'}
+  end
+  if bf_prune(base) >= tonumber(b[4]) then
+    return {'refused', '', 'backfill parallel limit reached'}
+  end
+  local res = claim(meta, a)
+  local st = res[1]
+  if st == 'started' or st == 'skipped_overlap' or st == 'skipped_paused' or st == 'skipped_blackout' or
+      st == 'missed' then
+    redis.call('HSET', bk, 'cursor', sched_s)
+    redis.call('HINCRBY', bk, 'decided', 1)
+    if st == 'started' then
+      redis.call('HINCRBY', bk, 'started', 1)
+      redis.call('SADD', base .. 'bfruns', string.match(base, '{(.*)}') .. '@' .. suffix)
+      redis.call('PEXPIRE', base .. 'bfruns', META_TTL)
+    else
+      redis.call('HINCRBY', bk, 'skipped', 1)
+    end
+  end
+  return res
+end
+
 local out = {}
 for i = 1, #KEYS do
-  out[i] = claim(KEYS[i], 6 + F * (i - 1))
+  local a = 6 + F * (i - 1)
+  if string.sub(ARGV[a + 3], 1, 2) == 'b|' then
+    out[i] = claim_backfill(KEYS[i], a)
+  else
+    out[i] = claim(KEYS[i], a)
+  end
 end
 return out

@@ -11,6 +11,8 @@
 --   waiting       zset  run id -> waiter expiry (server ms)
 --   history       list  finished run records, newest first, as JSON
 --   manual        zset  run id -> request time: manual runs not yet decided
+--   backfill      hash  the job's backfill (see bf_prune below)
+--   bfruns        set   run ids of the backfill's runs in flight
 --
 -- All times are the server's (TIME), never a replica's, except the scheduled
 -- instants themselves, which every replica computes identically.
@@ -492,3 +494,42 @@ local function start(meta, base, rk, id, lease, now, ffloor, limit)
   return f, slot
 end
 
+
+-- Backfill (Control.Backfill): one request per job at a time, in the job's
+-- backfill hash (id, from, to, last instant, parallel, total, cursor: the
+-- latest instant taken, counts decided/started/skipped/already/succeeded/
+-- failed, cancelled, created, finished, keep), and the ids of its runs in
+-- flight in the job's bfruns set. claim.lua (kind b) takes the instants.
+
+-- bf_prune drops the backfill's runs that ended from its set, counting how
+-- they ended, and returns how many are still in flight.
+local function bf_prune(base)
+  local bk, runs = base .. 'backfill', base .. 'bfruns'
+  for _, id in ipairs(redis.call('SMEMBERS', runs)) do
+    local o = redis.call('HGET', run_key(base, id), 'outcome')
+    if o ~= 'running' and o ~= 'waiting' then
+      redis.call('SREM', runs, id)
+      if o == 'succeeded' then
+        redis.call('HINCRBY', bk, 'succeeded', 1)
+      else
+        redis.call('HINCRBY', bk, 'failed', 1)
+      end
+    end
+  end
+  return redis.call('SCARD', runs)
+end
+
+-- bf_settle prunes, and marks the backfill finished once nothing is left
+-- to take (its cursor reached its last instant, or it was cancelled) and
+-- nothing it started is in flight; a finished backfill's state is kept
+-- for its keep time, for status. Returns the runs in flight.
+local function bf_settle(base, now)
+  local bk = base .. 'backfill'
+  local inflight = bf_prune(base)
+  local b = redis.call('HMGET', bk, 'cursor', 'last', 'cancelled', 'finished', 'keep')
+  if b[1] and not b[4] and inflight == 0 and (b[3] == '1' or tonumber(b[1]) >= tonumber(b[2])) then
+    redis.call('HSET', bk, 'finished', int(now))
+    redis.call('PEXPIRE', bk, tonumber(b[5]) or 86400000)
+  end
+  return inflight
+end

@@ -1,0 +1,371 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A backfill runs every instant of a job's schedule in a range once, under
+// the instants' own run ids ("<job>@<instant>", recorded with kind
+// backfill): an instant decided already (it ran, or was skipped, and its
+// record is still kept) is counted and not run again. Control.Backfill
+// stores the request in the job's keys; the replicas that have the job in
+// their table take its instants, oldest first, in their backfill beat
+// (every sync interval), each claim moving the backfill's cursor on in the
+// same script that claims the run, so two replicas never take the same
+// instant. Backfill runs stay within the job's concurrency (an instant
+// waits while every slot is busy) and at most parallel of them are in
+// flight across the cluster. Instants inside a blackout window are
+// recorded skipped_blackout. A paused job's backfill waits until it is
+// resumed. One backfill per job at a time.
+
+// MaxBackfillInstants bounds the instants of one backfill.
+const MaxBackfillInstants = 100000
+
+// MaxBackfillParallel bounds a backfill's parallel runs.
+const MaxBackfillParallel = 100
+
+// backfillKeep is how long a finished backfill's state stays readable
+// (status, console).
+const backfillKeep = 24 * time.Hour
+
+// backfillChain is how many instants past its free parallel places a
+// replica asks for in one beat: instants that ran already take none.
+const backfillChain = 256
+
+var (
+	// ErrBackfillRange is the error of Control.Backfill for a range it
+	// cannot take: from after to, in the future, no instants, too many.
+	ErrBackfillRange = errors.New("scheduler: bad backfill range")
+	// ErrBackfillBusy is the error of Control.Backfill when the job has a
+	// backfill going on already.
+	ErrBackfillBusy = errors.New("scheduler: a backfill of the job is going on already")
+	// ErrNoBackfill is the error of Control.CancelBackfill when the job has
+	// no backfill going on.
+	ErrNoBackfill = errors.New("scheduler: the job has no backfill going on")
+	// ErrBackfillUnsupported: the store cannot backfill (Redlock).
+	ErrBackfillUnsupported = errors.New("scheduler: this store cannot backfill (Redlock coordinates mutexes only)")
+)
+
+// Backfill is the state of a job's backfill.
+type Backfill struct {
+	ID       string    `json:"id"`
+	Job      string    `json:"job"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	Parallel int       `json:"parallel"`
+	// Total is the number of instants in [From, To].
+	Total int `json:"total"`
+	// Decided counts the instants decided so far, oldest first: Started +
+	// Skipped + Already.
+	Decided int `json:"decided"`
+	// Started counts the instants the backfill ran.
+	Started int `json:"started"`
+	// Skipped counts those it recorded without running them
+	// (skipped_blackout; missed when Redis lost data after the instant).
+	Skipped int `json:"skipped"`
+	// Already counts the instants decided before the backfill reached them
+	// (they ran already, or were skipped): not run again.
+	Already int `json:"already"`
+	// Succeeded and Failed count the started runs that ended (Failed: any
+	// other way than succeeded); InFlight those still running.
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	InFlight  int `json:"in_flight"`
+	// Cancelled: CancelBackfill stopped it; the instants not decided by
+	// then are dropped.
+	Cancelled bool      `json:"cancelled,omitempty"`
+	Created   time.Time `json:"created"`
+	// Finished is when nothing was left to take and nothing it started
+	// was in flight any more; zero while it goes on.
+	Finished time.Time `json:"finished,omitzero"`
+	// cursor is the latest instant taken (before From at first).
+	cursor time.Time
+}
+
+// Done reports whether the backfill has finished (or was cancelled and its
+// runs in flight ended).
+func (b *Backfill) Done() bool { return !b.Finished.IsZero() }
+
+// Dropped counts the instants a cancel dropped (never decided).
+func (b *Backfill) Dropped() int {
+	if !b.Cancelled {
+		return 0
+	}
+	return b.Total - b.Decided
+}
+
+// AllRan reports whether the backfill finished with every instant run and
+// succeeded, or run before.
+func (b *Backfill) AllRan() bool {
+	return b.Done() && !b.Cancelled && b.Skipped == 0 && b.Failed == 0 && b.Decided == b.Total
+}
+
+// BackfillInstants lists the instants of job's schedule in [from, to],
+// oldest first; an error wrapping ErrBackfillRange when there are none, or
+// more than MaxBackfillInstants, or the range is not one.
+func BackfillInstants(job Job, from, to time.Time) ([]time.Time, error) {
+	if err := checkJob(job.Name); err != nil {
+		return nil, err
+	}
+	tm, err := job.Timing()
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: job %q: %w", job.Name, err)
+	}
+	switch {
+	case from.IsZero() || to.IsZero():
+		return nil, fmt.Errorf("%w: from and to are both required", ErrBackfillRange)
+	case from.After(to):
+		return nil, fmt.Errorf("%w: from (%s) is after to (%s)", ErrBackfillRange, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+	case to.After(time.Now()):
+		return nil, fmt.Errorf("%w: to (%s) is in the future: a backfill runs past instants only", ErrBackfillRange, to.UTC().Format(time.RFC3339))
+	}
+	var out []time.Time
+	for t := tm.Next(from.Add(-time.Millisecond)); !t.IsZero() && !t.After(to); t = tm.Next(t) {
+		if len(out) == MaxBackfillInstants {
+			return nil, fmt.Errorf("%w: more than %d instants of %q in the range: backfill a shorter range at a time", ErrBackfillRange, MaxBackfillInstants, job.Name)
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no instant of %q's schedule (%s) in the range", ErrBackfillRange, job.Name, job.Schedule)
+	}
+	return out, nil
+}
+
+// Backfill asks the cluster to run every instant of job's schedule in
+// [from, to] once (see the package's notes on backfill above), at most
+// parallel (1..MaxBackfillParallel; 0 means 1) at a time. job is the job
+// as the replicas' table has it (its schedule, time zone and offset say
+// which the instants are). It returns the backfill's state as it starts;
+// an error wrapping ErrBackfillBusy when the job has one going on,
+// ErrBackfillRange for a bad range, ErrBackfillUnsupported on Redlock.
+func (c *Control) Backfill(ctx context.Context, job Job, from, to time.Time, parallel int) (*Backfill, error) {
+	if parallel == 0 {
+		parallel = 1
+	}
+	if parallel < 1 || parallel > MaxBackfillParallel {
+		return nil, fmt.Errorf("%w: parallel %d is not within 1..%d", ErrBackfillRange, parallel, MaxBackfillParallel)
+	}
+	instants, err := BackfillInstants(job, from, to)
+	if err != nil {
+		return nil, err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	id := strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
+	args := []any{"start", id, from.UnixMilli(), to.UnixMilli(), instants[len(instants)-1].UnixMilli(), parallel,
+		len(instants), from.UnixMilli() - 1, backfillKeep.Milliseconds()}
+	ans, st, err := c.store.backfill(ctx, job.Name, args)
+	if err != nil {
+		return nil, err
+	}
+	if ans == string(backfillBusy) {
+		return st, fmt.Errorf("%w (%q: %d of %d instants decided; cancel it first)", ErrBackfillBusy, job.Name, st.Decided, st.Total)
+	}
+	return st, nil
+}
+
+// CancelBackfill stops the job's backfill: runs it started go on to their
+// end, the instants not decided yet are dropped. It returns the state; an
+// error wrapping ErrNoBackfill when none is going on.
+func (c *Control) CancelBackfill(ctx context.Context, job string) (*Backfill, error) {
+	if err := checkJob(job); err != nil {
+		return nil, err
+	}
+	ans, st, err := c.store.backfill(ctx, job, []any{"cancel"})
+	if err != nil {
+		return nil, err
+	}
+	if ans == string(backfillNone) {
+		return st, fmt.Errorf("%w (%q)", ErrNoBackfill, job)
+	}
+	return st, nil
+}
+
+// BackfillStatus returns the job's backfill, going on or finished within
+// the last day, or nil if it has none.
+func (c *Control) BackfillStatus(ctx context.Context, job string) (*Backfill, error) {
+	if err := checkJob(job); err != nil {
+		return nil, err
+	}
+	_, st, err := c.store.backfill(ctx, job, []any{"read"})
+	return st, err
+}
+
+// backfill.lua's answers.
+type backfillAnswer string
+
+const (
+	backfillStarted   backfillAnswer = "started"
+	backfillBusy      backfillAnswer = "busy"
+	backfillCancelled backfillAnswer = "cancelled"
+	backfillNone      backfillAnswer = "none"
+)
+
+// backfillArgs is the number of backfill.lua's ARGV fields (start's).
+const backfillArgs = 9
+
+// decodeBackfill reads backfill.lua's answer: the op's answer, then the
+// state as field, value pairs (none: no backfill).
+func decodeBackfill(job string, v any) (string, *Backfill) {
+	f := strs(v)
+	if len(f) == 0 {
+		return "", nil
+	}
+	h := make(map[string]string, len(f)/2)
+	for i := 1; i+1 < len(f); i += 2 {
+		h[f[i]] = f[i+1]
+	}
+	return f[0], backfillFromHash(job, h)
+}
+
+// backfillFromHash reads a backfill's state from its hash; nil if empty.
+func backfillFromHash(job string, h map[string]string) *Backfill {
+	if h["id"] == "" {
+		return nil
+	}
+	n := func(k string) int { v, _ := strconv.Atoi(h[k]); return v }
+	return &Backfill{ID: h["id"], Job: job, From: msTime(h["from"]), To: msTime(h["to"]), Parallel: n("parallel"),
+		Total: n("total"), Decided: n("decided"), Started: n("started"), Skipped: n("skipped"), Already: n("already"),
+		Succeeded: n("succeeded"), Failed: n("failed"), InFlight: n("inflight"), Cancelled: h["cancelled"] == "1",
+		Created: msTime(h["created"]), Finished: msTime(h["finished"]), cursor: msTime(h["cursor"])}
+}
+
+// backfillHintKey is the store-wide set of jobs with a backfill (job ->
+// request time, ms): replicas read it every beat instead of every job's
+// state. Outside any job's hash tag; no script touches it.
+func (s *store) backfillHintKey() string { return s.prefix + ":backfills" }
+
+func (s *store) backfill(ctx context.Context, job string, args []any) (string, *Backfill, error) {
+	c := call{keys: []string{s.metaKey(job)}, args: args}
+	var v any
+	var err error
+	if args[0] == "start" {
+		v, err = s.execHint(ctx, backfillScript, c, s.backfillHintKey(), job)
+	} else {
+		var out []any
+		out, err = s.exec(ctx, backfillScript, []call{c})
+		if err == nil {
+			v = out[0]
+		}
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	ans, st := decodeBackfill(job, v)
+	return ans, st, nil
+}
+
+// backfillJobs answers the jobs with a backfill as the last heartbeat read
+// them (manualHints): no round trip of its own.
+func (s *store) backfillJobs(context.Context) ([]string, error) {
+	if p := s.backfillSeen.Load(); p != nil {
+		return *p, nil
+	}
+	return nil, nil
+}
+
+func (s *store) backfillForget(ctx context.Context, job string) error {
+	return s.c.ZRem(ctx, s.backfillHintKey(), job).Err()
+}
+
+func (rl *redlock) backfill(context.Context, string, []any) (string, *Backfill, error) {
+	return "", nil, ErrBackfillUnsupported
+}
+
+func (rl *redlock) backfillJobs(context.Context) ([]string, error) { return nil, nil }
+
+func (rl *redlock) backfillForget(context.Context, string) error { return nil }
+
+// backfillStatus reads a job's backfill in a status pipeline.
+func (s *store) backfillStatus(ctx context.Context, p redis.Pipeliner, job string) func() *Backfill {
+	h := p.HGetAll(ctx, s.key(job, "backfill"))
+	n := p.SCard(ctx, s.key(job, "bfruns"))
+	return func() *Backfill {
+		m := h.Val()
+		if len(m) == 0 {
+			return nil
+		}
+		m["inflight"] = strconv.FormatInt(n.Val(), 10)
+		return backfillFromHash(job, m)
+	}
+}
+
+// backfills is the backfill beat: every sync interval, the replica takes
+// instants of the backfills of the jobs in its table.
+func (s *Scheduler) backfills(ctx context.Context) {
+	every(ctx, s.cfg.syncInterval, func() { s.backfillBeat(ctx) })
+}
+
+// backfillBeat is one beat of backfills.
+func (s *Scheduler) backfillBeat(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, max(s.cfg.syncInterval, time.Second))
+	defer cancel()
+	jobs, err := s.store.backfillJobs(cctx)
+	if err != nil || len(jobs) == 0 {
+		return
+	}
+	tab, _ := s.table()
+	byName := make(map[string]*jobState, len(tab))
+	for _, j := range tab {
+		byName[j.Name] = j
+	}
+	var claims []claimReq
+	for _, name := range jobs {
+		j := byName[name]
+		if j == nil {
+			continue
+		}
+		_, st, err := s.store.backfill(cctx, name, []any{"read"})
+		if err != nil {
+			return
+		}
+		if st == nil || st.Done() {
+			if st != nil && st.Done() {
+				s.log.Info("backfill finished", "job", name, "total", st.Total, "started", st.Started,
+					"skipped", st.Skipped, "already", st.Already, "dropped", st.Dropped())
+			}
+			_ = s.store.backfillForget(cctx, name)
+			continue
+		}
+		j.memo.mu.Lock()
+		paused := j.memo.paused
+		j.memo.mu.Unlock()
+		if st.Cancelled || paused || j.Paused {
+			continue
+		}
+		free := st.Parallel - st.InFlight
+		if free <= 0 {
+			continue
+		}
+		cursor := st.cursor
+		for k := 0; k < free+backfillChain; k++ {
+			t := j.sched.Next(cursor)
+			if t.IsZero() || t.After(st.To) {
+				break
+			}
+			c := s.newClaim(j, t, kindBackfill)
+			c.base, c.backfill = cursor, st.ID
+			claims = append(claims, c)
+			cursor = t
+		}
+	}
+	if len(claims) > 0 {
+		s.claim(ctx, claims)
+	}
+}
+
+// backfillRefused logs a backfill claim's refusal: mostly another replica
+// took the instant first, or the parallel limit is reached.
+func backfillRefused(log *slog.Logger, reason string) {
+	log.Debug("backfill instant not taken", "reason", reason)
+}

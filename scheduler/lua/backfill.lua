@@ -1,0 +1,46 @@
+-- A job's backfill (Control.Backfill): starts, cancels or reads it. The
+-- instants themselves are taken by claim.lua (kind b); see common.lua's
+-- bf_prune for the state kept.
+-- KEYS[1] meta key of the job
+-- ARGV[1] op: start | cancel | read
+-- ARGV[2] start: the backfill's id   ARGV[3] start: from ms   ARGV[4] start: to ms
+-- ARGV[5] start: the last instant in the range, ms   ARGV[6] start: parallel
+-- ARGV[7] start: total instants   ARGV[8] start: the cursor, ms (before the first instant)
+-- ARGV[9] start: how long the state of a finished backfill is kept, ms
+-- Returns: start: "started", or "busy" when the job has a backfill going on;
+-- cancel: "cancelled", or "none" when none is going on; then (every op) the
+-- backfill's state as field, value pairs, and "inflight", runs in flight.
+-- protocol: head=9 per_run=0 answers=started,busy,cancelled,none (checked against protocol.go by TestProtocolHeaders)
+local now = now_ms()
+local base = base_of(KEYS[1])
+local bk = base .. 'backfill'
+local op = ARGV[1]
+local answer = ''
+bf_settle(base, now)
+if op == 'start' then
+  if redis.call('EXISTS', bk) == 1 and not redis.call('HGET', bk, 'finished') then
+    answer = 'busy'
+  else
+    redis.call('DEL', bk, base .. 'bfruns')
+    redis.call('HSET', bk, 'id', ARGV[2], 'from', ARGV[3], 'to', ARGV[4], 'last', ARGV[5], 'parallel', ARGV[6],
+      'total', ARGV[7], 'cursor', ARGV[8], 'keep', ARGV[9], 'created', int(now), 'decided', 0, 'started', 0,
+      'skipped', 0, 'already', 0, 'succeeded', 0, 'failed', 0)
+    redis.call('PEXPIRE', bk, META_TTL)
+    answer = 'started'
+  end
+elseif op == 'cancel' then
+  if redis.call('EXISTS', bk) == 1 and not redis.call('HGET', bk, 'finished') then
+    redis.call('HSET', bk, 'cancelled', '1')
+    bf_settle(base, now)
+    answer = 'cancelled'
+  else
+    answer = 'none'
+  end
+end
+local out = {answer}
+for _, v in ipairs(redis.call('HGETALL', bk)) do
+  out[#out + 1] = v
+end
+out[#out + 1] = 'inflight'
+out[#out + 1] = redis.call('SCARD', base .. 'bfruns')
+return out
