@@ -83,6 +83,10 @@ func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 
 func (rl *redlock) metaKey(job string) string { return rl.masters[0].metaKey(job) }
 
+// placePools: the masters share one placement (a Redlock scheduler refuses
+// pools; a Control may still be told of a table's).
+func (rl *redlock) placePools(jobs []Job) { rl.masters[0].placePools(jobs) }
+
 // drift is Redlock's allowance for the masters' clocks running at different
 // rates over one lease: 1% of it, plus 2ms.
 func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
