@@ -1,0 +1,231 @@
+package scheduler_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/schedtest"
+	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// inFlight counts the runs of any job in flight at once, and the most ever.
+type inFlight struct {
+	now, max atomic.Int64
+	runs     atomic.Int64
+}
+
+func (f *inFlight) job(d time.Duration) jobs.Func {
+	return func(ctx context.Context) error {
+		n := f.now.Add(1)
+		defer f.now.Add(-1)
+		f.runs.Add(1)
+		for m := f.max.Load(); n > m && !f.max.CompareAndSwap(m, n); m = f.max.Load() {
+		}
+		return sleepJob(d)(ctx)
+	}
+}
+
+func pooled(name string, f *inFlight, run time.Duration, overlap scheduler.Overlap, size int) scheduler.Job {
+	j := scheduler.Job{Name: name, Schedule: "@every 2s", Handler: f.job(run), Overlap: overlap,
+		Concurrency: 5, Pool: "exports", PoolSize: size}
+	if overlap == scheduler.OverlapWait {
+		j.MaxWait = time.Minute
+	}
+	return j
+}
+
+func heldKey() string { return "solocron:{pool:exports}:held" }
+
+// Two jobs sharing a pool of 1, on three replicas, each with slots of its
+// own to spare: never two runs at once; the runs the pool had no room for
+// are skipped, saying so.
+func TestPoolOfOneRunsOneJobAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		var f inFlight
+		table := []scheduler.Job{pooled("a", &f, 3*time.Second, scheduler.OverlapSkip, 1),
+			pooled("b", &f, 3*time.Second, scheduler.OverlapSkip, 1)}
+		c.ctl.UseTable(table)
+		c.replicas(3, table)
+		time.Sleep(30 * time.Second)
+		c.stop()
+		if m := f.max.Load(); m != 1 {
+			t.Errorf("%d runs of the pool's jobs in flight at once, want 1", m)
+		}
+		if f.runs.Load() < 6 {
+			t.Errorf("only %d runs", f.runs.Load())
+		}
+		skipped := 0
+		for _, job := range []string{"a", "b"} {
+			for _, r := range c.history(job) {
+				if r.Outcome == scheduler.SkippedOverlap {
+					skipped++
+					if !strings.Contains(r.Error, "pool exports") {
+						t.Errorf("%s skipped with %q; want the pool named", r.ID, r.Error)
+					}
+				}
+			}
+		}
+		if skipped == 0 {
+			t.Error("nothing skipped: the pool was never full")
+		}
+	})
+}
+
+// overlap: wait with the pool full: every run of both jobs runs, one at a
+// time, none skipped.
+func TestPoolFullWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		var f inFlight
+		table := []scheduler.Job{pooled("a", &f, 700*time.Millisecond, scheduler.OverlapWait, 1),
+			pooled("b", &f, 700*time.Millisecond, scheduler.OverlapWait, 1)}
+		c.ctl.UseTable(table)
+		c.replicas(2, table)
+		time.Sleep(21 * time.Second)
+		c.stop()
+		if m := f.max.Load(); m != 1 {
+			t.Errorf("%d runs in flight at once, want 1", m)
+		}
+		for _, job := range []string{"a", "b"} {
+			out := c.outcomes(job)
+			if out[scheduler.Succeeded] < 9 || out[scheduler.SkippedOverlap] != 0 {
+				t.Errorf("job %s: %v; want every run succeeded after waiting", job, out)
+			}
+		}
+	})
+}
+
+// A holder that died keeps its pool slot until its lease ends, and not a
+// moment longer: then the pool's jobs run again.
+func TestPoolSlotOfADeadHolderComesBackAfterItsLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		var f inFlight
+		table := []scheduler.Job{pooled("a", &f, 100*time.Millisecond, scheduler.OverlapSkip, 1)}
+		// A run of another job of the pool, on a replica that died: its
+		// slot in the pool expires in 10s (Redis' clock).
+		rdb := c.client()
+		ctx := context.Background()
+		t0 := time.Now()
+		if err := rdb.ZAdd(ctx, heldKey(), redis.Z{Score: float64(t0.Add(10 * time.Second).UnixMilli()), Member: "gone@2026-01-01T00:00:00Z"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c.replicas(2, table)
+		time.Sleep(9 * time.Second)
+		if n := f.runs.Load(); n != 0 {
+			t.Errorf("%d runs while the dead holder's lease lasted", n)
+		}
+		time.Sleep(7 * time.Second)
+		c.stop()
+		if n := f.runs.Load(); n < 2 {
+			t.Errorf("%d runs after the dead holder's lease ended, want its slot back", n)
+		}
+		if n := rdb.ZCard(ctx, heldKey()).Val(); n != 0 {
+			t.Errorf("%d pool slots still held after every run ended", n)
+		}
+	})
+}
+
+// Reload changing the pool's size: the new size holds from the next claim.
+func TestPoolReloadChangesItsSize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		var f inFlight
+		var table []scheduler.Job
+		for _, n := range []string{"a", "b", "c"} {
+			table = append(table, pooled(n, &f, 5*time.Second, scheduler.OverlapSkip, 1))
+		}
+		s, _ := c.replica("r0", table)
+		time.Sleep(12 * time.Second)
+		if m := f.max.Load(); m != 1 {
+			t.Fatalf("%d in flight with a pool of 1", m)
+		}
+		for i := range table {
+			table[i].PoolSize = 3
+		}
+		if err := s.Reload(table); err != nil {
+			t.Fatal(err)
+		}
+		f.max.Store(f.now.Load())
+		time.Sleep(12 * time.Second)
+		if m := f.max.Load(); m != 3 {
+			t.Errorf("%d in flight at most after the pool grew to 3, want 3", m)
+		}
+		for i := range table {
+			table[i].PoolSize = 2
+		}
+		if err := s.Reload(table); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(6 * time.Second) // the runs started under 3 end
+		f.max.Store(f.now.Load())
+		time.Sleep(12 * time.Second)
+		c.stop()
+		if m := f.max.Load(); m != 2 {
+			t.Errorf("%d in flight at most after the pool shrank to 2, want 2", m)
+		}
+	})
+}
+
+// The same on real servers: a standalone redis-server and a Redis Cluster,
+// three replicas, two jobs of a pool of 1 with 400ms runs every second.
+func TestPoolOnRedisAndCluster(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		client func(t *testing.T) redis.UniversalClient
+	}{
+		{"standalone", func(t *testing.T) redis.UniversalClient { return redistest.Start(t).Client(t, nil) }},
+		{"cluster", func(t *testing.T) redis.UniversalClient { return redistest.StartCluster(t, 3, nil).Client(t, nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var f inFlight
+			table := []scheduler.Job{}
+			for _, n := range []string{"a", "b"} {
+				table = append(table, scheduler.Job{Name: n, Schedule: "* * * * * *", Handler: f.job(400 * time.Millisecond),
+					Concurrency: 2, Overlap: scheduler.OverlapWait, MaxWait: 10 * time.Second, Pool: "exports", PoolSize: 1})
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			var probe redis.UniversalClient
+			for i := range 3 {
+				rdb := tc.client(t)
+				if i > 0 {
+					rdb = probe
+				}
+				probe = rdb
+				s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, replicaOpts(i, scheduler.WithLogger(quiet))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wg.Go(func() { _ = s.Run(ctx) })
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for f.runs.Load() < 8 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			cancel()
+			wg.Wait()
+			if m := f.max.Load(); m != 1 {
+				t.Errorf("%d runs in flight at once, want 1", m)
+			}
+			if n := f.runs.Load(); n < 8 {
+				t.Errorf("only %d runs in 20s", n)
+			}
+			if n := probe.ZCard(context.Background(), heldKey()).Val(); n != 0 {
+				t.Errorf("%d pool slots held after every replica stopped", n)
+			}
+		})
+	}
+}
