@@ -315,12 +315,12 @@ func (j *Job) validate(index int) ([]error, parsed) {
 	}
 	switch {
 	case j.Pool == "" && j.PoolSize != 0:
-		bad("PoolSize", "is set (%d) but the job names no pool", j.PoolSize)
+		bad("Pool", "is empty, but PoolSize is set (%d)", j.PoolSize)
 	case j.Pool == "":
 	case len(j.Pool) > MaxJobNameLen || !ValidJobName(j.Pool):
 		bad("Pool", "%q is not a valid pool name: letters, digits, '_', '.' and '-', at most %d bytes", clipName(j.Pool), MaxJobNameLen)
 	case j.PoolSize < 1:
-		bad("PoolSize", "must be at least 1 (got %d)", j.PoolSize)
+		bad("Pool", "pool %q needs a size of at least 1 slot (PoolSize %d)", j.Pool, j.PoolSize)
 	}
 	if j.Concurrency < 0 {
 		bad("Concurrency", "must be at least 1 (got %d)", j.Concurrency)
@@ -384,7 +384,7 @@ func checkTable(jobs []Job) ([]parsed, error) {
 		}
 		if p := jobs[i].Pool; p != "" {
 			if first, ok := pools[p]; ok && jobs[first].PoolSize != jobs[i].PoolSize {
-				errs = append(errs, &FieldError{Job: i, Field: "PoolSize",
+				errs = append(errs, &FieldError{Job: i, Field: "Pool",
 					Err: fmt.Errorf("pool %q has size %d here but %d in jobs[%d]", p, jobs[i].PoolSize, jobs[first].PoolSize, first)})
 			} else if !ok {
 				pools[p] = i

@@ -229,3 +229,37 @@ func TestPoolOnRedisAndCluster(t *testing.T) {
 		})
 	}
 }
+
+// Redlock refuses pools: each master would count the pool's slots apart.
+func TestRedlockRefusesPools(t *testing.T) {
+	var cs []redis.UniversalClient
+	for range 3 {
+		_, c := redistest.MiniPipe(t)
+		cs = append(cs, c)
+	}
+	var f inFlight
+	_, err := scheduler.New(schedtest.RedlockStore(t, cs), []scheduler.Job{pooled("a", &f, time.Second, scheduler.OverlapSkip, 2)})
+	if err == nil || !strings.Contains(err.Error(), `pool "exports": Redlock cannot hold pools`) {
+		t.Errorf("New: %v", err)
+	}
+}
+
+// Bad pools in a table: Validate names the field.
+func TestPoolValidation(t *testing.T) {
+	h := jobs.Func(func(context.Context) error { return nil })
+	for _, tc := range []struct {
+		jobs []scheduler.Job
+		want string
+	}{
+		{[]scheduler.Job{{Name: "a", Schedule: "@hourly", Handler: h, Pool: "p"}}, `Pool: pool "p" needs a size of at least 1 slot`},
+		{[]scheduler.Job{{Name: "a", Schedule: "@hourly", Handler: h, PoolSize: 2}}, `Pool: is empty, but PoolSize is set (2)`},
+		{[]scheduler.Job{{Name: "a", Schedule: "@hourly", Handler: h, Pool: "p:q", PoolSize: 1}}, `"p:q" is not a valid pool name`},
+		{[]scheduler.Job{{Name: "a", Schedule: "@hourly", Handler: h, Pool: "p", PoolSize: 1},
+			{Name: "b", Schedule: "@hourly", Handler: h, Pool: "p", PoolSize: 2}}, `pool "p" has size 2 here but 1 in jobs[0]`},
+	} {
+		err := scheduler.ValidateTable(tc.jobs)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %s", err, tc.want)
+		}
+	}
+}
