@@ -136,6 +136,8 @@ type Status struct {
 	PendingManual int `json:"pending_manual"`
 	// History holds the latest finished runs, newest first.
 	History []Run `json:"history"`
+	// Pool is the use of the job's pool (Job.Pool), nil for a job in none.
+	Pool *PoolUse `json:"pool,omitempty"`
 }
 
 // Status reads the job's state with the history's latest limit runs.

@@ -16,8 +16,36 @@ import (
 // poolPlace says which pool each job's keys are under. One per Store, shared
 // by every scheduler and Control it backs.
 type poolPlace struct {
-	mu sync.RWMutex
-	of map[string]string // job -> pool
+	mu   sync.RWMutex
+	of   map[string]string // job -> pool
+	size map[string]int    // pool -> size, as the table says
+}
+
+// PoolUse is how much of a job's pool is in use (Status.Pool).
+type PoolUse struct {
+	Name string `json:"name"`
+	// Size is the pool's number of slots in the table this Control (or
+	// Scheduler) knows.
+	Size int `json:"size"`
+	// Used counts the slots held by runs whose lease has not run out.
+	Used int `json:"used"`
+	// Holders are those runs' ids, of any of the pool's jobs.
+	Holders []string `json:"holders"`
+}
+
+// use is job's pool's PoolUse with holders (run ids, their leases
+// valid), or nil for a job in no pool.
+func (p *poolPlace) use(job string, holders []string) *PoolUse {
+	pool := p.pool(job)
+	if pool == "" {
+		return nil
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if holders == nil {
+		holders = []string{}
+	}
+	return &PoolUse{Name: pool, Size: p.size[pool], Used: len(holders), Holders: holders}
 }
 
 func (p *poolPlace) pool(job string) string {
@@ -32,14 +60,14 @@ func (p *poolPlace) pool(job string) string {
 // set places the jobs of a table: the pooled ones under their pool, the
 // others (and jobs not in it) under their own tag.
 func (p *poolPlace) set(jobs []Job) {
-	m := make(map[string]string)
+	m, sizes := make(map[string]string), make(map[string]int)
 	for _, j := range jobs {
 		if j.Pool != "" {
-			m[j.Name] = j.Pool
+			m[j.Name], sizes[j.Pool] = j.Pool, j.PoolSize
 		}
 	}
 	p.mu.Lock()
-	p.of = m
+	p.of, p.size = m, sizes
 	p.mu.Unlock()
 }
 
@@ -65,3 +93,6 @@ func clipName(s string) string {
 	}
 	return s[:40] + "…"
 }
+
+// poolKey is the pool's slots: run id -> lease expiry (common.lua pool_of).
+func (s *store) poolKey(pool string) string { return s.prefix + ":{pool:" + pool + "}:held" }

@@ -263,3 +263,44 @@ func TestPoolValidation(t *testing.T) {
 		}
 	}
 }
+
+// Status, Statuses and Overview show the pool's use: its size, the slots
+// held and by which runs, of whichever job.
+func TestPoolUseInStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		var f inFlight
+		table := []scheduler.Job{pooled("a", &f, time.Minute, scheduler.OverlapSkip, 2),
+			pooled("b", &f, time.Minute, scheduler.OverlapSkip, 2), {Name: "solo", Schedule: "@hourly", Handler: f.job(0)}}
+		c.ctl.UseTable(table)
+		c.replicas(2, table)
+		time.Sleep(5 * time.Second)
+		ctx := context.Background()
+		st, err := c.ctl.Status(ctx, "b", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sts, err := c.ctl.Statuses(ctx, []string{"a", "b", "solo"}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ov, err := c.ctl.Overview(ctx, []string{"a", "b", "solo"}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []*scheduler.PoolUse{st.Pool, sts[0].Pool, sts[1].Pool, ov[0].Pool, ov[1].Pool} {
+			if p == nil || p.Name != "exports" || p.Size != 2 || p.Used != 2 || len(p.Holders) != 2 {
+				t.Fatalf("pool use %+v; want exports, 2 of 2 held", p)
+			}
+			for _, h := range p.Holders {
+				if !strings.HasPrefix(h, "a@") && !strings.HasPrefix(h, "b@") {
+					t.Errorf("holder %q", h)
+				}
+			}
+		}
+		if sts[2].Pool != nil || ov[2].Pool != nil {
+			t.Errorf("a job in no pool shows pool use %+v %+v", sts[2].Pool, ov[2].Pool)
+		}
+		c.stop()
+	})
+}
