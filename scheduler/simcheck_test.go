@@ -22,6 +22,7 @@ const (
 	invMissedOnStore = "missed-by-store-clock"  // "missed: starting deadline" only once the deadline passed on the store's clock
 	invPausedNoStart = "paused-job-starts-none" // no scheduled or catch-up run is granted while its job is paused
 	invLiveness      = "decided-when-calm"      // with every replica up and the store answering, every instant is decided, not missed
+	invPoolLimit     = "pool-limit-kept"        // never more runs hold a slot of a pool, their leases valid on the store's clock, than it has
 )
 
 type simViolation struct {
@@ -97,20 +98,21 @@ func (w *simWorld) lastNoted(id string, rs []Run) time.Time {
 }
 
 type simObs struct {
-	events  []simEvent
-	life    []string
-	faults  []string
-	runs    map[string][]string     // run id -> what the store decided about it, in order
-	span    map[string][2]time.Time // run id -> first and last time it was noted
-	grants  []simGrant
-	tokens  []simToken
-	records map[string][]Run // run id -> its distinct records
-	manual  []simManual
-	pauses  map[string][]simPause
-	losses  []simLoss
-	killed  map[*simInc]time.Time
-	stopped map[*simInc]time.Time  // graceful stops (SIGTERM)
-	frozen  map[int][][2]time.Time // replica -> freeze spans (end zero: still frozen)
+	events   []simEvent
+	life     []string
+	faults   []string
+	runs     map[string][]string     // run id -> what the store decided about it, in order
+	span     map[string][2]time.Time // run id -> first and last time it was noted
+	grants   []simGrant
+	tokens   []simToken
+	records  map[string][]Run // run id -> its distinct records
+	manual   []simManual
+	pauses   map[string][]simPause
+	losses   []simLoss
+	killed   map[*simInc]time.Time
+	stopped  map[*simInc]time.Time  // graceful stops (SIGTERM)
+	frozen   map[int][][2]time.Time // replica -> freeze spans (end zero: still frozen)
+	poolOver []string               // samples of a pool holding more than its size
 }
 
 func newSimObs() simObs {
@@ -535,6 +537,9 @@ func (w *simWorld) check() []simViolation {
 				}
 			}
 		}
+	}
+	for _, s := range o.poolOver {
+		add(invPoolLimit, "", "%s", s)
 	}
 	sort.SliceStable(vs, func(a, b int) bool { return vs[a].invariant < vs[b].invariant })
 	return vs
