@@ -198,14 +198,9 @@ func TestPoolOnRedisAndCluster(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
-			var probe redis.UniversalClient
+			probe := tc.client(t) // one server (or cluster); the replicas share its client
 			for i := range 3 {
-				rdb := tc.client(t)
-				if i > 0 {
-					rdb = probe
-				}
-				probe = rdb
-				s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, replicaOpts(i, scheduler.WithLogger(quiet))...)
+				s, err := scheduler.New(schedtest.RedisStore(t, probe), table, replicaOpts(i, scheduler.WithLogger(quiet))...)
 				if err != nil {
 					t.Fatal(err)
 				}
