@@ -36,7 +36,7 @@ func (f *inFlight) job(d time.Duration) jobs.Func {
 
 func pooled(name string, f *inFlight, run time.Duration, overlap scheduler.Overlap, size int) scheduler.Job {
 	j := scheduler.Job{Name: name, Schedule: "@every 2s", Handler: f.job(run), Overlap: overlap,
-		Concurrency: 5, Pool: "exports", PoolSize: size}
+		Concurrency: 5, Pool: "exports", PoolSize: size, Lease: time.Second} // runs outlast the lease: renewals keep both slots
 	if overlap == scheduler.OverlapWait {
 		j.MaxWait = time.Minute
 	}
