@@ -236,14 +236,15 @@ local function claim(meta, a)
     reap(base, now)
     held, queued = redis.call('ZCARD', slots), redis.call('ZCARD', queue)
   end
-  -- A pooled job also needs a slot of its pool; runs of the job already
-  -- queued for one go first.
+  -- A pooled job also needs a slot of its pool; a run that would wait
+  -- queues behind the job's runs already waiting for one.
   local pfree = pool_free(base, psize, now)
+  local pool_full = pfree <= 0 or (overlap == 'wait' and queued > 0 and pfree ~= math.huge)
   local full = 'all ' .. limit .. ' concurrency slots busy'
-  if held + queued < limit and (pfree <= 0 or queued > 0 and pfree ~= math.huge) then
+  if held + queued < limit and pool_full then
     full = 'all ' .. psize .. ' slots of pool ' .. string.match(pool_of(base), '{pool:([^{}]*)}') .. ' busy'
   end
-  if held + queued >= limit or pfree <= 0 or queued > 0 and pfree ~= math.huge then
+  if held + queued >= limit or pool_full then
     if ahead then
       return {'later', epoch, now_s}
     end
