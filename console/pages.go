@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -199,7 +198,7 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 	if p := o.Pool; p != nil {
 		row.Pool, row.PoolHolders = fmt.Sprintf("%s %d/%d", p.Name, p.Used, p.Size), p.Holders
 	}
-	if s, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err == nil {
+	if s, err := j.Timing(); err == nil {
 		if next := s.Next(now); !next.IsZero() {
 			row.NextUTC = next.UTC().Format("2006-01-02 15:04:05Z")
 			row.NextLocal = next.In(s.Location()).Format("15:04:05 MST")
@@ -355,7 +354,7 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 		hist[i] = c.clean(hist[i])
 	}
 	v.History = hist
-	if s, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err == nil {
+	if s, err := j.Timing(); err == nil {
 		t := now
 		for range nextInstants {
 			if t = s.Next(t); t.IsZero() {

@@ -217,12 +217,14 @@ func lateClaimChecks(t *testing.T, c *cluster, row *row, id string, at time.Time
 	if rec, ok := c.record(id); ok {
 		_, ran := c.led.Run(id)
 		row.figure("%s recorded %s/%s, ran: %v", id, rec.Decision, rec.Outcome, ran)
-		if !ran && rec.Decision == scheduler.Started && rec.Outcome == scheduler.LeaseLost {
-			// Issue 12 (defect 12) asks for an outcome that says such a
-			// run never ran. The winner never heard it won (its answer
-			// was lost to the read timeout, its retry found the run
-			// closed), so only the store could say so; it does not yet.
-			t.Logf("%s never ran, yet is recorded started → lease_lost", id)
+		if !ran && (rec.Outcome != scheduler.Missed || !strings.Contains(rec.Error, "never started")) {
+			// Issue 12 (defect 12): a run whose claim was answered past
+			// its lease, and that could not take the lease back, never
+			// ran, and its record says so — missed, "never started" —
+			// whether the winner heard its late answer or its retry found
+			// the run closed by the cluster (claim.lua, complete.lua).
+			t.Errorf("%s never ran, yet is recorded %s → %s (%q); want missed, never started",
+				id, rec.Decision, rec.Outcome, rec.Error)
 		}
 	}
 	if st.Harmful > 0 {

@@ -37,12 +37,15 @@
 // even when Redis forgets the counter: a restart without persistence, a
 // failover to a replica that missed writes, FLUSHALL. The guarantee needs the
 // server clock not to step back by more than the time between acquisitions.
+// It is the scheduler's rule too, written once (internal/fencing).
 //
 // All keys of one primitive share a Redis Cluster hash tag,
 // "<prefix>:{<name>}:<kind>", so every primitive works on standalone Redis,
 // Sentinel and Cluster. Names must be non-empty and must not contain '{' or
 // '}'. Memory is bounded: every key expires with the last lease it holds; the
-// fencing counter lives on for WithFenceRetention (default 7 days).
+// fencing counter, one per name, lives on for WithFenceRetention (default 7
+// days) after its last use. The Mutex is kept inside that counter, so that
+// an acquire+release costs Redis as few calls as a plain SET NX lock.
 //
 // # Which primitive
 //
@@ -76,4 +79,19 @@
 // go-redis client satisfies. Give the client ContextTimeoutEnabled so that
 // calls honour their context deadlines. Scripts are run with EVALSHA and
 // reloaded transparently after SCRIPT FLUSH or a restart (NOSCRIPT).
+//
+// # Its place, and where things are
+//
+// lockprovider is a general-purpose lock library for code that runs as many
+// replicas. The scheduler does not take its runs through it — it claims them
+// with scripts of its own — but shares its design: the same fencing tokens
+// (internal/fencing), the same Redlock quorum and drift (internal/redlock),
+// and Lease and KeepAlive for its run leases (its claims are a LeaseStore).
+// redis.go holds the provider, its options, keys and script loading;
+// mutex.go, semaphore.go, reentrant.go and rwmutex.go one primitive each,
+// with their scripts in lua/ (lua/common.lua: the name's fencing counter,
+// which also holds the Mutex); redlock.go the Redlock mutex; lease.go the
+// Lease every primitive hands out and the LeaseStore behind it;
+// keepalive.go renewal and the loss deadline; retry.go Locker, the retry
+// strategies and the retry loop; errors.go the errors.
 package lockprovider

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/solocron/solocron/internal/redlock"
 )
 
 // LeaseStore refreshes and releases the leases of one kind of primitive. The
@@ -45,13 +47,13 @@ func NewLease(store LeaseStore, name, token string, fence int64, ttl time.Durati
 // Drift is the margin a lease's holder gives up at the end of each lease to
 // cover clock-rate differences between it and Redis: 1% of the TTL plus 2 ms,
 // as in the Redlock algorithm.
-func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+func Drift(ttl time.Duration) time.Duration { return redlock.Drift(ttl) }
 
 // deadline is when a holder must stop assuming a lease whose grant or
 // renewal was sent at sent. Redis starts the TTL when it receives the
 // request, which is after it was sent, so this is never later than the
 // moment Redis could hand the lease to someone else.
-func deadline(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl - Drift(ttl)) }
+func deadline(sent time.Time, ttl time.Duration) time.Time { return sent.Add(redlock.Validity(ttl, 0)) }
 
 // Name is the lock's name.
 func (l *Lease) Name() string { return l.name }

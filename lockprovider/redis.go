@@ -11,31 +11,48 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/fencing"
 )
 
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// script builds a redis.Script from lua/common.lua, the given shared parts
-// and the named script. redis.Script runs EVALSHA and falls back to EVAL on
-// NOSCRIPT, so a SCRIPT FLUSH or a restarted server costs one extra round
-// trip once, never an error.
+// script builds a redis.Script: internal/fencing's fence.lua, then the
+// named script with lua/common.lua and the given shared parts before it —
+// or, when it has a line "-- @shared", there: a script's fast path above
+// that line does not pay for defining functions it never calls. redis.Script
+// runs EVALSHA and falls back to EVAL on NOSCRIPT, so a SCRIPT FLUSH or a
+// restarted server costs one extra round trip once, never an error.
 func script(parts ...string) *redis.Script {
-	var b strings.Builder
-	for _, p := range append([]string{"common"}, parts...) {
-		src, err := luaFiles.ReadFile("lua/" + p + ".lua")
-		if err != nil {
-			panic(err) // embedded at build time; cannot happen
-		}
-		b.Write(src)
+	var shared strings.Builder
+	for _, p := range append([]string{"common"}, parts[:len(parts)-1]...) {
+		shared.WriteString(lua(p))
 	}
-	return redis.NewScript(b.String())
+	body := lua(parts[len(parts)-1])
+	before, after, ok := strings.Cut(body, "\n-- @shared\n")
+	if !ok {
+		before, after = "", body
+	}
+	return redis.NewScript(fencing.Lua + before + "\n" + shared.String() + after)
+}
+
+// bare builds a redis.Script from the named script alone: for one that
+// needs nothing shared.
+func bare(name string) *redis.Script { return redis.NewScript(lua(name)) }
+
+func lua(name string) string {
+	src, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err) // embedded at build time; cannot happen
+	}
+	return string(src)
 }
 
 var (
 	mutexAcquire     = script("mutex_acquire")
 	mutexRefresh     = script("mutex_refresh")
-	mutexRelease     = script("mutex_release")
+	mutexRelease     = bare("mutex_release")
 	semAcquire       = script("semaphore_common", "semaphore_acquire")
 	semRefresh       = script("semaphore_common", "semaphore_refresh")
 	semRelease       = script("semaphore_common", "semaphore_release")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/solocron/solocron/internal/redlock"
 )
 
 // Redlock implements the Redlock algorithm over N independent Redis masters
@@ -48,7 +50,7 @@ func NewRedlock(clients []Client, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	rl := &Redlock{quorum: len(clients)/2 + 1, cfg: cfg}
+	rl := &Redlock{quorum: redlock.Quorum(len(clients)), cfg: cfg}
 	for i, c := range clients {
 		if c == nil {
 			return nil, fmt.Errorf("lockprovider: redlock master %d is nil", i)
@@ -145,7 +147,7 @@ func (m *RedlockMutex) each(ctx context.Context, ttl time.Duration, quorum bool,
 		case <-timer.C:
 			return out
 		}
-		if quorum && (granted >= m.rl.quorum || denied > len(m.ms)-m.rl.quorum) {
+		if quorum && (granted >= m.rl.quorum || redlock.Hopeless(len(m.ms), denied)) {
 			return out
 		}
 	}
@@ -168,10 +170,10 @@ func (m *RedlockMutex) acquire(ctx context.Context, tok string, ttl time.Duratio
 		return l.fence, nil
 	})
 	granted, answered, fence, errs := tally(answers)
-	if granted >= m.rl.quorum && time.Now().Before(deadline(sent, ttl)) {
+	if granted >= m.rl.quorum && redlock.Validity(ttl, time.Since(sent)) > 0 {
 		return NewLease(m, m.name, tok, fence, ttl, sent), nil
 	}
-	cleanup(func(ctx context.Context) error { m.releaseAll(ctx, ttl, tok); return nil })
+	cleanup(func(ctx context.Context) error { m.releaseAll(ctx, ttl, tok, 0); return nil })
 	if answered >= m.rl.quorum {
 		return nil, ErrNotAcquired
 	}
@@ -196,21 +198,23 @@ func tally(answers []answer) (granted, answered int, fence int64, errs []error) 
 	return granted, answered, fence, errs
 }
 
-func (m *RedlockMutex) releaseAll(ctx context.Context, ttl time.Duration, tok string) []answer {
-	return m.each(ctx, ttl, false, func(ctx context.Context, mu *Mutex) (int64, error) { return 0, mu.release(ctx, tok) })
+// releaseAll releases owner token tok on every master; fence is the
+// lease's token (0 when unknown).
+func (m *RedlockMutex) releaseAll(ctx context.Context, ttl time.Duration, tok string, fence int64) []answer {
+	return m.each(ctx, ttl, false, func(ctx context.Context, mu *Mutex) (int64, error) { return 0, mu.release(ctx, tok, fence) })
 }
 
 // RefreshLease implements LeaseStore: the lease is extended when a quorum
 // extends it. It is lost once so many masters refuse that no quorum is left.
 func (m *RedlockMutex) RefreshLease(ctx context.Context, l *Lease) error {
 	answers := m.each(ctx, l.ttl, true, func(ctx context.Context, mu *Mutex) (int64, error) {
-		return 0, mu.RefreshLease(ctx, &Lease{token: l.token, ttl: l.ttl})
+		return 0, mu.RefreshLease(ctx, &Lease{token: l.token, fence: l.fence, ttl: l.ttl})
 	})
 	granted, answered, _, errs := tally(answers)
 	switch {
 	case granted >= m.rl.quorum:
 		return nil
-	case answered-granted > len(m.ms)-m.rl.quorum:
+	case redlock.Hopeless(len(m.ms), answered-granted):
 		return lostf("%q: %d of %d masters no longer hold it", m.name, answered-granted, len(m.ms))
 	}
 	return &QuorumError{Op: "refresh", Acquired: granted, Quorum: m.rl.quorum, Masters: len(m.ms), Errs: errs}
@@ -218,7 +222,7 @@ func (m *RedlockMutex) RefreshLease(ctx context.Context, l *Lease) error {
 
 // ReleaseLease implements LeaseStore: it releases on every master.
 func (m *RedlockMutex) ReleaseLease(ctx context.Context, l *Lease) error {
-	granted, _, _, errs := tally(m.releaseAll(ctx, l.ttl, l.token))
+	granted, _, _, errs := tally(m.releaseAll(ctx, l.ttl, l.token, l.fence))
 	switch {
 	case granted > 0:
 		return nil

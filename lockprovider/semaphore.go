@@ -44,7 +44,7 @@ func (s *Semaphore) Limit() int { return s.limit }
 // when all are taken or others are queued for them.
 func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration) (*Lease, error) {
 	tok := newToken()
-	l, _, err := s.acquire(ctx, tok, ttl, false)
+	l, err := s.acquire(ctx, tok, ttl, false)
 	if err != nil && !isNotAcquired(err) && s.err == nil && !errors.Is(err, ErrLimitMismatch) {
 		cleanup(func(ctx context.Context) error { return s.release(ctx, tok) })
 	}
@@ -66,8 +66,7 @@ func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, retry RetryS
 		return min(d, limit), ok
 	})
 	l, err := retryLoop(ctx, s.name, capped, func(ctx context.Context) (*Lease, error) {
-		l, _, err := s.acquire(ctx, tok, ttl, true)
-		return l, err
+		return s.acquire(ctx, tok, ttl, true)
 	})
 	if err != nil && s.err == nil && !errors.Is(err, ErrLimitMismatch) {
 		cleanup(func(ctx context.Context) error { return s.release(ctx, tok) })
@@ -75,14 +74,13 @@ func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, retry RetryS
 	return l, err
 }
 
-// acquire runs one admission attempt; position is the 1-based place in the
-// queue when not admitted while waiting.
-func (s *Semaphore) acquire(ctx context.Context, tok string, ttl time.Duration, wait bool) (*Lease, int64, error) {
+// acquire runs one admission attempt.
+func (s *Semaphore) acquire(ctx context.Context, tok string, ttl time.Duration, wait bool) (*Lease, error) {
 	if s.err != nil {
-		return nil, 0, s.err
+		return nil, s.err
 	}
 	if err := checkTTL(ttl); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	w := "0"
 	if wait {
@@ -92,15 +90,15 @@ func (s *Semaphore) acquire(ctx context.Context, tok string, ttl time.Duration, 
 	res, err := ints(semAcquire.Run(ctx, s.r.client, s.keys,
 		tok, ms(ttl), s.limit, w, ms(s.r.cfg.waiterTTL), ms(s.r.cfg.fenceRetention)).Result())
 	if err != nil {
-		return nil, 0, fmt.Errorf("lockprovider: acquire semaphore %q: %w", s.name, err)
+		return nil, fmt.Errorf("lockprovider: acquire semaphore %q: %w", s.name, err)
 	}
 	switch res[0] {
 	case 1:
-		return NewLease(s, s.name, tok, res[1], ttl, sent), 0, nil
+		return NewLease(s, s.name, tok, res[1], ttl, sent), nil
 	case -1:
-		return nil, 0, &LimitError{Name: s.name, Requested: s.limit, Current: int(res[1])}
+		return nil, &LimitError{Name: s.name, Requested: s.limit, Current: int(res[1])}
 	}
-	return nil, res[1], ErrNotAcquired
+	return nil, ErrNotAcquired
 }
 
 // RefreshLease implements LeaseStore.

@@ -122,7 +122,8 @@ func (b Blackout) String() string {
 }
 
 // InBlackout reports whether the instant t falls in one of j's Blackouts,
-// and which. Invalid windows are ignored (see Validate).
+// and which. Invalid windows are ignored (see Validate). To ask about many
+// instants, parse once with Timing.
 func (j Job) InBlackout(t time.Time) (Blackout, bool) {
 	var bs blackouts
 	for _, b := range j.Blackouts {

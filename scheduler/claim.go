@@ -54,6 +54,7 @@ const claimTimeout = 5 * time.Second
 // without a claim.
 func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 	backoff := 50 * time.Millisecond
+	askedAgain := false
 	for len(reqs) > 0 {
 		start := time.Now()
 		for i := range reqs {
@@ -76,6 +77,16 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		s.tel.claimDuration.Record(ctx, end.Sub(start).Seconds())
 		var again []claimReq
 		if err != nil {
+			if ctx.Err() != nil && !askedAgain && scheduledClaims(reqs) {
+				// Shutting down, the answer lost: the script may have
+				// run and granted a scheduled run to this replica, which
+				// nobody would then start, and the cluster would close
+				// lease_lost. Asked once more with the same owner tokens
+				// (the round trip finishes regardless of shutdown), the
+				// answer is handled as any other while stopping.
+				askedAgain = true
+				continue
+			}
 			if ctx.Err() != nil {
 				// Shutting down: other replicas may still claim the
 				// scheduled runs; a manual run the script may have taken
@@ -112,6 +123,10 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		// Random within [backoff/2, 3·backoff/2): replicas whose Redlock
 		// claims split the masters' votes must not meet again in step.
 		if !sleep(ctx, backoff/2+rand.N(backoff)) {
+			if !askedAgain && scheduledClaims(reqs) {
+				askedAgain = true // as above: an earlier try may have granted one
+				continue
+			}
 			for _, r := range reqs {
 				if r.kind == kindManual {
 					s.handBackManual(ctx, r) // an earlier try may have taken it
@@ -121,6 +136,16 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// scheduledClaims reports whether reqs hold a scheduled or catch-up claim.
+func scheduledClaims(reqs []claimReq) bool {
+	for _, r := range reqs {
+		if r.kind == kindScheduled || r.kind == kindCatchup {
+			return true
+		}
+	}
+	return false
 }
 
 // retryLater notes a claim that was taken back: nothing started.

@@ -1,9 +1,12 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -326,8 +329,14 @@ func TestLateClaimAnswer(t *testing.T) {
 				c := newCluster(t)
 				rdb := c.client()
 				rdb.AddHook(lateClaims{tc.before, tc.after})
+				var logs logBuffer
 				runAlone(t, rdb, []scheduler.Job{{Name: "late", Schedule: "@every 10s", Lease: 3 * time.Second,
-					Handler: c.ledger.Job(nil)}}, 25*time.Second)
+					Handler: c.ledger.Job(nil)}}, 25*time.Second, scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+				// "run started" is what operators and the fault suite
+				// count as a start: a run that never started does not log it.
+				if started := strings.Count(logs.String(), `msg="run started"`); (tc.want == scheduler.Succeeded) != (started > 0) {
+					t.Errorf("%d runs logged started", started)
+				}
 				h := c.history("late")
 				if len(h) < 2 {
 					t.Fatalf("%d records, want at least 2", len(h))
@@ -389,4 +398,22 @@ func TestTriggerIsOneRoundTrip(t *testing.T) {
 			t.Errorf("%d requests pending, want 2", st.PendingManual)
 		}
 	})
+}
+
+// logBuffer collects a logger's output from many goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

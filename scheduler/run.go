@@ -129,10 +129,6 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	}
 
 	log := s.log.With("job", j.Name, "run_id", r.id)
-	if log.Enabled(ctx, slog.LevelInfo) {
-		log.Info("run started", "fencing_token", fence, "kind", r.kind.public())
-	}
-
 	// The lease was granted by the claim: at the earliest when it was first
 	// sent (a retried claim may have been granted by its first execution).
 	sent := claimStart
@@ -171,6 +167,11 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 			return
 		}
 		log.Info("claim answered after its lease ran out; lease taken back", "late_by", late)
+	}
+	// Logged only now: a claim answered past its lease may not start, and
+	// "run started" is what operators (and the fault suite) count as a start.
+	if log.Enabled(ctx, slog.LevelInfo) {
+		log.Info("run started", "fencing_token", fence, "kind", r.kind.public())
 	}
 	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease, lockprovider.WithStopGrace(grace))
 	jobCtx, cancelJob := context.WithCancelCause(ctx)

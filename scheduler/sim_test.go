@@ -376,6 +376,9 @@ func (w *simWorld) table(in *simInc) []Job {
 			if !in.r.runnable(in) {
 				return errSimDead
 			}
+			if info, ok := jobs.FromContext(ctx); ok {
+				w.noteAttempt(in, info)
+			}
 			return body(ctx)
 		})
 		out[i] = j
@@ -463,8 +466,6 @@ func (w *simWorld) run() {
 	for _, r := range w.reps {
 		w.startReplica(r)
 	}
-	stopSampling := w.samplePool()
-	defer stopSampling()
 	ctx := context.Background()
 	for _, e := range w.plan.events {
 		time.Sleep(time.Until(w.start.Add(e.at)))
@@ -734,58 +735,3 @@ func (w *simWorld) relZ(t time.Time) string {
 
 // simPool is the pool of the plan's pooled jobs.
 const simPool = "exports"
-
-// samplePool reads the pool's slots every 100ms, with the store's clock, and
-// notes every reading with more holders (their leases valid) than the
-// pool's size: a lease lasts seconds, so an over-full pool stays visible
-// for many readings. It returns the function that stops it.
-func (w *simWorld) samplePool() (stop func()) {
-	size := 0
-	for _, sj := range w.plan.jobs {
-		if sj.Pool == simPool {
-			size = sj.PoolSize
-		}
-	}
-	if size == 0 {
-		return func() {}
-	}
-	key := (&store{prefix: "solocron"}).poolKey(simPool)
-	done, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		ctx := context.Background()
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			var held *redis.ZSliceCmd
-			var now *redis.TimeCmd
-			if _, err := w.admin.Pipelined(ctx, func(p redis.Pipeliner) error {
-				held, now = p.ZRangeWithScores(ctx, key, 0, -1), p.Time(ctx)
-				return nil
-			}); err != nil {
-				continue
-			}
-			var valid []string
-			for _, z := range held.Val() {
-				if int64(z.Score) > now.Val().UnixMilli() {
-					valid = append(valid, fmt.Sprint(z.Member))
-				}
-			}
-			if len(valid) > size {
-				w.mu.Lock()
-				if len(w.obs.poolOver) < 20 {
-					w.obs.poolOver = append(w.obs.poolOver, fmt.Sprintf("t=%s: pool %s of %d held by %d runs: %s",
-						w.rel(time.Now()), simPool, size, len(valid), strings.Join(valid, ", ")))
-				}
-				w.mu.Unlock()
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-exited
-	}
-}

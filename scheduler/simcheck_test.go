@@ -2,9 +2,13 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/solocron/solocron/jobs"
 )
 
 // What the seeded fault search saw, and the invariants it checks on it
@@ -12,17 +16,19 @@ import (
 
 // Invariant names, as reports and the known-failure list spell them.
 const (
-	invOneStart      = "one-start-per-run"      // no run id starts twice (ledger)
-	invOneGrant      = "one-grant-per-run"      // the store grants a run to one claim only
-	invOneRecord     = "one-decision-per-run"   // a run has one decision record, whatever the store lost
-	invNoEmptyField  = "no-empty-field"         // every record says its decision, outcome and replica
-	invLeaseLostRan  = "lease-lost-means-ran"   // started -> lease_lost only for a run that ran (or whose replica died/froze)
-	invManualOnce    = "manual-runs-once"       // every manual request runs, once
-	invFenceRises    = "fencing-tokens-rise"    // per job, each token issued is above every earlier one
-	invMissedOnStore = "missed-by-store-clock"  // "missed: starting deadline" only once the deadline passed on the store's clock
-	invPausedNoStart = "paused-job-starts-none" // no scheduled or catch-up run is granted while its job is paused
-	invLiveness      = "decided-when-calm"      // with every replica up and the store answering, every instant is decided, not missed
-	invPoolLimit     = "pool-limit-kept"        // never more runs hold a slot of a pool, their leases valid on the store's clock, than it has
+	invOneStart      = "one-start-per-run"          // no run id starts twice (ledger)
+	invOneGrant      = "one-grant-per-run"          // the store grants a run to one claim only
+	invOneRecord     = "one-decision-per-run"       // a run has one decision record, whatever the store lost
+	invNoEmptyField  = "no-empty-field"             // every record says its decision, outcome and replica
+	invLeaseLostRan  = "lease-lost-means-ran"       // started -> lease_lost only for a run that ran (or whose replica died/froze)
+	invManualOnce    = "manual-runs-once"           // every manual request runs, once
+	invFenceRises    = "fencing-tokens-rise"        // per job, each token issued is above every earlier one
+	invMissedOnStore = "missed-by-store-clock"      // "missed: starting deadline" only once the deadline passed on the store's clock
+	invPausedNoStart = "paused-job-starts-none"     // no scheduled or catch-up run is granted while its job is paused
+	invLiveness      = "decided-when-calm"          // with every replica up and the store answering, every instant is decided, not missed
+	invHolders       = "holders-within-concurrency" // per job, never more than concurrency leases valid at once on the store's clock
+	invSlotTokens    = "slot-tokens-rise"           // per (job, slot): one valid lease at a time, tokens rise in order of grant and of start
+	invPoolLimit     = "pool-limit-kept"            // per pool, never more leases of its jobs valid at once on the store's clock than its size
 )
 
 type simViolation struct {
@@ -68,6 +74,10 @@ const simAllDown = "every replica down"
 // simLossReason starts the error of a run the store records missed because
 // it lost its data (claim.lua); simLossNoticed bounds how long after a loss
 // a manual request may still be recorded so (until a replica notices it).
+// simCloseTimeout is the engine's default close timeout (closeRun's bound
+// on recording a run's end), which the simulation's replicas use.
+const simCloseTimeout = 5 * time.Second
+
 const (
 	simLossReason  = "Redis lost data"
 	simLossNoticed = 10 * time.Second
@@ -97,6 +107,32 @@ func (w *simWorld) lastNoted(id string, rs []Run) time.Time {
 	return t
 }
 
+// simLease is what the store granted one claim (run id, owner token): the
+// spans of store time in which its lease was valid, as the store said when
+// it granted and renewed it. A span ends at its expiry, or earlier when the
+// holder closed the run or handed it back, the store replaced it, or the
+// store lost its data (it no longer knows the lease; the holder learns so
+// at its next renewal: README's bad-day table).
+type simLease struct {
+	job, id, owner string
+	in             *simInc
+	slot           int
+	fence          int64
+	at             time.Time // first granted
+	spans          [][2]time.Time
+}
+
+// simAttempt is one attempt a job started, as the job saw it
+// (jobs.Info): the slot and token a sink would fence on.
+type simAttempt struct {
+	job, id string
+	attempt int
+	slot    int
+	token   int64
+	in      *simInc
+	start   time.Time
+}
+
 type simObs struct {
 	events   []simEvent
 	life     []string
@@ -112,12 +148,99 @@ type simObs struct {
 	killed   map[*simInc]time.Time
 	stopped  map[*simInc]time.Time  // graceful stops (SIGTERM)
 	frozen   map[int][][2]time.Time // replica -> freeze spans (end zero: still frozen)
-	poolOver []string               // samples of a pool holding more than its size
+	leases   map[string]*simLease   // run id|owner -> its lease
+	leaseN   []*simLease            // in order of first grant
+	handed   map[string]time.Time   // run id|owner -> when the store took the claim back (hand back)
+	heard    map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
+	attempts []simAttempt
 }
 
 func newSimObs() simObs {
 	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
-		killed: map[*simInc]time.Time{}, stopped: map[*simInc]time.Time{}, frozen: map[int][][2]time.Time{}}
+		killed: map[*simInc]time.Time{}, stopped: map[*simInc]time.Time{}, frozen: map[int][][2]time.Time{},
+		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}}
+}
+
+// noteLeaseSeg notes that the store holds run id's lease for owner (in's
+// claim) valid from now until until (its slot's score). slot and fence are
+// the grant's (0 for a renewal).
+func (w *simWorld) noteLeaseSeg(in *simInc, job, id, owner string, slot int, fence int64, until time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	k := id + "|" + owner
+	l := w.obs.leases[k]
+	if l == nil {
+		if fence == 0 {
+			return // a renewal of a lease granted unseen: cannot be (every grant is noted)
+		}
+		l = &simLease{job: job, id: id, owner: owner, in: in, slot: slot, fence: fence, at: now}
+		w.obs.leases[k] = l
+		w.obs.leaseN = append(w.obs.leaseN, l)
+	}
+	if until.After(now) {
+		l.spans = append(l.spans, [2]time.Time{now, until})
+	}
+}
+
+// endLease ends the lease of run id's claim owner now: the store no longer
+// holds it (closed, handed back).
+func (w *simWorld) endLease(id, owner, why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l := w.obs.leases[id+"|"+owner]; l != nil {
+		l.cut(time.Now())
+	}
+}
+
+// endLeasesBut ends now every lease of job still valid but for the runs
+// held, the store's slots as read just now.
+func (w *simWorld) endLeasesBut(job string, held []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	for _, l := range w.obs.leaseN {
+		if l.job != job || slices.Contains(held, l.id) {
+			continue
+		}
+		l.cut(now)
+	}
+}
+
+// cut ends every span of l that began by t at t.
+func (l *simLease) cut(t time.Time) {
+	for i, sp := range l.spans {
+		if !sp[0].After(t) && sp[1].After(t) {
+			l.spans[i][1] = t
+		}
+	}
+}
+
+// noteHandBack notes that the store took run id back from claim owner (a
+// manual run handed back to the pending requests, unstarted).
+func (w *simWorld) noteHandBack(id, owner string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.obs.handed[id+"|"+owner] = time.Now()
+}
+
+// noteDelivered notes that a "started" answer for run id's claim owner
+// reached its replica (perhaps late).
+func (w *simWorld) noteDelivered(id, owner string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.obs.heard[id+"|"+owner]; !ok {
+		w.obs.heard[id+"|"+owner] = time.Now()
+	}
+}
+
+// noteAttempt notes an attempt a job started, with the slot and token it
+// was given.
+func (w *simWorld) noteAttempt(in *simInc, info jobs.Info) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.obs.attempts = append(w.obs.attempts, simAttempt{job: info.Job, id: info.RunID, attempt: info.Attempt, slot: info.Slot,
+		token: info.FencingToken, in: in, start: time.Now()})
 }
 
 // addRecord keeps r unless an identical decision of its run is kept: a
@@ -214,6 +337,12 @@ func (w *simWorld) noteLoss(what string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.obs.losses = append(w.obs.losses, simLoss{at: time.Now(), what: what})
+	// The store forgets the leases it held (a failover's copy keeps those
+	// granted before it was taken; their holders' renewals on it note them
+	// again).
+	for _, l := range w.obs.leaseN {
+		l.cut(time.Now())
+	}
 	w.obs.life = append(w.obs.life, fmt.Sprintf("t=%-8s store lost its data: %s", w.rel(time.Now()), what))
 }
 
@@ -306,6 +435,16 @@ func (w *simWorld) check() []simViolation {
 		}
 	}
 	for id, m := range owners {
+		// A claim the store took back — a manual run handed back, not
+		// started, to the pending requests (a replica stopping, or its
+		// queue wait given up) — is no grant any more: another replica
+		// may be granted the run. That it started at most once is
+		// one-start-per-run's to check (the guarantee is one start).
+		for owner := range m {
+			if _, ok := o.handed[id+"|"+owner]; ok && len(m) > 1 {
+				delete(m, owner)
+			}
+		}
 		if len(m) > 1 {
 			var gs []simGrant
 			for _, g := range m {
@@ -380,6 +519,19 @@ func (w *simWorld) check() []simViolation {
 				// could time out, its replica never learnt that the run
 				// was its own, nor could it say it never started it.
 				end = g.at.Add(claimTimeout)
+			}
+			if g != nil {
+				if d, ok := o.heard[id+"|"+g.owner]; ok && d.Add(claimTimeout+simCloseTimeout).After(end) {
+					// An answer that came late, past the lease: its
+					// replica then tries to take the lease back (one
+					// renewal, up to claimTimeout), and failing that
+					// records the run never started (a close, retried up
+					// to the close timeout). Killed or frozen before it
+					// could (seed 9: killed 0.27 s after the answer came,
+					// its calls failing), it leaves the cluster's
+					// lease_lost.
+					end = d.Add(claimTimeout + simCloseTimeout)
+				}
 			}
 			if g != nil && o.impaired(g.in, g.at, end) {
 				continue
@@ -514,6 +666,8 @@ func (w *simWorld) check() []simViolation {
 		}
 	}
 
+	vs = append(vs, w.checkLeases()...)
+
 	// Calm liveness: in the settle period every replica is up and nothing
 	// fails, so every instant is decided, and not missed for want of a
 	// claim.
@@ -538,9 +692,177 @@ func (w *simWorld) check() []simViolation {
 			}
 		}
 	}
-	for _, s := range o.poolOver {
-		add(invPoolLimit, "", "%s", s)
-	}
 	sort.SliceStable(vs, func(a, b int) bool { return vs[a].invariant < vs[b].invariant })
+	return vs
+}
+
+// simSpan is one span of a lease's validity on the store's clock.
+type simSpan struct {
+	l    *simLease
+	from time.Time
+	to   time.Time
+}
+
+// checkLeases checks the leases the store granted: per job never more than
+// concurrency valid at once on the store's clock (holders-within-concurrency);
+// per (job, slot) never two at once, and tokens that rise in order of grant
+// and, as the jobs saw them, in order of start (slot-tokens-rise: a sink
+// that keeps the highest token per slot then refuses exactly that slot's
+// stale holders). Called with w.mu held.
+func (w *simWorld) checkLeases() []simViolation {
+	o := &w.obs
+	var vs []simViolation
+	add := func(inv, run, format string, args ...any) {
+		vs = append(vs, simViolation{invariant: inv, run: run, detail: fmt.Sprintf(format, args...)})
+	}
+	limit := map[string]int{}
+	for _, j := range w.plan.jobs {
+		limit[j.Name] = max(1, j.withDefaults().Concurrency)
+	}
+	// Each lease's spans, cut and merged: a renewal overlapping the span
+	// it extends is one validity.
+	byJob := map[string][]simSpan{}
+	bySlot := map[string][]simSpan{}
+	for _, l := range o.leaseN {
+		spans := slices.Clone(l.spans)
+		sort.Slice(spans, func(a, b int) bool { return spans[a][0].Before(spans[b][0]) })
+		var merged []simSpan
+		for _, sp := range spans {
+			if !sp[1].After(sp[0]) {
+				continue
+			}
+			if n := len(merged); n > 0 && !sp[0].After(merged[n-1].to) {
+				if sp[1].After(merged[n-1].to) {
+					merged[n-1].to = sp[1]
+				}
+				continue
+			}
+			merged = append(merged, simSpan{l: l, from: sp[0], to: sp[1]})
+		}
+		byJob[l.job] = append(byJob[l.job], merged...)
+		k := fmt.Sprintf("%s|%d", l.job, max(1, l.slot))
+		bySlot[k] = append(bySlot[k], merged...)
+	}
+	// overlaps reports, at most three times per key, an instant at which
+	// more than n of spans are valid.
+	overlaps := func(inv, what string, n int, spans []simSpan) {
+		sort.Slice(spans, func(a, b int) bool { return spans[a].from.Before(spans[b].from) })
+		reported := 0
+		for i, s := range spans {
+			var on []simSpan
+			for _, t := range spans[:i+1] {
+				if !t.from.After(s.from) && t.to.After(s.from) {
+					on = append(on, t)
+				}
+			}
+			if len(on) <= n || reported >= 3 {
+				continue
+			}
+			reported++
+			var ds []string
+			first := s.from
+			for _, t := range on {
+				ds = append(ds, fmt.Sprintf("%s (%s, slot %d, fence %d, granted t=%s, valid t=%s..t=%s)",
+					t.l.id, t.l.in, max(1, t.l.slot), t.l.fence, w.rel(t.l.at), w.rel(t.from), w.rel(t.to)))
+				if t.l.at.Before(first) {
+					first = t.l.at
+				}
+			}
+			add(inv, s.l.id, "%s: at t=%s the store holds %d valid leases (at most %d): %s%s",
+				what, w.rel(s.from), len(on), n, strings.Join(ds, "; "), w.lossesBetween(first, s.from))
+		}
+	}
+	for _, job := range slices.Sorted(maps.Keys(byJob)) {
+		overlaps(invHolders, fmt.Sprintf("job %s (concurrency %d)", job, limit[job]), limit[job], byJob[job])
+	}
+	// A run of a pooled job holds its pool's slot under the same lease.
+	byPool, poolSize := map[string][]simSpan{}, map[string]int{}
+	for _, j := range w.plan.jobs {
+		if j.Pool != "" {
+			byPool[j.Pool] = append(byPool[j.Pool], byJob[j.Name]...)
+			poolSize[j.Pool] = j.PoolSize
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(byPool)) {
+		overlaps(invPoolLimit, fmt.Sprintf("pool %s (size %d)", p, poolSize[p]), poolSize[p], byPool[p])
+	}
+	for _, k := range slices.Sorted(maps.Keys(bySlot)) {
+		job, slot, _ := strings.Cut(k, "|")
+		overlaps(invSlotTokens, fmt.Sprintf("job %s slot %s", job, slot), 1, bySlot[k])
+	}
+
+	// Per (job, slot), the token of each grant is above the tokens of
+	// the slot's earlier grants — unless the store lost the job's state
+	// while every replica was down (nobody remembers the old tokens).
+	grants := map[string][]*simLease{}
+	for _, l := range o.leaseN {
+		k := fmt.Sprintf("%s|%d", l.job, max(1, l.slot))
+		grants[k] = append(grants[k], l)
+	}
+	for _, k := range slices.Sorted(maps.Keys(grants)) {
+		var top *simLease
+		for _, l := range grants[k] {
+			if top != nil && l.fence <= top.fence && l.at.After(top.at) && !o.lossBetween(top.at, l.at, true) {
+				add(invSlotTokens, l.id, "slot %s: %s granted token %d (%s) at t=%s after %s token %d (%s) at t=%s%s",
+					k, l.id, l.fence, l.in, w.rel(l.at), top.id, top.fence, top.in, w.rel(top.at), w.lossesBetween(top.at, l.at))
+			}
+			if top == nil || l.fence > top.fence {
+				top = l
+			}
+		}
+	}
+
+	// As the jobs saw it: per (job, slot), an attempt that starts after
+	// another has a larger token — unless its replica was killed or
+	// frozen since its run was granted (a stale holder, which is what the
+	// token is for: the sink refuses it), or every replica was down while
+	// the store lost the job's state.
+	granted := map[string]time.Time{}
+	for _, l := range o.leaseN {
+		k := fmt.Sprintf("%s|%s", l.id, l.in)
+		if t, ok := granted[k]; !ok || l.at.Before(t) {
+			granted[k] = l.at
+		}
+	}
+	slotOf := map[string]int{}
+	for _, l := range o.leaseN {
+		slotOf[fmt.Sprintf("%s|%s", l.id, l.in)] = max(1, l.slot)
+	}
+	seen := map[string][]simAttempt{}
+	wrong := 0
+	for _, a := range o.attempts {
+		// The slot a job is told (SOLOCRON_SLOT) is the one the store
+		// gave its run.
+		if want, ok := slotOf[fmt.Sprintf("%s|%s", a.id, a.in)]; ok && max(1, a.slot) != want && wrong < 3 {
+			wrong++
+			add(invSlotTokens, a.id, "%s attempt %d on %s told slot %d; the store granted it slot %d", a.id, a.attempt, a.in, a.slot, want)
+		}
+		k := fmt.Sprintf("%s|%d", a.job, max(1, a.slot))
+		seen[k] = append(seen[k], a)
+	}
+	for _, k := range slices.Sorted(maps.Keys(seen)) {
+		as := seen[k]
+		sort.SliceStable(as, func(a, b int) bool { return as[a].start.Before(as[b].start) })
+		var top *simAttempt
+		reported := 0
+		for i := range as {
+			a := &as[i]
+			if top != nil && a.token <= top.token && a.start.After(top.start) && reported < 3 {
+				from, ok := granted[fmt.Sprintf("%s|%s", a.id, a.in)]
+				if !ok {
+					from = top.start
+				}
+				if !o.impaired(a.in, from, a.start) && !o.lossBetween(top.start, a.start, true) {
+					reported++
+					add(invSlotTokens, a.id, "slot %s: %s attempt %d started on %s at t=%s with token %d, after %s attempt %d (%s, t=%s) with token %d%s",
+						k, a.id, a.attempt, a.in, w.rel(a.start), a.token, top.id, top.attempt, top.in, w.rel(top.start), top.token,
+						w.lossesBetween(top.start, a.start))
+				}
+			}
+			if top == nil || a.token > top.token {
+				top = a
+			}
+		}
+	}
 	return vs
 }

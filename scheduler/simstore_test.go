@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -266,15 +268,31 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 			break
 		}
 	}
-	return simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
+	// A stalled store runs the call after the client gave up on it, while
+	// the engine goes on with its requests (it retries them, reading its
+	// memo into them again): as Redis' client would, the call works on what
+	// was sent, a copy.
+	reqs = slices.Clone(reqs)
+	res, err := simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
 		res, err := w.backend.claim(ctx, replica, skew, waiterTTL, reqs)
 		if err == nil {
 			for i, c := range res {
 				w.in.r.w.noteClaim(w.in, &reqs[i], c)
+				if c.status == "started" {
+					w.noteLease(&reqs[i], c.slot, c.fence)
+				}
 			}
 		}
 		return res, err
 	})
+	if err == nil {
+		for i, c := range res {
+			if c.status == "started" {
+				w.in.r.w.noteDelivered(reqs[i].id, reqs[i].owner)
+			}
+		}
+	}
+	return res, err
 }
 
 func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
@@ -282,13 +300,23 @@ func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		status answer
 		n      int64
 	}
+	sent := *r // as claim's: the call works on a copy, r gets its slot back
 	a, err := simCall(w, ctx, "admit", r.id, func(ctx context.Context) (admitted, error) {
-		st, n, err := w.backend.admit(ctx, r, waiterTTL, fenceFloor)
+		st, n, err := w.backend.admit(ctx, &sent, waiterTTL, fenceFloor)
 		if err == nil {
-			w.in.r.w.noteAdmit(w.in, r, st, n)
+			w.in.r.w.noteAdmit(w.in, &sent, st, n)
+			if st == "started" {
+				w.noteLease(&sent, sent.slot, n)
+			}
 		}
 		return admitted{st, n}, err
 	})
+	if err == nil {
+		r.slot = sent.slot
+	}
+	if err == nil && a.status == "started" {
+		w.in.r.w.noteDelivered(r.id, r.owner)
+	}
 	return a.status, a.n, err
 }
 
@@ -298,7 +326,15 @@ func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 		key = reqs[0].id
 	}
 	return simCall(w, ctx, "renew", key, func(ctx context.Context) ([]leaseAnswer, error) {
-		return w.backend.renew(ctx, reqs)
+		res, err := w.backend.renew(ctx, reqs)
+		if err == nil {
+			for i, v := range res {
+				if v == "ok" {
+					w.noteRenewed(reqs[i].j, reqs[i].id, reqs[i].owner)
+				}
+			}
+		}
+		return res, err
 	})
 }
 
@@ -322,10 +358,66 @@ func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAns
 		if err == nil {
 			for i, c := range reqs {
 				w.in.r.w.notef(c.r.id, "%s complete %s (%s): %s", w.in, c.outcome, c.errText, res[i])
+				w.in.r.w.endLease(c.r.id, c.r.owner, "closed by its holder")
 			}
 		}
 		return res, err
 	})
+}
+
+// handBack gives a manual run back to the pending requests (a queued run,
+// or one won while its replica was stopping); the store then no longer
+// holds it for this claim, and another replica may be granted it.
+func (w *simStore) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
+	return simCall(w, ctx, "handback", r.id, func(ctx context.Context) (bool, error) {
+		ok, err := w.backend.handBack(ctx, r, waiterTTL)
+		if err == nil {
+			w.in.r.w.notef(r.id, "%s hand back -> %v", w.in, ok)
+			if ok {
+				w.in.r.w.noteHandBack(r.id, r.owner)
+				w.in.r.w.endLease(r.id, r.owner, "handed back")
+			}
+		}
+		return ok, err
+	})
+}
+
+// slotExpiry is the lease expiry the store now keeps for run id of j (its
+// score in the job's slots), on the store's clock; ok is false when the
+// run holds no slot. Read right after the call that granted or renewed the
+// lease, with the operator's client (no faults).
+func (w *simStore) slotExpiry(j *jobState, id string) (time.Time, bool) {
+	key := strings.TrimSuffix(j.metaKey, "meta") + "slots"
+	ms, err := w.in.r.w.admin.ZScore(context.Background(), key, id).Result()
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(ms)), true
+}
+
+// noteLease notes a lease the store granted (or answered again to a
+// retried call): valid from now until the expiry the store keeps for it.
+func (w *simStore) noteLease(r *claimReq, slot int, fence int64) {
+	until, ok := w.slotExpiry(r.j, r.id)
+	if !ok {
+		until = time.Now()
+	}
+	w.in.r.w.noteLeaseSeg(w.in, r.j.Name, r.id, r.owner, slot, fence, until)
+	// A grant may take a slot from a run it replaces (overlap: replace):
+	// that lease ends now. Any lease of the job the store no longer keeps
+	// in its slots has ended by now.
+	key := strings.TrimSuffix(r.j.metaKey, "meta") + "slots"
+	if ids, err := w.in.r.w.admin.ZRange(context.Background(), key, 0, -1).Result(); err == nil {
+		w.in.r.w.endLeasesBut(r.j.Name, ids)
+	}
+}
+
+// noteRenewed notes a renewal the store answered "ok": the lease is valid
+// from now until its new expiry.
+func (w *simStore) noteRenewed(j *jobState, id, owner string) {
+	if until, ok := w.slotExpiry(j, id); ok {
+		w.in.r.w.noteLeaseSeg(w.in, j.Name, id, owner, 0, 0, until)
+	}
 }
 
 func (w *simStore) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {

@@ -226,6 +226,12 @@ func (l raw) cycle(ctx context.Context, key string) error {
 	return unlock.Run(ctx, l.c, []string{key}, tok).Err()
 }
 
+// lockRounds: each system's operations are split into rounds, taken in
+// turn (A B C D A B C D ...), and its ops/s is the median of its rounds', so
+// that a machine whose load changes during the run (CI, other processes)
+// weighs on every system alike and a burst of it does not decide.
+const lockRounds = 10
+
 func lockScenarios(srv *harness.Server, ops int) []Result {
 	var out []Result
 	for _, g := range []int{1, 64} {
@@ -234,49 +240,89 @@ func lockScenarios(srv *harness.Server, ops int) []Result {
 		c.AddHook(&counter)
 		p, _ := lockprovider.NewRedis(c)
 		lockers := []locker{lpMutex{p}, bsm{redislock.New(c)}, rsync{redsync.New(goredis.NewPool(c))}, raw{c}}
+		type total struct {
+			rates                  []float64 // ops/s of each round
+			allocs, sent, commands uint64
+			failed                 atomic.Int64
+		}
+		totals := make([]total, len(lockers))
 		for _, l := range lockers {
-			// Warm up (script loading, connections).
+			// Warm up (script loading, connections): g goroutines at once,
+			// so that the pool holds its g connections before the clock
+			// starts. One at a time left the first system measured to dial
+			// them inside its own measurement.
+			var warm sync.WaitGroup
 			for i := range g {
-				_ = l.cycle(context.Background(), fmt.Sprintf("warm-%d", i))
-			}
-			ctx := context.Background()
-			before, _ := srv.Snapshot(ctx, c)
-			sent := counter.Load()
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			start := time.Now()
-			var wg sync.WaitGroup
-			var failed atomic.Int64
-			for i := range g {
-				key := fmt.Sprintf("bench-%s-%d", strings.Fields(l.name())[0], i)
-				wg.Go(func() {
-					for range ops / g {
-						if err := l.cycle(ctx, key); err != nil {
-							failed.Add(1)
-						}
+				warm.Go(func() {
+					for range 10 {
+						_ = l.cycle(context.Background(), fmt.Sprintf("warm-%d", i))
 					}
 				})
 			}
-			wg.Wait()
-			el := time.Since(start)
-			runtime.ReadMemStats(&ms1)
-			after, _ := srv.Snapshot(ctx, c)
-			n := float64(ops / g * g)
-			if failed.Load() > 0 {
-				fmt.Fprintf(os.Stderr, "%s: %d failed cycles\n", l.name(), failed.Load())
+			warm.Wait()
+		}
+		per := max(ops/g/lockRounds, 1)
+		ctx := context.Background()
+		for range lockRounds {
+			for k, l := range lockers {
+				tot := &totals[k]
+				before, _ := srv.Snapshot(ctx, c)
+				sent := counter.Load()
+				var ms0, ms1 runtime.MemStats
+				runtime.ReadMemStats(&ms0)
+				start := time.Now()
+				var wg sync.WaitGroup
+				for i := range g {
+					key := fmt.Sprintf("bench-%s-%d", strings.Fields(l.name())[0], i)
+					wg.Go(func() {
+						for range per {
+							if err := l.cycle(ctx, key); err != nil {
+								tot.failed.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				tot.rates = append(tot.rates, float64(per*g)/time.Since(start).Seconds())
+				runtime.ReadMemStats(&ms1)
+				after, _ := srv.Snapshot(ctx, c)
+				tot.allocs += ms1.Mallocs - ms0.Mallocs
+				tot.sent += uint64(counter.Load() - sent)
+				// INFO itself is one call per snapshot.
+				tot.commands += uint64(after.Commands - before.Commands - 1)
+			}
+		}
+		n := float64(per * g * lockRounds)
+		for k, l := range lockers {
+			tot := &totals[k]
+			if tot.failed.Load() > 0 {
+				fmt.Fprintf(os.Stderr, "%s: %d failed cycles\n", l.name(), tot.failed.Load())
 			}
 			out = append(out, Result{
 				Scenario: "lock acquire+release", System: l.name(), Goroutines: g,
-				OpsPerSec:     n / el.Seconds(),
-				AllocsPerOp:   float64(ms1.Mallocs-ms0.Mallocs) / n,
-				CommandsPerOp: float64(counter.Load()-sent) / n,
-				// INFO itself is one call per snapshot.
-				RedisCalls: float64(after.Commands-before.Commands-1) / n,
+				OpsPerSec:     median(tot.rates),
+				AllocsPerOp:   float64(tot.allocs) / n,
+				CommandsPerOp: float64(tot.sent) / n,
+				RedisCalls:    float64(tot.commands) / n,
 			})
 		}
 		c.Close()
 	}
 	return out
+}
+
+// median returns the middle of xs (the mean of the two middle ones when
+// their number is even). It sorts xs.
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // --- end to end ------------------------------------------------------------

@@ -6,7 +6,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -43,11 +42,7 @@ func nextFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "JOB\tSCHEDULE\tUTC\tJOB'S ZONE")
 		for _, j := range table {
-			tz := j.Timezone
-			if tz == "" {
-				tz = "UTC"
-			}
-			s, err := schedule.Parse(j.Schedule, tz, j.Offset)
+			s, err := j.Timing()
 			if err != nil { // config validated it; cannot happen
 				fmt.Fprintf(c.stderr, "scheduler: job %q: %v\n", j.Name, err)
 				return exitFailure
@@ -64,7 +59,7 @@ func nextFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 					break
 				}
 				mark := ""
-				if b, in := j.InBlackout(t); in {
+				if b, in := s.InBlackout(t); in {
 					mark = "  [blackout " + b.String() + ": recorded skipped_blackout]"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", j.Name, spec, t.UTC().Format(time.RFC3339),

@@ -32,7 +32,6 @@ import (
 
 	"github.com/solocron/solocron/internal/hostcheck"
 	"github.com/solocron/solocron/internal/redact"
-	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -353,7 +352,7 @@ func (a *api) info(j scheduler.Job) JobInfo {
 	if j.Timeout > 0 {
 		in.Timeout = j.Timeout.String()
 	}
-	if s, err := schedule.Parse(j.Schedule, j.Timezone, j.Offset); err == nil {
+	if s, err := j.Timing(); err == nil {
 		in.Next = s.Next(a.cfg.Now()).UTC()
 	}
 	return in

@@ -10,7 +10,7 @@
 -- ARGV[5] "1" when the writer will retry (post an intent), else "0"
 -- ARGV[6] intent ttl, milliseconds
 -- Returns {1, fencing token} when held; {0, ms until the blocker expires} otherwise.
-local now = now_ms()
+local now, now_us = fence_clock()
 local mode, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local readers, writer, last, wio = scan(now)
 
@@ -30,7 +30,7 @@ if mode == 'r' then
   if wio then
     return {0, tonumber(redis.call('HGET', KEYS[1], 'wi')) - now}
   end
-  local f = next_fence(KEYS[2], ARGV[4])
+  local f = next_fence(KEYS[2], ARGV[4], now, now_us)
   redis.call('HSET', KEYS[1], field, int(now + ttl) .. ':' .. int(f))
   if now + ttl > last then last = now + ttl end
   keep(now, last)
@@ -53,7 +53,7 @@ if writer or readers > 0 then
   local wait = last - now
   return {0, wait}
 end
-local f = next_fence(KEYS[2], ARGV[4])
+local f = next_fence(KEYS[2], ARGV[4], now, now_us)
 redis.call('HSET', KEYS[1], 'w', token, 'wx', int(now + ttl), 'wf', int(f))
 if wio == token then
   redis.call('HDEL', KEYS[1], 'wi', 'wio')

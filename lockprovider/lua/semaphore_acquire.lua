@@ -12,7 +12,7 @@
 --         {0, position} when not admitted (1-based place among those still
 --         waiting for a slot, 0 when not queued);
 --         {-1, limit} when the current holders agreed on another limit.
-local now = now_ms()
+local now, now_us = fence_clock()
 local token, ttl, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 reap(now)
 local held = redis.call('ZCARD', KEYS[1])
@@ -49,7 +49,7 @@ elseif redis.call('ZCARD', KEYS[3]) >= free then
   return {0, 0}
 end
 
-local f = next_fence(KEYS[6], ARGV[6])
+local f = next_fence(KEYS[6], ARGV[6], now, now_us)
 redis.call('ZADD', KEYS[1], now + ttl, token)
 redis.call('HSET', KEYS[2], token, int(f))
 keep(now, ARGV[6])

@@ -1,0 +1,87 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/schedtest"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// stopOnClaim runs the first claim on Redis, then stops the replica (stop)
+// and loses the claim's answer, as a connection reset just after the script
+// ran would.
+type stopOnClaim struct {
+	stop func()
+	once sync.Once
+}
+
+func (*stopOnClaim) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *stopOnClaim) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !isClaimRequest(cmd) {
+			return next(ctx, cmd)
+		}
+		first := false
+		h.once.Do(func() { first = true })
+		err := next(ctx, cmd)
+		if !first {
+			return err
+		}
+		h.stop()
+		time.Sleep(10 * time.Millisecond) // the shutdown is under way
+		err = errors.New("test: connection reset after the script ran")
+		cmd.SetErr(err)
+		return err
+	}
+}
+func (*stopOnClaim) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A replica that stops while its scheduled claim is in flight, the claim's
+// answer lost after the script granted it the run: the replica asks once
+// more and learns the run is its own: it runs it within the shutdown grace
+// or records that it never started — never leaves it to the cluster's
+// lease_lost, which says it ran (the search's seed 71).
+func TestClaimAnswerLostWhileStopping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		rdb := c.client()
+		table := []scheduler.Job{{Name: "stopping", Schedule: "@every 10s", Lease: 3 * time.Second,
+			Handler: c.ledger.Job(nil)}}
+		establish(t, rdb, table)
+		s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		rdb.AddHook(&stopOnClaim{stop: cancel})
+		if err := s.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Second) // past the lease: any replica's heartbeat would close it
+		h := c.history("stopping")
+		if len(h) != 1 {
+			t.Fatalf("history %+v; want the one run the claim granted", h)
+		}
+		// Won while stopping, the run either runs within the shutdown
+		// grace, as any claim answered then does, or never starts; its
+		// record says which.
+		r, ran := h[0], len(c.ledger.Entries())
+		switch {
+		case ran == 1 && r.Decision == scheduler.Started && r.Outcome == scheduler.Succeeded:
+		case ran == 0 && r.Outcome == scheduler.Missed && strings.Contains(r.Error, "never started"):
+		default:
+			t.Errorf("%s: ran %d times, recorded %s -> %s (%s); want it run once and recorded so, or recorded missed, never started",
+				r.ID, ran, r.Decision, r.Outcome, r.Error)
+		}
+	})
+}
