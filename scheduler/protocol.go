@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/fencing"
 )
 
 // The store protocol: everything the Go side and the Lua scripts (lua/*.lua)
@@ -659,7 +661,7 @@ func script(name string) *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	src := string(common) + string(body)
+	src := fencing.Lua + string(common) + string(body)
 	sources = append(sources, src)
 	return redis.NewScript(src)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	quorum "github.com/solocron/solocron/internal/redlock"
 	"github.com/solocron/solocron/lockprovider"
 )
 
@@ -60,7 +61,7 @@ func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 	if cfg.minAck != 0 {
 		return nil, errors.New("scheduler: WithMinReplicasAck is not for Redlock: its masters have no replicas; a quorum of masters is its acknowledgement")
 	}
-	rl := &redlock{quorum: len(clients)/2 + 1, timeout: cfg.redlockTimeout, epochs: map[string]*masterEpochs{}}
+	rl := &redlock{quorum: quorum.Quorum(len(clients)), timeout: cfg.redlockTimeout, epochs: map[string]*masterEpochs{}}
 	if rl.timeout == 0 {
 		rl.timeout = time.Second
 	}
@@ -86,10 +87,6 @@ func (rl *redlock) metaKey(job string) string { return rl.masters[0].metaKey(job
 // placePools: the masters share one placement (a Redlock scheduler refuses
 // pools; a Control may still be told of a table's).
 func (rl *redlock) placePools(jobs []Job) { rl.masters[0].placePools(jobs) }
-
-// drift is Redlock's allowance for the masters' clocks running at different
-// rates over one lease: 1% of it, plus 2ms.
-func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
 
 // each calls fn on every master in parallel and returns their answers. A
 // master that has not answered within the Redlock timeout counts as failed
@@ -294,7 +291,7 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 		}
 	}
 	switch {
-	case len(started) >= rl.quorum && elapsed < r.j.Lease-drift(r.j.Lease):
+	case len(started) >= rl.quorum && quorum.Validity(r.j.Lease, elapsed) > 0:
 		take(undoDrop, waiting) // it runs; no need to queue anywhere
 		res.status = answerStarted
 		for _, i := range started {
@@ -334,7 +331,7 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 	}
 	// Once more masters gave a final answer than a quorum can spare, no
 	// retry can win.
-	impossible := final > len(rl.masters)-rl.quorum
+	impossible := quorum.Hopeless(len(rl.masters), final)
 	switch {
 	case len(started) >= rl.quorum:
 		res.status, res.reason = answerRetry, fmt.Sprintf("a quorum of masters granted it only after %s, past its lease's validity", elapsed.Round(time.Millisecond))
@@ -447,7 +444,7 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		rl.undo(ctx, waiterTTL, undo)
 		return "", 0, qerr
 	}
-	if len(started) >= rl.quorum && elapsed < r.j.Lease-drift(r.j.Lease) {
+	if len(started) >= rl.quorum && quorum.Validity(r.j.Lease, elapsed) > 0 {
 		take(undoDrop, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		var fence int64
@@ -456,7 +453,7 @@ func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		}
 		return answerStarted, fence, nil
 	}
-	if len(skipped)+len(lost) > len(rl.masters)-rl.quorum {
+	if quorum.Hopeless(len(rl.masters), len(skipped)+len(lost)) {
 		// No quorum can admit it any more: its wait is over.
 		take(undoDrop, started, waiting)
 		rl.undo(ctx, waiterTTL, undo)
@@ -518,9 +515,9 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 		switch {
 		case ok >= rl.quorum:
 			out[k] = leaseOK
-		case replaced+lost > len(rl.masters)-rl.quorum && replaced > 0:
+		case quorum.Hopeless(len(rl.masters), replaced+lost) && replaced > 0:
 			out[k] = leaseReplaced
-		case replaced+lost > len(rl.masters)-rl.quorum:
+		case quorum.Hopeless(len(rl.masters), replaced+lost):
 			out[k] = leaseLost
 		default:
 			out[k] = leaseUnacked
@@ -550,7 +547,7 @@ func (rl *redlock) attempt(ctx context.Context, j *jobState, id, owner string, n
 	switch {
 	case held >= rl.quorum:
 		return fence, nil
-	case gone > len(rl.masters)-rl.quorum:
+	case quorum.Hopeless(len(rl.masters), gone):
 		return 0, nil
 	}
 	return 0, rl.quorumErr("attempt", held, errs)

@@ -28,19 +28,10 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- clock returns the server time in milliseconds and in microseconds, from
--- one TIME call.
-local function clock()
-  local t = redis.call('TIME')
-  local sec, us = tonumber(t[1]), tonumber(t[2])
-  return sec * 1000 + math.floor(us / 1000), sec * 1000000 + us
-end
-
--- Integers travel as strings: tostring() and cjson would round the 16-digit
--- fencing tokens (exponent notation, 14 significant digits).
-local function int(n)
-  return string.format('%.0f', n)
-end
+-- clock and int are internal/fencing's fence.lua (prepended to every
+-- script): the server time in ms and µs from one TIME call; an integer as
+-- plain digits (tostring() and cjson would round 16-digit fencing tokens).
+local clock, int = fence_clock, fence_int
 
 local function base_of(meta)
   return string.sub(meta, 1, -5)
@@ -514,29 +505,15 @@ local function check_epoch(meta, known, now, margin, fresh, seen)
   return epoch, floor, m[4] or '0', tonumber(m[5]) or 0, fence, lost
 end
 
--- next_fence issues the job's next fencing token: the server's TIME in
--- microseconds, bumped past both the last token issued and the highest token
--- the asking replica has seen. Anchored to time, tokens keep rising after
--- Redis loses the counter.
+-- next_fence issues the job's next fencing token (fence.lua's rule): the
+-- server's TIME in microseconds, bumped past both the last token issued and
+-- the highest token the asking replica has seen. Anchored to time, tokens
+-- keep rising after Redis loses the counter. fence_after (fence.lua) is the
+-- same for a caller that read the last token and the time already.
 local function next_fence(meta, floor)
-  local t = redis.call('TIME')
-  local f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = math.max(tonumber(redis.call('HGET', meta, 'fence')) or 0, tonumber(floor) or 0)
-  if f <= last then
-    f = last + 1
-  end
+  local _, us = clock()
+  local f = fence_after(us, redis.call('HGET', meta, 'fence'), floor)
   redis.call('HSET', meta, 'fence', int(f))
-  return f
-end
-
--- fence_after is next_fence for a caller that has read the job's last
--- token and the server time already: no extra calls.
-local function fence_after(now_us, last, floor)
-  local f = now_us
-  local top = math.max(last or 0, tonumber(floor) or 0)
-  if f <= top then
-    f = top + 1
-  end
   return f
 end
 
