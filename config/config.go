@@ -46,6 +46,9 @@ type File struct {
 	// Notifications are the targets jobs name in notify:; pass them to
 	// scheduler.WithNotifications.
 	Notifications []notify.Target
+	// Pools are the sizes of the pools jobs name in pool: (each job's
+	// scheduler.Job carries its pool's size already).
+	Pools map[string]int
 	// Jobs are the file's jobs in file order, with defaults: merged in and
 	// each Handler built. Fields the file leaves out are zero, which
 	// scheduler.Job reads as its documented default.

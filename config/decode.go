@@ -25,6 +25,7 @@ type decoder struct {
 	funcs     map[string]jobs.Job
 	errs      Errors
 	targets   []notify.Target // the file's notifications, for jobs' notify:
+	pools     map[string]int  // the file's pools, for jobs' pool:
 
 	// Alias accounting, set up at the first alias met. An alias costs the
 	// size of the subtree it points at; when the budget is spent the walk

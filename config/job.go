@@ -22,7 +22,7 @@ var (
 	jobFields = []string{"name", "schedule", "timezone", "offset", "command", "http", "func",
 		"dir", "env", "kill_grace", "concurrency", "overlap", "max_wait", "lease", "timeout",
 		"retries", "retry_backoff", "jitter", "starting_deadline", "catchup_window", "catchup",
-		"on_lease_lost", "paused", "history_limit", "log_output", "notify", "pause_after_failures", "blackouts"}
+		"on_lease_lost", "paused", "history_limit", "log_output", "notify", "pause_after_failures", "blackouts", "pool"}
 	httpFields = []string{"method", "url", "headers", "body", "expect_status", "follow_redirects"}
 	// noDefault are the job fields every job sets itself: not in defaults:.
 	noDefault = []string{"name", "schedule"}
@@ -167,6 +167,7 @@ func (d *decoder) jobs(n *yaml.Node, def *draft, mode string) []scheduler.Job {
 			return d.jobField(j, p, fp, false)
 		})
 		d.handler(j)
+		d.jobPool(j, mode)
 		if mode == "redlock" && j.job.Concurrency > 1 {
 			d.jobError(j, "concurrency", "", fmt.Errorf("must be 1 with store mode redlock (got %d): redlock coordinates mutexes only", j.job.Concurrency))
 		}
@@ -207,6 +208,10 @@ func yamlField(base string, fe *scheduler.FieldError) (top, path string, err err
 	if fe.Field == "Handler" && errors.As(fe.Err, &jf) {
 		top, path = handlerField(base, jf)
 		return top, path, jf
+	}
+	if fe.Field == "PoolSize" {
+		// Not a job field: the size comes from the pool's entry in pools:.
+		fe = &scheduler.FieldError{Job: fe.Job, Field: "Pool", Err: fe.Err}
 	}
 	path = base
 	for i, seg := range strings.Split(fe.Field, ".") {
@@ -514,6 +519,8 @@ func (d *decoder) jobField(j *draft, p pair, path string, inDefaults bool) bool 
 		j.job.PauseAfterFailures, ok = d.integer(v, path)
 	case "blackouts":
 		j.job.Blackouts, ok = d.blackouts(v, path)
+	case "pool":
+		j.job.Pool, ok = d.str(v, path)
 	}
 	if !ok {
 		j.bad[p.name] = true

@@ -181,6 +181,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"admin":         {desc: "The admin HTTP server: /healthz, /readyz, /metrics, the console and the JSON API. Off when listen is unset.", schema: ref("admin")},
 		"defaults":      {desc: "Any job field except name and schedule; a job's own value wins (env and http.headers merge key by key).", schema: ref("defaults")},
 		"notifications": {desc: "Webhook targets jobs name in notify:. One POST per event across the cluster (Solocron-Delivery: <run id>:<event> is the idempotency key), retried with backoff. Not in redlock mode.", schema: map[string]any{"type": []string{"array", "null"}, "items": ref("notification")}},
+		"pools":         {desc: "Pools of slots shared by jobs: name -> number of slots, e.g. {exports: 3}. A job with pool: <name> needs a slot of its pool as well as one of its own, across all replicas and all the pool's jobs. Not in redlock mode.", schema: map[string]any{"type": []string{"object", "null"}, "propertyNames": map[string]any{"pattern": `^[A-Za-z0-9_.-]{1,128}$`}, "additionalProperties": integer(1)}},
 		"jobs":          {desc: "The jobs. Write jobs: [] for a replica that runs none.", schema: map[string]any{"type": []string{"array", "null"}, "items": ref("job")}},
 	},
 	"store": {
@@ -258,6 +259,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"log_output":        {desc: "Command jobs: the level the job's output lines are logged at; debug keeps output out of an INFO log.", schema: enum("debug", "info"), def: "debug"},
 
 		"blackouts":            {desc: "Windows in which scheduled (and catch-up) instants do not run but are recorded skipped_blackout: {cron, duration, timezone} (each cron instant opens a window of duration) or {from, to} (RFC 3339; from inclusive, to exclusive). Manual runs still run.", schema: list(ref("blackout"), 0)},
+		"pool":                 {desc: "A pool (from pools:) whose slots this job shares with its other jobs: each run needs a free slot of the pool as well as one of its own; overlap applies to whichever is full (replace stops only this job's runs). Moving a job into or out of a pool starts its Redis keys, and history, afresh. Not in redlock mode.", schema: orVariable(map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]{1,128}$`})},
 		"pause_after_failures": {desc: "Pause the job cluster-wide after this many runs in a row end failed, timed_out or lease_lost (a success resets the count; scheduler resume clears it). The run that paused it says why in its record. 0 means never.", schema: integer(0), def: 0},
 	},
 	"blackout": {

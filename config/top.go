@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	topFields      = []string{"replica_id", "store", "admin", "notifications", "defaults", "jobs"}
+	topFields      = []string{"replica_id", "store", "admin", "notifications", "pools", "defaults", "jobs"}
 	storeFields    = []string{"url", "mode", "sentinel", "cluster", "redlock", "tls", "key_prefix", "max_clock_skew", "min_replicas_ack", "min_replicas_ack_timeout"}
 	tlsFields      = []string{"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify"}
 	sentinelFields = []string{"master", "addrs", "username", "password"}
@@ -34,7 +34,7 @@ func (d *decoder) top(f *File, root *yaml.Node) {
 		d.errorf(root, "yaml", "expected a mapping (replica_id, store, admin, defaults, jobs) at the top of the file, got %s", describe(root))
 		return
 	}
-	var store, admin, notifications, defaults, jobList *pair
+	var store, admin, notifications, pools, defaults, jobList *pair
 	d.fields(d.mapping(root, ""), "", topFields, topHint, func(p pair, path string) bool {
 		switch p.name {
 		case "replica_id":
@@ -45,6 +45,8 @@ func (d *decoder) top(f *File, root *yaml.Node) {
 			admin = &p
 		case "notifications":
 			notifications = &p
+		case "pools":
+			pools = &p
 		case "defaults":
 			defaults = &p
 		case "jobs":
@@ -73,6 +75,14 @@ func (d *decoder) top(f *File, root *yaml.Node) {
 		d.targets = f.Notifications
 		if modeOK && f.Store.Mode == "redlock" && len(f.Notifications) > 0 {
 			d.errorf(notifications.key, "notifications", "need one Redis deployment: in redlock mode every master would queue each event")
+		}
+	}
+	// Before the jobs: their pool: names these.
+	if pools != nil {
+		f.Pools = d.poolSizes(pools.val, "pools")
+		d.pools = f.Pools
+		if modeOK && f.Store.Mode == "redlock" && len(f.Pools) > 0 {
+			d.errorf(pools.key, "pools", "need one Redis deployment: in redlock mode each master would count a pool's slots apart")
 		}
 	}
 	def := newDraft("defaults", nil)

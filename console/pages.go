@@ -172,6 +172,8 @@ type jobRow struct {
 	Ratio                             string
 	Running                           []runningView
 	Slots                             string
+	Pool                              string // "exports 2/3": the job's pool's use; "" for none
+	PoolHolders                       []string
 	Queued                            int
 	Paused, PausedInTable             bool
 }
@@ -192,6 +194,9 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 		Name: j.Name, Schedule: j.Schedule, Words: words(j.Schedule), Zone: cmp.Or(j.Timezone, "UTC"),
 		Kind: kindOf(j), Paused: o.Paused, PausedInTable: j.Paused, Queued: o.Waiting + o.PendingManual,
 		Slots: fmt.Sprintf("%d/%d", len(o.Running), max(j.Concurrency, 1)),
+	}
+	if p := o.Pool; p != nil {
+		row.Pool, row.PoolHolders = fmt.Sprintf("%s %d/%d", p.Name, p.Used, p.Size), p.Holders
 	}
 	if s, err := j.Timing(); err == nil {
 		if next := s.Next(now); !next.IsZero() {

@@ -13,6 +13,9 @@ import (
 // and Store (stores.go) gets a constructor that opens it.
 type backend interface {
 	metaKey(job string) string
+	// placePools places the keys of the table's pooled jobs under their
+	// pool's hash tag (pool.go); metaKey follows.
+	placePools(jobs []Job)
 
 	// preload loads every script, so the first claim is one round trip.
 	preload(ctx context.Context) error

@@ -40,7 +40,11 @@ type fleet struct {
 func establish(t testing.TB, rdb redis.Cmdable, table []scheduler.Job) {
 	t.Helper()
 	for _, j := range table {
-		if err := rdb.HSetNX(context.Background(), "solocron:{"+j.Name+"}:meta", "epoch", "established").Err(); err != nil {
+		tag := "{" + j.Name + "}"
+		if j.Pool != "" {
+			tag = "{pool:" + j.Pool + "}" + tag // pool.go
+		}
+		if err := rdb.HSetNX(context.Background(), "solocron:"+tag+":meta", "epoch", "established").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -139,6 +139,8 @@ type Status struct {
 	// Backfill is the job's backfill, going on or finished within the
 	// last day; nil if none (Control.Backfill).
 	Backfill *Backfill `json:"backfill,omitempty"`
+	// Pool is the use of the job's pool (Job.Pool), nil for a job in none.
+	Pool *PoolUse `json:"pool,omitempty"`
 }
 
 // Status reads the job's state with the history's latest limit runs.

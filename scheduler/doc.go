@@ -44,8 +44,9 @@
 // NewRedisStore takes one Redis deployment: a *redis.Client for a standalone server,
 // the client of redis.NewFailoverClient for a Sentinel-managed primary, or a
 // *redis.ClusterClient for Redis Cluster, where every key of a job shares the
-// hash tag {<job>}, so each script touches one slot and a batch of claims is
-// one pipeline per node. Replication in all of these is asynchronous: a
+// hash tag {<job>} (a job in a pool, Job.Pool, has its pool's tag instead,
+// so that its claim takes the pool's slot in the same script), so each
+// script touches one slot and a batch of claims is one pipeline per node. Replication in all of these is asynchronous: a
 // failover can lose a claim and let a run start twice, unless
 // WithMinReplicasAck makes each claim (and renewal) count only once enough
 // replicas acknowledged it; one they did not is taken back and the run is
@@ -89,6 +90,7 @@
 // protocol of protocol.go (every script's arguments and answers, and the
 // run record; the scripts are in lua/). Around them: scheduler.go (New,
 // Reload, Run), job.go and jobstate.go (the table), options.go,
+// pool.go (pools shared by jobs: where their keys are, their use),
 // control.go, storecontrol.go and statuses.go (Control), overview.go,
 // replicas.go, notify.go, telemetry.go and jobmetrics.go.
 package scheduler

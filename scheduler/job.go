@@ -134,6 +134,22 @@ type Job struct {
 	// instants do not run: they are recorded skipped_blackout. Manual runs
 	// still run.
 	Blackouts []Blackout
+	// Pool names a pool of slots the job shares with other jobs (and the
+	// same name rules as a job): each run needs one of the pool's PoolSize
+	// slots, across all replicas and all the pool's jobs, as well as one of
+	// its own Concurrency slots. Overlap applies to whichever is full
+	// (replace stops only the job's own runs: a pool full of other jobs'
+	// runs skips). The pool slot is held under the run's lease, renewed and
+	// freed with it. A pooled job's keys carry its pool's Redis Cluster
+	// hash tag instead of its own, so that one script can take both slots:
+	// putting a job into a pool (or out of one) starts its keys, and its
+	// history, afresh. Redlock cannot hold pools. Default none.
+	Pool string
+	// PoolSize is the number of slots of Pool (at least 1); every job of a
+	// pool gives the same size. A Reload may change it: runs already in
+	// flight keep their slots, and runs start again once fewer than the new
+	// size hold one.
+	PoolSize int
 }
 
 // MaxJobNameLen is the longest job name accepted.
@@ -297,6 +313,15 @@ func (j *Job) validate(index int) ([]error, parsed) {
 				Err: fmt.Errorf("%s leaves no room inside the lease (%s): at most half of it, so that the job's processes are killed before its slot can be given away; lower kill_grace or raise lease", g, lease)}})
 		}
 	}
+	switch {
+	case j.Pool == "" && j.PoolSize != 0:
+		bad("Pool", "is empty, but PoolSize is set (%d)", j.PoolSize)
+	case j.Pool == "":
+	case len(j.Pool) > MaxJobNameLen || !ValidJobName(j.Pool):
+		bad("Pool", "%q is not a valid pool name: letters, digits, '_', '.' and '-', at most %d bytes", clipName(j.Pool), MaxJobNameLen)
+	case j.PoolSize < 1:
+		bad("Pool", "pool %q needs a size of at least 1 slot (PoolSize %d)", j.Pool, j.PoolSize)
+	}
 	if j.Concurrency < 0 {
 		bad("Concurrency", "must be at least 1 (got %d)", j.Concurrency)
 	}
@@ -346,6 +371,7 @@ func checkTable(jobs []Job) ([]parsed, error) {
 	var errs []error
 	out := make([]parsed, len(jobs))
 	seen := make(map[string]int, len(jobs))
+	pools := map[string]int{} // pool -> the first job in it
 	for i := range jobs {
 		var jerrs []error
 		jerrs, out[i] = jobs[i].validate(i)
@@ -355,6 +381,14 @@ func checkTable(jobs []Job) ([]parsed, error) {
 				Err: fmt.Errorf("%q is already the name of jobs[%d]", jobs[i].Name, first)})
 		} else {
 			seen[jobs[i].Name] = i
+		}
+		if p := jobs[i].Pool; p != "" {
+			if first, ok := pools[p]; ok && jobs[first].PoolSize != jobs[i].PoolSize {
+				errs = append(errs, &FieldError{Job: i, Field: "Pool",
+					Err: fmt.Errorf("pool %q has size %d here but %d in jobs[%d]", p, jobs[i].PoolSize, jobs[first].PoolSize, first)})
+			} else if !ok {
+				pools[p] = i
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -19,6 +19,7 @@ type Option func(*config)
 type config struct {
 	replicaID     string
 	prefix        string
+	pools         *poolPlace // the Store's (stores.go)
 	skew          time.Duration
 	clock         Clock
 	logger        *slog.Logger

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -150,7 +151,45 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 			out[h.i].Running = append(out[h.i].Running, runFromHash(h.id, m))
 		}
 	}
-	return out, nil
+	return out, s.poolUses(ctx, jobs, out)
+}
+
+// poolUses fills in the pool use of the pooled jobs among jobs, reading
+// each pool once, in one more round trip (none without pools).
+func (s *store) poolUses(ctx context.Context, jobs []string, out []Overview) error {
+	held := map[string]*redis.ZSliceCmd{}
+	for _, j := range jobs {
+		if p := s.pools.pool(j); p != "" {
+			held[p] = nil
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	var now *redis.TimeCmd
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for name := range held {
+			held[name] = p.ZRangeWithScores(ctx, s.poolKey(name), 0, -1)
+		}
+		now = p.Time(ctx)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		cmd := held[s.pools.pool(j)]
+		if cmd == nil {
+			continue
+		}
+		var ids []string
+		for _, z := range cmd.Val() {
+			if int64(z.Score) > now.Val().UnixMilli() {
+				ids = append(ids, fmt.Sprint(z.Member))
+			}
+		}
+		out[i].Pool = s.pools.use(j, ids)
+	}
+	return nil
 }
 
 // HistoryPage returns the job's finished run records newest first, skipping

@@ -210,7 +210,8 @@ type claimReq struct {
 // lease, concurrency, overlap, max wait, starting deadline, retention,
 // history limit, paused, known epoch, fence floor, catch-up window,
 // catch-up base (backfill: its cursor), ticket, catch-up read time
-// (backfill: its id), pause after failures, in a blackout window (1|0).
+// (backfill: its id), pause after failures, in a blackout window (1|0),
+// pool size (0: no pool).
 func (r *claimReq) appendTerms(b []byte) []byte {
 	j := r.j
 	b = append(b, byte(r.kind), '|')
@@ -259,12 +260,14 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = append(b, '|')
 	b = strconv.AppendInt(b, int64(j.PauseAfterFailures), 10)
 	b = append(b, '|')
+	blackout := byte('0')
 	if r.kind != kindManual && len(j.blackouts) > 0 {
 		if _, in := j.blackouts.at(r.sched); in {
-			return append(b, '1')
+			blackout = '1'
 		}
 	}
-	return append(b, '0')
+	b = append(b, blackout, '|')
+	return strconv.AppendInt(b, int64(j.PoolSize), 10)
 }
 
 // claimRes is the decision for one run.
@@ -330,12 +333,12 @@ func decodeClaim(f []string, ackMode bool) claimRes {
 // Admissions (admit.lua) --------------------------------------------------
 
 // admitArgs is the number of admit.lua's arguments.
-const admitArgs = 7
+const admitArgs = 8
 
 func admitCall(r *claimReq, waiterTTL time.Duration, fenceFloor int64) call {
 	j := r.j
 	return call{keys: []string{j.metaKey}, args: []any{r.id, r.owner, j.Lease.Milliseconds(),
-		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused)}}
+		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize}}
 }
 
 // decodeAdmit reads admit.lua's answer: the status, the fencing token

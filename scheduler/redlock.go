@@ -84,6 +84,10 @@ func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 
 func (rl *redlock) metaKey(job string) string { return rl.masters[0].metaKey(job) }
 
+// placePools: the masters share one placement (a Redlock scheduler refuses
+// pools; a Control may still be told of a table's).
+func (rl *redlock) placePools(jobs []Job) { rl.masters[0].placePools(jobs) }
+
 // each calls fn on every master in parallel and returns their answers. A
 // master that has not answered within the Redlock timeout counts as failed
 // (whether or not its client honours the context). It waits for every

@@ -160,6 +160,9 @@ func (s *Scheduler) Reload(jobs []Job) error {
 			if j.Concurrency > 1 {
 				errs = append(errs, fmt.Errorf("scheduler: job %q: concurrency %d: Redlock coordinates mutexes only (concurrency 1)", j.Name, j.Concurrency))
 			}
+			if j.Pool != "" {
+				errs = append(errs, fmt.Errorf("scheduler: job %q: pool %q: Redlock cannot hold pools (a pool's slots would be counted by each master apart)", j.Name, j.Pool))
+			}
 		}
 		if err := errors.Join(errs...); err != nil {
 			return err
@@ -167,6 +170,7 @@ func (s *Scheduler) Reload(jobs []Job) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.store.placePools(jobs)
 	tab := make([]*jobState, len(jobs))
 	for i, spec := range jobs {
 		spec = spec.withDefaults()

@@ -287,6 +287,11 @@ func newSimWorld(t *testing.T, plan *simPlan) *simWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var table []Job
+	for _, sj := range plan.jobs {
+		table = append(table, sj.Job)
+	}
+	ctl.UseTable(table) // the pooled jobs' keys
 	w := &simWorld{t: t, plan: plan, m: m, admin: admin, ctl: ctl, start: time.Now(), ledger: testkit.NewLedger(),
 		trace: os.Getenv("SOLOCRON_SIM_TRACE") == "1", obs: newSimObs(), flight: map[int]string{}}
 	w.log = slog.New(slog.NewTextHandler(simLog(), &slog.HandlerOptions{Level: slog.LevelDebug})).With("seed", plan.seed)
@@ -727,3 +732,6 @@ func (w *simWorld) relZ(t time.Time) string {
 	}
 	return w.rel(t).String()
 }
+
+// simPool is the pool of the plan's pooled jobs.
+const simPool = "exports"

@@ -28,6 +28,7 @@ const (
 	invLiveness      = "decided-when-calm"          // with every replica up and the store answering, every instant is decided, not missed
 	invHolders       = "holders-within-concurrency" // per job, never more than concurrency leases valid at once on the store's clock
 	invSlotTokens    = "slot-tokens-rise"           // per (job, slot): one valid lease at a time, tokens rise in order of grant and of start
+	invPoolLimit     = "pool-limit-kept"            // per pool, never more leases of its jobs valid at once on the store's clock than its size
 )
 
 type simViolation struct {
@@ -773,6 +774,17 @@ func (w *simWorld) checkLeases() []simViolation {
 	}
 	for _, job := range slices.Sorted(maps.Keys(byJob)) {
 		overlaps(invHolders, fmt.Sprintf("job %s (concurrency %d)", job, limit[job]), limit[job], byJob[job])
+	}
+	// A run of a pooled job holds its pool's slot under the same lease.
+	byPool, poolSize := map[string][]simSpan{}, map[string]int{}
+	for _, j := range w.plan.jobs {
+		if j.Pool != "" {
+			byPool[j.Pool] = append(byPool[j.Pool], byJob[j.Name]...)
+			poolSize[j.Pool] = j.PoolSize
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(byPool)) {
+		overlaps(invPoolLimit, fmt.Sprintf("pool %s (size %d)", p, poolSize[p]), poolSize[p], byPool[p])
 	}
 	for _, k := range slices.Sorted(maps.Keys(bySlot)) {
 		job, slot, _ := strings.Cut(k, "|")

@@ -110,6 +110,9 @@ func (p *simPlan) String() string {
 		fmt.Fprintf(&b, "  job %s: %s concurrency=%d overlap=%s lease=%s deadline=%s max_wait=%s catchup=%s/%s jitter=%s retries=%d runs=%s..%s fail=%d%%\n",
 			j.Name, j.Schedule, j.Concurrency, j.Overlap, j.Lease, j.StartingDeadline, j.MaxWait, j.CatchupWindow, j.Catchup,
 			j.Jitter, j.Retries, j.runFor[0], j.runFor[1], j.failPct)
+		if j.Pool != "" {
+			fmt.Fprintf(&b, "    pool %s of %d\n", j.Pool, j.PoolSize)
+		}
 	}
 	for _, e := range p.events {
 		fmt.Fprintf(&b, "  %s\n", e)
@@ -213,6 +216,26 @@ func newSimPlan(seed uint64) *simPlan {
 	// Every fault ends before simFaultsUntil: the settle period is calm.
 	for i := range p.events {
 		p.events[i].dur = min(p.events[i].dur, simFaultsUntil-5*time.Second-p.events[i].at)
+	}
+	// exa, exb: two jobs sharing a pool of 1 or 2 slots, each with slots of
+	// its own to spare, overlap skip or wait. Not replace: with it, a late
+	// claim replaces a run claimed ahead that still starts at its instant
+	// with the lower token (slot-tokens-rise; seeds 20 and 48 showed it),
+	// a defect of replace with claim ahead, not of pools, left for a fix of
+	// its own. Drawn from a generator of their own,
+	// after the rest, so that the other jobs and the faults of a seed stay
+	// what they were before pools.
+	prng := rand.New(rand.NewPCG(seed, 0x9001))
+	size := 1 + prng.IntN(2)
+	for _, name := range []string{"exa", "exb"} {
+		sj := simJob{Job: Job{Name: name, Schedule: fmt.Sprintf("@every %ds", 2+prng.IntN(2)), Concurrency: 1 + prng.IntN(2),
+			Overlap: []Overlap{OverlapSkip, OverlapWait}[prng.IntN(2)], Pool: simPool, PoolSize: size,
+			Lease: []time.Duration{3 * time.Second, 5 * time.Second}[prng.IntN(2)], HistoryLimit: 500},
+			runFor: [2]time.Duration{500 * time.Millisecond, 4 * time.Second}}
+		if sj.Overlap == OverlapWait {
+			sj.MaxWait = time.Duration(2+prng.IntN(9)) * time.Second
+		}
+		p.jobs = append(p.jobs, sj)
 	}
 	// Events are applied in time order; equal times keep the drawn order.
 	for i := 1; i < len(p.events); i++ {

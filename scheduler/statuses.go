@@ -68,6 +68,9 @@ func (s *store) statuses(ctx context.Context, jobs []string, limit int) ([]*Stat
 		if out[i], err = decodeStatus(j, per[i]); err != nil {
 			return nil, err
 		}
+		if f, _ := per[i].([]any); len(f) > 8 {
+			out[i].Pool = s.pools.use(j, strs(f[8]))
+		}
 	}
 	return out, nil
 }
@@ -75,7 +78,7 @@ func (s *store) statuses(ctx context.Context, jobs []string, limit int) ([]*Stat
 // decodeStatus reads one job's part of the status script's answer.
 func decodeStatus(job string, v any) (*Status, error) {
 	f, ok := v.([]any)
-	if !ok || len(f) != 8 {
+	if !ok || len(f) < 8 {
 		return nil, fmt.Errorf("scheduler: bad status answer for %q", job)
 	}
 	str := func(x any) string { s, _ := x.(string); return s }

@@ -14,6 +14,7 @@ import (
 type store struct {
 	redisConn // the transport: the scripts run through it
 	prefix    string
+	pools     *poolPlace // which jobs' keys are under a pool's tag
 
 	// claimAhead is how long before its instant a run may be claimed.
 	claimAhead time.Duration
@@ -34,12 +35,18 @@ func newStore(c redis.UniversalClient, cfg config) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{redisConn: conn, prefix: cfg.prefix, claimAhead: cfg.maxAhead, skew: cfg.skew, fenceCheck: true}, nil
+	return &store{redisConn: conn, prefix: cfg.prefix, pools: cfg.pools, claimAhead: cfg.maxAhead, skew: cfg.skew, fenceCheck: true}, nil
 }
 
-func (s *store) metaKey(job string) string { return s.prefix + ":{" + job + "}:meta" }
+func (s *store) metaKey(job string) string { return s.key(job, "meta") }
 func (s *store) key(job, kind string) string {
-	return s.prefix + ":{" + job + "}:" + kind
+	return s.prefix + ":" + s.pools.tag(job) + ":" + kind
+}
+func (s *store) placePools(jobs []Job) {
+	if s.pools == nil { // a store made without a Store (tests)
+		s.pools = &poolPlace{}
+	}
+	s.pools.set(jobs)
 }
 
 func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoReq) ([]undoAnswer, error) {

@@ -111,6 +111,8 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	var waiting, manual *redis.IntCmd
 	var hist *redis.StringSliceCmd
 	var backfill func() *Backfill
+	var pool *redis.ZSliceCmd
+	var now *redis.TimeCmd
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		backfill = s.backfillStatus(ctx, p, job)
 		meta = p.HMGet(ctx, s.metaKey(job), "paused", "last", "paused_why", "fails")
@@ -118,11 +120,25 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 		waiting = p.ZCard(ctx, s.key(job, "queue"))
 		manual = p.ZCard(ctx, s.key(job, "manual"))
 		hist = p.LRange(ctx, s.key(job, "history"), 0, int64(limit-1))
+		if name := s.pools.pool(job); name != "" {
+			pool = p.ZRangeWithScores(ctx, s.poolKey(name), 0, -1)
+			now = p.Time(ctx)
+		}
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	st := &Status{Job: job, Waiting: int(waiting.Val()), PendingManual: int(manual.Val()), Running: []Run{}, Backfill: backfill()}
+	if pool != nil {
+		// Held with a valid lease on Redis' clock, as status.lua reads it.
+		var held []string
+		for _, z := range pool.Val() {
+			if int64(z.Score) > now.Val().UnixMilli() {
+				held = append(held, fmt.Sprint(z.Member))
+			}
+		}
+		st.Pool = s.pools.use(job, held)
+	}
 	if m := meta.Val(); len(m) == 4 {
 		st.Paused = m[0] == "1"
 		if v, ok := m[1].(string); ok {

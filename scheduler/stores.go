@@ -29,6 +29,7 @@ type storeConfig struct {
 	minAck         int
 	ackTimeout     time.Duration
 	redlockTimeout time.Duration
+	pools          *poolPlace
 }
 
 // WithKeyPrefix sets the prefix of every Redis key. Every replica and
@@ -60,7 +61,7 @@ func WithRedlockTimeout(d time.Duration) StoreOption {
 }
 
 func newStoreConfig(opts []StoreOption) (storeConfig, error) {
-	c := storeConfig{prefix: "solocron"}
+	c := storeConfig{prefix: "solocron", pools: &poolPlace{}}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -158,7 +159,7 @@ func (st *Store) Control() *Control {
 // the store's options; acks: it waits for replicas (WithMinReplicasAck).
 // Each gets its own: a Redlock combinator keeps what it learns per replica.
 func (st *Store) open(cfg config, acks bool) (backend, error) {
-	cfg.prefix = st.cfg.prefix
+	cfg.prefix, cfg.pools = st.cfg.prefix, st.cfg.pools
 	cfg.ackTimeout, cfg.redlockTimeout = st.cfg.ackTimeout, st.cfg.redlockTimeout
 	cfg.minAck = 0
 	if acks {

@@ -59,6 +59,7 @@ func (c *cli) withControl(cmd string, pos []string, needJob bool, fn func(ctx co
 		fmt.Fprintf(c.stderr, "scheduler %s: %v\n", cmd, err)
 		return exitFailure
 	}
+	ctl.UseTable(f.Jobs) // pooled jobs' keys are under their pool's tag
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return fn(ctx, f, ctl, job)
@@ -189,6 +190,22 @@ func printStatusTable(w io.Writer, states []jobState) {
 			orDash(last.ID), orDash(outcome(last)), orDash(last.Replica), stamp(last.FinishedAt), dur(last))
 	}
 	_ = tw.Flush()
+	seen := map[string]bool{}
+	for _, st := range states {
+		if p := st.Pool; p != nil && !seen[p.Name] {
+			seen[p.Name] = true
+			fmt.Fprintf(w, "pool %s\n", poolText(p))
+		}
+	}
+}
+
+// poolText is a pool's use: "exports 2/3 used by a@..., b@...".
+func poolText(p *scheduler.PoolUse) string {
+	s := fmt.Sprintf("%s %d/%d used", p.Name, p.Used, p.Size)
+	if len(p.Holders) > 0 {
+		s += " by " + strings.Join(p.Holders, ", ")
+	}
+	return s
 }
 
 func printJobStatus(w io.Writer, st jobState) {
@@ -203,6 +220,9 @@ func printJobStatus(w io.Writer, st jobState) {
 	fmt.Fprintf(w, "pending manual: %d\n", st.PendingManual)
 	if b := st.Backfill; b != nil {
 		fmt.Fprintf(w, "backfill:       %s\n", backfillText(b))
+	}
+	if p := st.Pool; p != nil {
+		fmt.Fprintf(w, "pool:           %s\n", poolText(p))
 	}
 	fmt.Fprintf(w, "running:        %d\n", len(st.Running))
 	if len(st.Running) > 0 {

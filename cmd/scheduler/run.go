@@ -164,6 +164,7 @@ func (c *cli) run(o runOptions) int {
 
 	var draining atomic.Bool
 	var srv *http.Server
+	var adminCtl *scheduler.Control // follows the table's pools on reload
 	if listen != "" {
 		var tlsConf *tls.Config
 		if t := f.Admin.TLS; t != nil {
@@ -186,6 +187,8 @@ func (c *cli) run(o runOptions) int {
 			log.Error("cannot open the admin API's store client", "err", err)
 			return exitUsage
 		}
+		actl.UseTable(f.Jobs)
+		adminCtl = actl
 		l, err := net.Listen("tcp", listen)
 		if err != nil {
 			log.Error("cannot serve the admin API", "addr", listen, "err", err)
@@ -243,7 +246,7 @@ wait:
 		case s := <-sigs:
 			switch {
 			case s == syscall.SIGHUP:
-				reload(c.config, f, sched, log)
+				reload(c.config, f, sched, adminCtl, log)
 			case !draining.Load():
 				draining.Store(true)
 				log.Info("signal received: shutting down", "signal", s.String(), "grace", o.grace)
@@ -273,7 +276,7 @@ wait:
 // reload reads the table file again and, if it is good, puts its jobs in
 // force. A bad file changes nothing. Sections other than jobs and defaults
 // are fixed at start; changes there are reported and wait for a restart.
-func reload(path string, started *config.File, sched *scheduler.Scheduler, log *slog.Logger) {
+func reload(path string, started *config.File, sched *scheduler.Scheduler, ctl *scheduler.Control, log *slog.Logger) {
 	f, err := config.Load(path)
 	if err != nil {
 		problems := configProblems(path, err)
@@ -306,6 +309,9 @@ func reload(path string, started *config.File, sched *scheduler.Scheduler, log *
 	if err := sched.Reload(f.Jobs); err != nil { // config validated it; should not happen
 		log.Error("reload failed: the table in force is unchanged", "file", path, "err", err)
 		return
+	}
+	if ctl != nil {
+		ctl.UseTable(f.Jobs)
 	}
 	after := names(f.Jobs)
 	log.Info("table reloaded", "file", path, "jobs", len(f.Jobs),

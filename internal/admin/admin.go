@@ -330,6 +330,9 @@ type JobInfo struct {
 	ConsecutiveFailures *int `json:"consecutive_failures,omitempty"`
 	// Running counts runs in flight on any replica. Listing only.
 	Running *int `json:"running,omitempty"`
+	// Pool is the use of the job's pool (pool:): its size, the slots
+	// held and by which runs. Listing only; absent for a job in no pool.
+	Pool *scheduler.PoolUse `json:"pool,omitempty"`
 	// LastRun is the latest finished run. Listing only.
 	LastRun *scheduler.Run `json:"last_run,omitempty"`
 }
@@ -417,6 +420,7 @@ func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
 		running := len(st.Running)
 		in.Paused, in.Running = &st.Paused, &running
 		in.PausedWhy, in.ConsecutiveFailures = st.PausedWhy, &st.ConsecutiveFailures
+		in.Pool = st.Pool
 		if len(st.History) > 0 {
 			in.LastRun = &st.History[0]
 		}

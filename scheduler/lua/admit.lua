@@ -4,12 +4,13 @@
 -- ARGV[1] run id   ARGV[2] owner token   ARGV[3] lease ms   ARGV[4] concurrency
 -- ARGV[5] waiter ttl ms   ARGV[6] highest fencing token the replica has seen
 -- ARGV[7] paused by the replica's table: 1|0
+-- ARGV[8] the size of the job's pool (0: the job has no pool)
 -- Returns {"started", fencing token, slot} | {"waiting", place} |
 --         {"skipped_overlap"} | {"skipped_paused"} |
 --         {"missed"} (admitted by an earlier call whose answer was lost, and
 --         closed since: it never started) |
 --         {"lost"} (no longer ours: reaped, or not found)
--- protocol: head=7 per_run=0 answers=started,waiting,skipped_overlap,skipped_paused,missed,lost (checked against protocol.go by TestProtocolHeaders)
+-- protocol: head=8 per_run=0 answers=started,waiting,skipped_overlap,skipped_paused,missed,lost (checked against protocol.go by TestProtocolHeaders)
 local meta = KEYS[1]
 local id, owner, lease, limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
@@ -52,7 +53,8 @@ if now > tonumber(rec[3]) then
   close(base, rk, 'skipped_overlap', 'no concurrency slot freed within max_wait', now)
   return {'skipped_overlap'}
 end
-local free = limit - redis.call('ZCARD', base .. 'slots')
+-- A pooled job's run also needs a free slot of its pool.
+local free = math.min(limit - redis.call('ZCARD', base .. 'slots'), pool_free(base, ARGV[8], now))
 local rank = redis.call('ZRANK', queue, id)
 if rank and rank < free then
   redis.call('ZREM', queue, id)

@@ -33,7 +33,8 @@
 --      backfill's id (0 otherwise) |
 --      pause_after_failures (0: never), kept in the run's record as pf |
 --      1 if the instant is inside one of the job's blackout windows (every
---      replica computes it alike), else 0
+--      replica computes it alike), else 0 | the size of the job's pool
+--      (0: the job has no pool)
 --   A lost race reads only the first two: Redis makes a Lua string of every
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
@@ -53,7 +54,7 @@
 --   {"refused", epoch, reason}                not ours to decide
 -- protocol: head=6 per_run=3 answers=started,decided,skipped_overlap,skipped_paused,skipped_blackout,missed,waiting,early,later,refused (checked against protocol.go by TestProtocolHeaders)
 local F = 3
-local TERMS = '^' .. string.rep('([^|]*)|', 18) .. '([^|]*)$'
+local TERMS = '^' .. string.rep('([^|]*)|', 19) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
 local check_fence = ARGV[6] == '1'
@@ -84,7 +85,7 @@ local function claim(meta, a)
       if d[1] == 'running' then
         return {'started', '', d[4], now_s, d[6] or '1'}
       elseif d[1] == 'waiting' then
-        local id = string.match(base, '{(.*)}') .. '@' .. suffix
+        local id = job_of(base) .. '@' .. suffix
         return {'waiting', '', int((redis.call('ZRANK', base .. 'queue', id) or 0) + 1)}
       elseif d[5] == 'started' and (d[1] == 'missed' or d[1] == 'lease_lost' and
           redis.call('HGET', rk, 'closed_by') ~= 'holder') then
@@ -92,7 +93,7 @@ local function claim(meta, a)
         -- deadline; its lease ran out meanwhile and the cluster closed it.
         -- Asked again, its holder never had the answer: it never ran.
         if d[1] == 'lease_lost' then
-          never_started(base, rk, string.match(base, '{(.*)}') .. '@' .. suffix,
+          never_started(base, rk, job_of(base) .. '@' .. suffix,
             'never started: its claim was answered after its replica stopped waiting, and its lease ran out before the claim was asked again', now)
         end
         return {'missed', ''}
@@ -106,10 +107,10 @@ local function claim(meta, a)
     return 'decided||' .. d[1] .. '|' .. (d[4] or '') .. '|' .. (d[2] or '')
   end
 
-  local job = string.match(base, '{(.*)}')
+  local job = job_of(base)
   local id = job .. '@' .. suffix
   local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,
-    ffloor, cwindow_s, cbase_s, ticket, read_s, pf, blackout = string.match(ARGV[a + 3], TERMS)
+    ffloor, cwindow_s, cbase_s, ticket, read_s, pf, blackout, psize = string.match(ARGV[a + 3], TERMS)
   if not kind then
     return {'refused', '', 'malformed claim terms'}
   end
@@ -247,11 +248,19 @@ local function claim(meta, a)
     reap(base, now)
     held, queued = redis.call('ZCARD', slots), redis.call('ZCARD', queue)
   end
-  if held + queued >= limit then
+  -- A pooled job also needs a slot of its pool; a run that would wait
+  -- queues behind the job's runs already waiting for one.
+  local pfree = pool_free(base, psize, now)
+  local pool_full = pfree <= 0 or (overlap == 'wait' and queued > 0 and pfree ~= math.huge)
+  local full = 'all ' .. limit .. ' concurrency slots busy'
+  if held + queued < limit and pool_full then
+    full = 'all ' .. psize .. ' slots of pool ' .. string.match(pool_of(base), '{pool:([^{}]*)}') .. ' busy'
+  end
+  if held + queued >= limit or pool_full then
     if kind == 'b' then
-      -- A backfill runs within the job's concurrency: it takes the
-      -- instant again when a slot is free.
-      return {'refused', epoch, 'every concurrency slot busy'}
+      -- A backfill runs within the job's concurrency and its pool: it
+      -- takes the instant again when a slot is free.
+      return {'refused', epoch, full}
     end
     if ahead then
       return {'later', epoch, now_s}
@@ -281,12 +290,14 @@ local function claim(meta, a)
           oldest, oldest_start = other, st
         end
       end
-      redis.call('ZREM', slots, oldest)
+      release(base, oldest)
       local vk = run_key(base, oldest)
       redis.call('HSET', vk, 'replaced_by', id)
       close(base, vk, 'replaced', 'replaced by ' .. id, now)
     else
-      return decide('skipped_overlap', 'all ' .. limit .. ' concurrency slots busy')
+      -- replace stops runs of its own job only: a pool full of other
+      -- jobs' runs skips.
+      return decide('skipped_overlap', full)
     end
   end
 
@@ -307,7 +318,7 @@ local function claim(meta, a)
       'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started)
   end
   redis.call('PEXPIRE', rk, lease + retention)
-  redis.call('ZADD', slots, now + lease, id)
+  hold(base, id, now + lease)
   if moves_last and sched > last then
     redis.call('HSET', meta, 'fence', f, 'last', sched_s)
   else

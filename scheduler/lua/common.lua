@@ -1,8 +1,12 @@
 -- common.lua is prepended to every scheduler script.
 --
 -- Keys of one job share the hash tag {<job>}, so one script may touch them
--- all on Redis Cluster. Scripts receive the job's meta key in KEYS and derive
--- the others from it ("<prefix>:{<job>}:" .. kind), always inside that tag:
+-- all on Redis Cluster; a job in a pool (pools:) has the tag of its pool
+-- instead, "<prefix>:{pool:<pool>}{<job>}:" .. kind, so that one script may
+-- also touch the pool's key, "<prefix>:{pool:<pool>}:held" (zset run id ->
+-- lease expiry, server ms: the pool's slots, held by runs of all its jobs).
+-- Scripts receive the job's meta key in KEYS and derive the others from it,
+-- always inside that tag:
 --   meta          hash  epoch, floor, guarded, paused, last, fence; ok, at:<outcome> (see note);
 --                       fails, paused_why (see tally); h:n, h:s, h:ok (see push_entry)
 --   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
@@ -33,6 +37,66 @@ local clock, int = fence_clock, fence_int
 
 local function base_of(meta)
   return string.sub(meta, 1, -5)
+end
+
+-- job_of is the job's name in its keys' base ("<prefix>:{<job>}:" or
+-- "<prefix>:{pool:<pool>}{<job>}:").
+local function job_of(base)
+  return string.match(base, '{([^{}]*)}:$')
+end
+
+-- pool_of is the key of the pool a job's keys belong to, or nil.
+local function pool_of(base)
+  local p = string.match(base, '^(.*{pool:[^{}]*})')
+  if p then
+    return p .. ':held'
+  end
+end
+
+-- Slots: a run in flight holds one of its job's slots (base .. 'slots'),
+-- and one of its pool's when the job has one, under the same lease: hold
+-- takes or extends both, release frees both, expire frees those whose lease
+-- ran out. No other code writes either set.
+local function hold(base, id, expiry, xx)
+  local p = pool_of(base)
+  if xx then
+    redis.call('ZADD', base .. 'slots', 'XX', expiry, id)
+    if p then
+      redis.call('ZADD', p, 'XX', expiry, id)
+    end
+    return
+  end
+  redis.call('ZADD', base .. 'slots', expiry, id)
+  if p then
+    redis.call('ZADD', p, expiry, id)
+    redis.call('PEXPIRE', p, META_TTL)
+  end
+end
+
+local function release(base, id)
+  redis.call('ZREM', base .. 'slots', id)
+  local p = pool_of(base)
+  if p then
+    redis.call('ZREM', p, id)
+  end
+end
+
+local function expire(key, now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+end
+
+-- pool_free is how many slots of the job's pool (size: the pool's size in
+-- the asking replica's table; 0: the job has no pool) are free at now, after
+-- freeing those whose lease ran out: a holder that died gives its pool slot
+-- back when its lease ends, whichever job's claim notices. Its own record
+-- is closed lease_lost by its own job's reap.
+local function pool_free(base, size, now)
+  local p = pool_of(base)
+  if not p or (tonumber(size) or 0) <= 0 then
+    return math.huge
+  end
+  expire(p, now)
+  return tonumber(size) - redis.call('ZCARD', p)
 end
 
 local function run_key(base, id)
@@ -225,7 +289,7 @@ local function push_history(base, rk, ended)
     if vals[i + 1] then rec[f] = vals[i + 1] end
   end
   -- id and job live in the key, not in the record.
-  rec.job = string.match(base, '{(.*)}')
+  rec.job = job_of(base)
   rec.id = rec.job .. '@' .. string.sub(rk, #base + 5)
   if rec.started and not rec.attempts then
     rec.attempts = '1'
@@ -268,7 +332,7 @@ local function tally(base, rk, outcome)
     n, limit, outcome)
   redis.call('HSET', meta, 'paused', '1', 'paused_why', why)
   redis.call('HSET', rk, 'paused', why)
-  local job = string.match(base, '{(.*)}')
+  local job = job_of(base)
   -- Microseconds, as pause.lua: each pause is an event of its own.
   local ms, us = clock()
   notify(base, {id = job .. '@paused-' .. int(us), job = job, outcome = 'paused', finished = int(ms), paused = why})
@@ -346,7 +410,11 @@ local function reap(base, now)
     end
   end
   if #dead > 0 then
-    redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+    expire(slots, now)
+    local p = pool_of(base)
+    if p then
+      expire(p, now)
+    end
   end
   local gone = redis.call('ZRANGEBYSCORE', waiting, '-inf', now)
   local floor
@@ -487,7 +555,7 @@ end
 local function start(meta, base, rk, id, lease, now, ffloor, limit)
   local slot = take_slot(meta, base, rk, id, limit or 1)
   local f = next_fence(meta, ffloor)
-  redis.call('ZADD', base .. 'slots', now + lease, id)
+  hold(base, id, now + lease)
   redis.call('HSET', rk, 'decision', 'started', 'outcome', 'running', 'fence', int(f),
     'started', int(now), 'attempts', '1')
   redis.call('PEXPIRE', rk, lease + (tonumber(redis.call('HGET', rk, 'ret')) or 60000))

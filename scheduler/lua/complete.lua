@@ -33,7 +33,7 @@ for i = 1, #KEYS do
       redis.call('ZREM', base .. 'queue', id)
       redis.call('ZREM', base .. 'waiting', id)
     else
-      redis.call('ZREM', base .. 'slots', id)
+      release(base, id)
     end
     redis.call('HSET', rk, 'decision', decision, 'outcome', outcome, 'finished', fin, 'error', ARGV[a + 5],
       'attempts', ARGV[a + 4], 'closed_by', 'holder')
@@ -60,7 +60,7 @@ for i = 1, #KEYS do
       -- Bounded, as the holder bounds its own text: 2 KiB.
       err = string.sub(err .. '; the job then ended: ' .. ARGV[a + 5], 1, 2048)
     end
-    redis.call('ZREM', base .. 'slots', id)
+    release(base, id)
     redis.call('HSET', rk, 'attempts', ARGV[a + 4], 'error', err, 'closed_by', 'holder')
     if outcome == 'missed' and rec[2] == 'lease_lost' then
       -- The cluster closed it lease_lost, but its holder never started it

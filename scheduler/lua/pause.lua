@@ -18,7 +18,7 @@ end
 redis.call('PEXPIRE', KEYS[1], META_TTL)
 if ARGV[1] == '1' and was ~= '1' then
   local base = base_of(KEYS[1])
-  local job = string.match(base, '{(.*)}')
+  local job = job_of(base)
   -- Microseconds: a pause, resume and pause in one millisecond are two events.
   local ms, us = clock()
   notify(base, {id = job .. '@paused-' .. int(us), job = job, outcome = 'paused', finished = int(ms)})

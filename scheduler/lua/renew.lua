@@ -1,5 +1,5 @@
 -- Renews the leases of runs in flight: each run's record and its slot
--- together. Renewal never re-creates anything: a missing record or slot
+-- (and its pool's slot, for a job in a pool) together. Renewal never re-creates anything: a missing record or slot
 -- means the lease is lost.
 -- KEYS[i]  meta key of run i's job
 -- ARGV: 3 fields per run: run id, owner token, lease ms
@@ -24,11 +24,11 @@ for i = 1, #KEYS do
     local exp = tonumber(redis.call('ZSCORE', slots, id))
     if not exp or exp <= now then
       -- Expired before anyone reaped it: it is lost all the same.
-      redis.call('ZREM', slots, id)
+      release(base, id)
       close(base, rk, 'lease_lost', 'lease expired before it was renewed', now)
       out[i] = 'lost'
     else
-      redis.call('ZADD', slots, 'XX', now + lease, id)
+      hold(base, id, now + lease, true)
       redis.call('PEXPIRE', rk, lease + (tonumber(rec[3]) or 60000))
       out[i] = 'ok'
     end

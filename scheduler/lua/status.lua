@@ -4,15 +4,17 @@
 -- KEYS   the meta key of each job (on Redis Cluster, one job per call)
 -- ARGV[1] how many history records per job
 -- Returns, per job: {paused, last, waiting, manual, history, running,
--- paused_why, fails}, where paused, last, paused_why (why the cluster paused
+-- paused_why, fails, pool}, where paused, last, paused_why (why the cluster paused
 -- the job by itself) and fails (consecutive failures) are the meta fields
 -- ('' when unset), waiting and manual
 -- the sizes of the queue and of the manual requests, history the latest
 -- records (JSON, newest first), and running one {id, {field, value, ...}}
--- per run holding a slot.
+-- per run holding a slot, and pool the ids of the runs holding a slot of
+-- the job's pool, their leases valid (empty for a job in no pool).
 -- protocol: head=1 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
 local limit = tonumber(ARGV[1])
 local out = {}
+local now = now_ms()
 for i, meta in ipairs(KEYS) do
   local base = base_of(meta)
   local m = redis.call('HMGET', meta, 'paused', 'last', 'paused_why', 'fails')
@@ -24,6 +26,10 @@ for i, meta in ipairs(KEYS) do
     end
   end
   out[i] = {m[1] or '', m[2] or '', redis.call('ZCARD', base .. 'queue'), redis.call('ZCARD', base .. 'manual'),
-    redis.call('LRANGE', base .. 'history', 0, limit - 1), running, m[3] or '', m[4] or ''}
+    redis.call('LRANGE', base .. 'history', 0, limit - 1), running, m[3] or '', m[4] or '', {}}
+  local p = pool_of(base)
+  if p then
+    out[i][9] = redis.call('ZRANGEBYSCORE', p, '(' .. now, '+inf')
+  end
 end
 return out

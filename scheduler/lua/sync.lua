@@ -25,7 +25,7 @@ for i = 1, #KEYS do
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', manual, '-inf', now - manual_ttl)) do
     local rk = run_key(base, id)
     if not redis.call('HGET', rk, 'outcome') then
-      redis.call('HSET', rk, 'id', id, 'job', string.match(base, '{(.*)}'), 'kind', 'm',
+      redis.call('HSET', rk, 'id', id, 'job', job_of(base), 'kind', 'm',
         'sched', int(redis.call('ZSCORE', manual, id)), 'replica', replica, 'ret', retention, 'hl', hlimit,
         'decision', 'missed')
       close(base, rk, 'missed', 'no replica picked up the manual run', now)

@@ -25,12 +25,12 @@ for i = 1, #KEYS do
   local base = base_of(meta)
   local rk = run_key(base, id)
   local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'kind', 'sched', 'ticket', 'wait_until', 'ret')
-  local slots, queue, waiting = base .. 'slots', base .. 'queue', base .. 'waiting'
+  local queue, waiting = base .. 'queue', base .. 'waiting'
   if rec[1] ~= owner or (rec[2] ~= 'running' and rec[2] ~= 'waiting') then
     out[i] = 'kept'
   elseif mode == 'requeue' then
     if rec[2] == 'running' then
-      redis.call('ZREM', slots, id)
+      release(base, id)
       local ticket = rec[5] or redis.call('HINCRBY', meta, 'ticket', 1)
       local until_ = tonumber(rec[6]) or (now + max_wait)
       redis.call('HSET', rk, 'outcome', 'waiting', 'decision', '', 'ticket', ticket, 'wait_until', int(until_))
@@ -41,7 +41,7 @@ for i = 1, #KEYS do
     redis.call('ZADD', waiting, now + wttl, id)
     out[i] = 'requeued'
   else
-    redis.call('ZREM', slots, id)
+    release(base, id)
     redis.call('ZREM', queue, id)
     redis.call('ZREM', waiting, id)
     redis.call('DEL', rk)
