@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/solocron/solocron/internal/fencing"
 )
 
 type proxyMode int
@@ -380,7 +382,8 @@ func (p *proxy) classify(args []string) *cmdEvent {
 }
 
 // loadScripts maps the SHA of each of the scheduler's scripts to its name,
-// as the scheduler builds them: lua/common.lua followed by lua/<name>.lua.
+// as the scheduler builds them: internal/fencing's fence.lua, then
+// lua/common.lua, then lua/<name>.lua.
 func loadScripts() (map[string]string, error) {
 	dir := filepath.Join("..", "scheduler", "lua")
 	common, err := os.ReadFile(filepath.Join(dir, "common.lua"))
@@ -401,7 +404,7 @@ func loadScripts() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		sum := sha1.Sum(append(append([]byte(nil), common...), body...))
+		sum := sha1.Sum(append(append([]byte(fencing.Lua), common...), body...))
 		out[hex.EncodeToString(sum[:])] = base
 	}
 	if len(out) == 0 {
