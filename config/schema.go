@@ -242,7 +242,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"env":               {desc: "Command jobs: variables added to the environment. SOLOCRON_* variables are set by the scheduler.", schema: strMap()},
 		"kill_grace":        {desc: "Command jobs: time between SIGTERM and SIGKILL to the process group when a run is stopped; at most lease/2 (a lost lease is declared kill_grace + 0.5s early so the group is gone before the slot can be given away).", schema: duration},
 		"concurrency":       {desc: "Runs of this job in flight at once, across all replicas (0 means the default). 1 with store mode redlock.", schema: integer(0), def: scheduler.DefaultConcurrency},
-		"overlap":           {desc: "When all slots are busy: skip the run, wait (first in, first out, up to max_wait), or replace the oldest run in flight.", schema: enum(scheduler.OverlapSkip, scheduler.OverlapWait, scheduler.OverlapReplace), def: scheduler.OverlapSkip},
+		"overlap":           {desc: "When all slots are busy: skip the run, wait (first in, first out, up to max_wait), or replace the oldest run in flight of an earlier instant (none: the run is skipped).", schema: enum(scheduler.OverlapSkip, scheduler.OverlapWait, scheduler.OverlapReplace), def: scheduler.OverlapSkip},
 		"max_wait":          {desc: "overlap: wait only: how long a run may queue for a slot; default starting_deadline.", schema: duration},
 		"lease":             {desc: "The claim's lifetime, renewed every lease/3 while the job runs; a run whose renewals fail for that long loses it.", schema: duration, def: scheduler.DefaultLease.String()},
 		"timeout":           {desc: "A run lasting longer is cancelled and recorded timed_out. 0 means none.", schema: duration, def: "0s"},

@@ -27,7 +27,10 @@ const (
 	OverlapWait Overlap = "wait"
 	// OverlapReplace starts the run at once and tells the oldest run in flight,
 	// wherever it runs, to stop: its next lease renewal answers "replaced", its
-	// context is cancelled and its record is closed as replaced.
+	// context is cancelled and its record is closed as replaced. Only a run of
+	// an earlier instant that has started is replaced: when every run in
+	// flight is of a later instant (this claim came late) or claimed ahead
+	// and not started yet, the run is recorded skipped_overlap.
 	OverlapReplace Overlap = "replace"
 )
 

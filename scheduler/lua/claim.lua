@@ -283,12 +283,20 @@ local function claim(meta, a)
     elseif overlap == 'replace' and held > 0 then
       -- The oldest run in flight, on whichever replica, is closed as
       -- replaced; its holder learns it at its next renewal and cancels.
+      -- Only a run of an earlier instant that has started: a late claim
+      -- of an earlier instant (after an outage, or answered late) does not
+      -- stop a later one, and a run claimed ahead, not started yet, would
+      -- start at its instant all the same, its replacement beside it.
       local oldest, oldest_start
       for _, other in ipairs(redis.call('ZRANGE', slots, 0, -1)) do
-        local st = tonumber(redis.call('HGET', run_key(base, other), 'started')) or 0
-        if not oldest or st < oldest_start then
+        local o = redis.call('HMGET', run_key(base, other), 'started', 'sched')
+        local st, at = tonumber(o[1]) or 0, tonumber(o[2]) or 0
+        if st <= now and at < sched and (not oldest or st < oldest_start) then
           oldest, oldest_start = other, st
         end
+      end
+      if not oldest then
+        return decide('skipped_overlap', full .. ' with runs of later instants (replace stops only older runs)')
       end
       release(base, oldest)
       local vk = run_key(base, oldest)
