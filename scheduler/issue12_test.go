@@ -304,7 +304,7 @@ func isClaimRequest(cmd redis.Cmder) bool {
 	}
 	args := cmd.Args()
 	keys, _ := args[2].(int)
-	if keys <= 0 || len(args) != 3+keys+6+3*keys {
+	if keys <= 0 || len(args) != 3+keys+scheduler.ClaimHead+3*keys {
 		return false
 	}
 	terms, _ := args[len(args)-1].(string)

@@ -40,6 +40,7 @@ type config struct {
 	minAck         int
 	ackTimeout     time.Duration
 	redlockTimeout time.Duration
+	ephemeral      bool
 
 	version string              // WithVersion, in replicas.go
 	redact  func(string) string // see WithRedactor

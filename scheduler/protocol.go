@@ -149,11 +149,12 @@ var scriptSpecs = map[string]scriptSpec{
 // Claims (claim.lua) ------------------------------------------------------
 
 // claimHead is the number of claim.lua's own ARGV fields, before the runs'.
-const claimHead = 6
+const claimHead = 7
 
 // claimHeadArgs are claim.lua's own arguments.
-func claimHeadArgs(replica string, skew, waiterTTL, ahead time.Duration, fenceCheck bool) []any {
-	return []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), newEpoch(), ahead.Milliseconds(), boolInt(fenceCheck)}
+// born: the store began empty with this process (WithEphemeralStore).
+func claimHeadArgs(replica string, skew, waiterTTL, ahead time.Duration, fenceCheck, born bool) []any {
+	return []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), newEpoch(), ahead.Milliseconds(), boolInt(fenceCheck), boolInt(born)}
 }
 
 // claimFields is the number of ARGV fields per run in claim.lua: the run
@@ -466,13 +467,13 @@ type syncRes struct {
 // syncHead and syncFields are the numbers of sync.lua's own ARGV fields
 // and of those per job; syncLeast the fewest fields of its answer per job.
 const (
-	syncHead   = 4
+	syncHead   = 5
 	syncFields = 5
 	syncLeast  = 6
 )
 
-func syncHeadArgs(skew, manualTTL, ahead time.Duration) []any {
-	return []any{skew.Milliseconds(), newEpoch(), manualTTL.Milliseconds(), ahead.Milliseconds()}
+func syncHeadArgs(skew, manualTTL, ahead time.Duration, born bool) []any {
+	return []any{skew.Milliseconds(), newEpoch(), manualTTL.Milliseconds(), ahead.Milliseconds(), boolInt(born)}
 }
 
 // appendSync appends job r's arguments; fenceCheck as for claims.
@@ -500,10 +501,10 @@ func decodeSync(f []string) syncRes {
 // Control's writes (trigger.lua, pause.lua) -------------------------------
 
 // triggerArgs is the number of trigger.lua's arguments.
-const triggerArgs = 4
+const triggerArgs = 5
 
-func triggerCall(metaKey, id string, skew time.Duration) call {
-	return call{keys: []string{metaKey}, args: []any{id, MaxPendingManual, newEpoch(), (2 * skew).Milliseconds()}}
+func triggerCall(metaKey, id string, skew time.Duration, born bool) call {
+	return call{keys: []string{metaKey}, args: []any{id, MaxPendingManual, newEpoch(), (2 * skew).Milliseconds(), boolInt(born)}}
 }
 
 // decodeTrigger reads trigger.lua's answer: whether the job's queue of

@@ -108,14 +108,14 @@ func TestProtocolEncoders(t *testing.T) {
 			t.Errorf("%s: encoders send %d head and %d per-run arguments, spec says %d and %d", name, len(head), len(perRun), spec.head, spec.perRun)
 		}
 	}
-	check("claim", claimHeadArgs("r", time.Second, time.Second, 0, true), appendClaim(nil, &r, &buf))
+	check("claim", claimHeadArgs("r", time.Second, time.Second, 0, true, false), appendClaim(nil, &r, &buf))
 	check("admit", admitCall(&r, time.Second, 0).args, nil)
 	check("renew", nil, appendRenew(nil, &renewReq{j: j, id: r.id, owner: r.owner}))
 	check("complete", nil, appendComplete(nil, &completeReq{r: &r}))
 	check("undo", nil, appendUndo(nil, &undoReq{j: j, id: r.id, owner: r.owner, mode: undoDrop}, time.Second))
-	check("sync", syncHeadArgs(time.Second, time.Second, 0), appendSync(nil, &syncReq{j: j}, "r", true))
+	check("sync", syncHeadArgs(time.Second, time.Second, 0, false), appendSync(nil, &syncReq{j: j}, "r", true))
 	check("attempt", attemptCall(j, r.id, r.owner, 2, 0).args, nil)
-	check("trigger", triggerCall(j.metaKey, "j@manual-1", time.Second).args, nil)
+	check("trigger", triggerCall(j.metaKey, "j@manual-1", time.Second, false).args, nil)
 	check("pause", pauseArgs(true), nil)
 	// claim.lua reads the terms as '|'-separated fields: 20 of them.
 	if n := len(strings.Split(string(r.appendTerms(nil)), "|")); n != 20 {

@@ -611,11 +611,11 @@ type scriptCounter struct {
 	calls, runs, trips atomic.Int64
 }
 
-// claimCalls counts claim calls: 6 global arguments and 3 per run, the
+// claimCalls counts claim calls: ClaimHead global arguments and 3 per run, the
 // last of them the run's terms separated by '|'.
 func claimCalls() *scriptCounter {
 	return &scriptCounter{shape: func(keys int, argv []any) bool {
-		if len(argv) != 6+3*keys {
+		if len(argv) != scheduler.ClaimHead+3*keys {
 			return false
 		}
 		terms, _ := argv[len(argv)-1].(string)
@@ -751,7 +751,7 @@ func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
 	}{
 		// claim.lua with one run: EVALSHA sha 1 key + 6 + 3 args
 		{"claim", scheduler.Job{Name: "c", Schedule: "@every 10s"}, nil, func(cmd redis.Cmder) bool {
-			return isClaim(cmd) && len(cmd.Args()) == 3+1+6+3
+			return isClaim(cmd) && len(cmd.Args()) == 3+1+scheduler.ClaimHead+3
 		}},
 		// complete.lua: EVALSHA sha k keys + 8 args per run.
 		// A failing job: a retried close must not report its error twice.

@@ -72,15 +72,17 @@ type simLoss struct {
 const simAllDown = "every replica down"
 
 // simLossReason starts the error of a run the store records missed because
-// it lost its data (claim.lua); simLossNoticed bounds how long after a loss
+// it lost its data (claim.lua), simUnsureReason the same when no replica
+// that asked remembered the job's state (it may be new); simLossNoticed bounds how long after a loss
 // a manual request may still be recorded so (until a replica notices it).
 // simCloseTimeout is the engine's default close timeout (closeRun's bound
 // on recording a run's end), which the simulation's replicas use.
 const simCloseTimeout = 5 * time.Second
 
 const (
-	simLossReason  = "Redis lost data"
-	simLossNoticed = 10 * time.Second
+	simLossReason   = "Redis lost data"
+	simUnsureReason = "Redis held no state of this job"
+	simLossNoticed  = 10 * time.Second
 )
 
 // firstNoted and lastNoted are the first and last times run id was seen:
@@ -470,7 +472,7 @@ func (w *simWorld) check() []simViolation {
 		if len(rs) > 1 {
 			var kept []Run
 			for _, r := range rs {
-				if !(r.Decision == Missed && strings.HasPrefix(r.Error, simLossReason) &&
+				if !(r.Decision == Missed && simForLoss(r.Error) &&
 					o.lossBetween(w.firstNoted(id, rs), r.FinishedAt, false)) {
 					kept = append(kept, r)
 				}
@@ -581,7 +583,7 @@ func (w *simWorld) check() []simViolation {
 		}
 		lossAnswer := false
 		for _, r := range o.records[m.id] {
-			if r.Decision == Missed && strings.HasPrefix(r.Error, simLossReason) {
+			if r.Decision == Missed && simForLoss(r.Error) {
 				lossAnswer = true
 			}
 		}
@@ -865,4 +867,10 @@ func (w *simWorld) checkLeases() []simViolation {
 		}
 	}
 	return vs
+}
+
+// simForLoss reports whether a missed run's error is the store's answer
+// after a loss (claim.lua: sure, or unsure whether the job was new).
+func simForLoss(err string) bool {
+	return strings.HasPrefix(err, simLossReason) || strings.HasPrefix(err, simUnsureReason)
 }

@@ -25,6 +25,9 @@ type store struct {
 	// has seen with the store's last (a store below it lost writes). Off
 	// for a Redlock master: the token a replica saw may be another's.
 	fenceCheck bool
+	// born: the store began empty with this process and cannot lose data
+	// while it runs (WithEphemeralStore): a job without state is new.
+	born bool
 	// backfillSeen is the list of jobs with a backfill the last heartbeat
 	// read (manualHints, in its round trip): see backfill.go.
 	backfillSeen atomic.Pointer[[]string]
@@ -35,7 +38,7 @@ func newStore(c redis.UniversalClient, cfg config) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{redisConn: conn, prefix: cfg.prefix, pools: cfg.pools, claimAhead: cfg.maxAhead, skew: cfg.skew, fenceCheck: true}, nil
+	return &store{redisConn: conn, prefix: cfg.prefix, pools: cfg.pools, claimAhead: cfg.maxAhead, skew: cfg.skew, fenceCheck: true, born: cfg.ephemeral}, nil
 }
 
 func (s *store) metaKey(job string) string { return s.key(job, "meta") }
@@ -106,7 +109,7 @@ func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.
 // claimOnly runs claim.lua; with min_replicas_ack, a start that too few
 // replicas acknowledged says why in its unacked field.
 func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
-	head := claimHeadArgs(replica, skew, waiterTTL, s.claimAhead, s.fenceCheck)
+	head := claimHeadArgs(replica, skew, waiterTTL, s.claimAhead, s.fenceCheck, s.born)
 	var buf []byte
 	calls, groups := batch(s, reqs, func(r *claimReq) *jobState { return r.j }, head, claimFields, func(args []any, r *claimReq) []any {
 		return appendClaim(args, r, &buf)
@@ -207,7 +210,7 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 }
 
 func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	calls, groups := batch(s, reqs, func(r *syncReq) *jobState { return r.j }, syncHeadArgs(skew, manualTTL, s.claimAhead), syncFields, func(args []any, r *syncReq) []any {
+	calls, groups := batch(s, reqs, func(r *syncReq) *jobState { return r.j }, syncHeadArgs(skew, manualTTL, s.claimAhead, s.born), syncFields, func(args []any, r *syncReq) []any {
 		return appendSync(args, r, replica, s.fenceCheck)
 	})
 	replies, err := s.exec(ctx, syncScript, calls)

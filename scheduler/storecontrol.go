@@ -27,7 +27,7 @@ func (s *store) hintKey() string { return s.prefix + ":manual" }
 const hintLookback = time.Minute
 
 func (s *store) trigger(ctx context.Context, job, id string) error {
-	v, err := s.execHint(ctx, triggerScript, triggerCall(s.metaKey(job), id, s.skew), s.hintKey(), job)
+	v, err := s.execHint(ctx, triggerScript, triggerCall(s.metaKey(job), id, s.skew, s.born), s.hintKey(), job)
 	if err != nil {
 		return err
 	}

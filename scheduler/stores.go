@@ -30,6 +30,7 @@ type storeConfig struct {
 	ackTimeout     time.Duration
 	redlockTimeout time.Duration
 	pools          *poolPlace
+	ephemeral      bool
 }
 
 // WithKeyPrefix sets the prefix of every Redis key. Every replica and
@@ -59,6 +60,17 @@ func WithMinReplicasAck(n int, timeout time.Duration) StoreOption {
 func WithRedlockTimeout(d time.Duration) StoreOption {
 	return func(c *storeConfig) { c.redlockTimeout = d }
 }
+
+// WithEphemeralStore says that the Redis behind the store lives and dies
+// with this process — an in-process store such as miniredis, the daemon's
+// embedded default: it began empty, nothing else writes to it, and it
+// cannot lose data while the process runs. A job without state in it is
+// then a new job, and its first instants run. Without this option a job
+// without state may be one whose state Redis lost, and its runs due within
+// max clock skew + claim ahead of that moment are recorded missed (they may
+// have run before the loss). For NewRedisStore only; never for a Redis
+// that outlives the process or that other processes share.
+func WithEphemeralStore() StoreOption { return func(c *storeConfig) { c.ephemeral = true } }
 
 func newStoreConfig(opts []StoreOption) (storeConfig, error) {
 	c := storeConfig{prefix: "solocron", pools: &poolPlace{}}
@@ -129,6 +141,9 @@ func NewRedlockStore(clients []redis.UniversalClient, opts ...StoreOption) (*Sto
 	if err != nil {
 		return nil, err
 	}
+	if cfg.ephemeral {
+		return nil, errors.New("scheduler: WithEphemeralStore is not for Redlock: its masters outlive a replica")
+	}
 	if cfg.minAck != 0 {
 		return nil, errors.New("scheduler: WithMinReplicasAck is not for Redlock: its masters have no replicas; a quorum of masters is its acknowledgement")
 	}
@@ -161,6 +176,7 @@ func (st *Store) Control() *Control {
 func (st *Store) open(cfg config, acks bool) (backend, error) {
 	cfg.prefix, cfg.pools = st.cfg.prefix, st.cfg.pools
 	cfg.ackTimeout, cfg.redlockTimeout = st.cfg.ackTimeout, st.cfg.redlockTimeout
+	cfg.ephemeral = st.cfg.ephemeral
 	cfg.minAck = 0
 	if acks {
 		cfg.minAck = st.cfg.minAck

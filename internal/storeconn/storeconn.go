@@ -63,6 +63,11 @@ func (c *Conn) Close() error {
 // over Masters, a Redis store over Client.
 func (c *Conn) Store() (*scheduler.Store, error) {
 	opts := []scheduler.StoreOption{scheduler.WithKeyPrefix(c.store.KeyPrefix)}
+	if c.Embedded != nil {
+		// It began empty with this process: a job without state is new,
+		// not lost, and its first instants run.
+		opts = append(opts, scheduler.WithEphemeralStore())
+	}
 	if c.store.MinReplicasAck > 0 {
 		opts = append(opts, scheduler.WithMinReplicasAck(c.store.MinReplicasAck, c.store.MinReplicasAckTimeout))
 	}

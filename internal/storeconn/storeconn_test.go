@@ -361,3 +361,39 @@ func TestOpenAdmin(t *testing.T) {
 		t.Errorf("the scheduler's client is named %q", o.ClientName)
 	}
 }
+
+// The embedded store began empty with the process: a job without state in
+// it is new, and its first instants run. (On a Redis that may have lost the
+// job's state, the runs due in the first max_clock_skew + claim ahead are
+// recorded missed instead, which on the embedded store read as a loss that
+// never happened.)
+func TestEmbeddedStoreRunsFirstInstants(t *testing.T) {
+	conn := open(t, config.Store{})
+	ledger := testkit.NewLedger()
+	s, err := conn.NewScheduler([]scheduler.Job{{Name: "tick", Schedule: "* * * * * *", Handler: ledger.Job(nil)}},
+		scheduler.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	for len(ledger.Entries()) < 2 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond) // polls the ledger; the runs come on the real clock
+	}
+	cancel()
+	<-done
+	if len(ledger.Entries()) < 2 {
+		t.Fatal("fewer than two runs in 10 s")
+	}
+	h, err := s.Control().History(t.Context(), "tick", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h {
+		if r.Outcome == scheduler.Missed {
+			t.Errorf("run %s recorded missed on a new embedded store: %s", r.ID, r.Error)
+		}
+	}
+}

@@ -13,7 +13,8 @@
 -- ARGV[6]  1: check the store against the highest fencing token the replica
 --          has seen (lost writes); 0: do not (a Redlock master: the token
 --          seen may come from another master)
--- then 3 fields per run, starting at ARGV[6 + 3*(i-1) + 1]:
+-- ARGV[7]  1: the store began empty with this process (check_epoch's born)
+-- then 3 fields per run, starting at ARGV[7 + 3*(i-1) + 1]:
 --   1 run key suffix (the run id is "<job>@<suffix>")   2 owner token
 --   3 the claim's other terms, separated by '|':
 --      kind: s scheduled, c catch-up, m manual, x record missed (the
@@ -52,12 +53,13 @@
 --   {"later", epoch, server time ms}          claimed ahead of the instant, but
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
--- protocol: head=6 per_run=3 answers=started,decided,skipped_overlap,skipped_paused,skipped_blackout,missed,waiting,early,later,refused (checked against protocol.go by TestProtocolHeaders)
+-- protocol: head=7 per_run=3 answers=started,decided,skipped_overlap,skipped_paused,skipped_blackout,missed,waiting,early,later,refused (checked against protocol.go by TestProtocolHeaders)
 local F = 3
 local TERMS = '^' .. string.rep('([^|]*)|', 19) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
 local check_fence = ARGV[6] == '1'
+local born = ARGV[7] == '1'
 local now, now_us = clock()
 local now_s = int(now)
 
@@ -123,7 +125,7 @@ local function claim(meta, a)
   if check_fence then
     seen = ffloor
   end
-  local epoch, floor, paused, last, fence_last, lost = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen)
+  local epoch, floor, paused, last, fence_last, lost, unsure = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen, born)
 
   -- The run's record. id and job are not stored: they are in its key.
   local rkind = kind == 'x' and 's' or kind
@@ -145,6 +147,11 @@ local function claim(meta, a)
 
   local loss = 'Redis lost data (a restart without persistence, a flush, or a failover to a copy that missed ' ..
     'writes) after this run could have started: it is not started again'
+  if unsure then
+    loss = 'Redis held no state of this job when this run was due: a new job (or key prefix), or Redis lost data ' ..
+      '(a restart without persistence, a flush, or a failover to a copy that missed writes) that no running ' ..
+      'replica saw; a run that could have started before is not started, so that it cannot run twice'
+  end
   if kind == 'm' then
     if not redis.call('ZSCORE', base .. 'manual', id) then
       return {'refused', epoch, 'no pending manual request'}
@@ -403,7 +410,7 @@ end
 
 local out = {}
 for i = 1, #KEYS do
-  local a = 6 + F * (i - 1)
+  local a = 7 + F * (i - 1)
   if string.sub(ARGV[a + 3], 1, 2) == 'b|' then
     out[i] = claim_backfill(KEYS[i], a)
   else

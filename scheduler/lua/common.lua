@@ -466,22 +466,33 @@ end
 -- recorded missed. Manual requests made before the loss was noticed
 -- (lost: Redis' time then) may have run too. A loss noticed by the fence
 -- draws a new epoch, so that every replica learns of it and logs it.
--- Returns epoch, floor, paused, last, fence, lost.
-local function check_epoch(meta, known, now, margin, fresh, seen)
-  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day', 'lost')
+-- born: the store began empty with this process and cannot lose data while
+-- it runs (an in-process store, WithEphemeralStore): a missing meta is a
+-- new job, and no floor is placed.
+-- unsure (kept in the meta): the floor was placed for a missing meta that
+-- the asking replica had never seen either — a new job, or a loss nobody
+-- remembers (every replica restarted with it); the missed records say so.
+-- Returns epoch, floor, paused, last, fence, lost, unsure.
+local function check_epoch(meta, known, now, margin, fresh, seen, born)
+  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day', 'lost', 'unsure')
   local epoch, floor, lost = m[1], tonumber(m[2]) or 0, tonumber(m[8]) or 0
   local fence = tonumber(m[6]) or 0
   local day = int(math.floor(now / 86400000))
+  local unsure = m[9] == '1'
   seen = tonumber(seen) or 0
   if not epoch then
     -- The tokens keep rising past what the asking replica saw, and the
     -- others' higher ones (seen before this loss) are not a new loss.
     epoch, floor, lost, fence = fresh, now + margin, now, math.max(fence, seen)
+    if born then
+      floor, lost = 0, 0
+    end
+    unsure = known == '' and seen == 0
     redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
-      'fence', int(fence))
+      'fence', int(fence), 'unsure', unsure and '1' or '0')
   elseif known ~= '' and known ~= epoch and m[3] ~= '1' then
-    floor, lost = math.max(floor, now + margin), now
-    redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1', 'lost', int(lost))
+    floor, lost, unsure = math.max(floor, now + margin), now, false
+    redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1', 'lost', int(lost), 'unsure', '0')
   end
   if seen > fence then
     if floor > now then
@@ -491,9 +502,9 @@ local function check_epoch(meta, known, now, margin, fresh, seen)
       fence = seen
       redis.call('HSET', meta, 'fence', int(fence))
     else
-      epoch, floor, lost, fence = fresh, now + margin, now, seen
+      epoch, floor, lost, fence, unsure = fresh, now + margin, now, seen, false
       redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
-        'fence', int(fence))
+        'fence', int(fence), 'unsure', '0')
     end
   end
   if m[7] ~= day then
@@ -504,7 +515,7 @@ local function check_epoch(meta, known, now, margin, fresh, seen)
     redis.call('PEXPIRE', meta, META_TTL)
     redis.call('PEXPIRE', base .. 'history', META_TTL)
   end
-  return epoch, floor, m[4] or '0', tonumber(m[5]) or 0, fence, lost
+  return epoch, floor, m[4] or '0', tonumber(m[5]) or 0, fence, lost, unsure
 end
 
 -- next_fence issues the job's next fencing token (fence.lua's rule): the

@@ -4,22 +4,23 @@
 -- replica needs to know.
 -- KEYS[i]  meta key of job i
 -- ARGV[1] max clock skew ms   ARGV[2] fresh epoch   ARGV[3] manual request ttl ms
--- ARGV[4] claim ahead ms
+-- ARGV[4] claim ahead ms   ARGV[5] 1: the store began empty with this process (check_epoch's born)
 -- then 5 fields per job: known epoch, record retention ms, history limit, replica id,
 -- highest fencing token the replica has seen ("0": not checked; see check_epoch)
 -- Returns per job {epoch, paused, last decided instant ms, floor ms, highest
 -- fencing token, the job's run statistics (common.lua's stats), then pending
 -- manual runs as pairs: run id, request time ms}
--- protocol: head=4 per_run=5 answers= (checked against protocol.go by TestProtocolHeaders)
+-- protocol: head=5 per_run=5 answers= (checked against protocol.go by TestProtocolHeaders)
 local skew, fresh, manual_ttl, ahead = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local born = ARGV[5] == '1'
 local now = now_ms()
 local out = {}
 for i = 1, #KEYS do
-  local a = 4 + 5 * (i - 1)
+  local a = 5 + 5 * (i - 1)
   local known, retention, hlimit, replica = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   local meta = KEYS[i]
   local base = base_of(meta)
-  local epoch, floor, paused, last, fence = check_epoch(meta, known, now, skew + ahead, fresh, ARGV[a + 5])
+  local epoch, floor, paused, last, fence = check_epoch(meta, known, now, skew + ahead, fresh, ARGV[a + 5], born)
   reap(base, now)
   local manual = base .. 'manual'
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', manual, '-inf', now - manual_ttl)) do

@@ -4,9 +4,10 @@
 -- KEYS[1] meta key of the job
 -- ARGV[1] run id ("<job>@manual-<id>")   ARGV[2] most pending requests
 -- ARGV[3] a fresh random epoch   ARGV[4] data-loss margin ms (see check_epoch)
+-- ARGV[5] 1: the store began empty with this process (check_epoch's born)
 -- Returns the request time (server ms), or -1 when the job's queue of
 -- pending requests is full.
--- protocol: head=4 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
+-- protocol: head=5 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
 local now = now_ms()
 local base = base_of(KEYS[1])
 local manual = base .. 'manual'
@@ -14,7 +15,12 @@ local manual = base .. 'manual'
 -- loss: nothing scheduled before the floor starts), but noticed before
 -- this request: the request itself runs.
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], 'epoch', ARGV[3], 'floor', int(now + tonumber(ARGV[4])), 'guarded', '1', 'lost', int(now))
+  if ARGV[5] == '1' then
+    redis.call('HSET', KEYS[1], 'epoch', ARGV[3], 'floor', 0, 'guarded', '1', 'lost', 0, 'unsure', '0')
+  else
+    redis.call('HSET', KEYS[1], 'epoch', ARGV[3], 'floor', int(now + tonumber(ARGV[4])), 'guarded', '1',
+      'lost', int(now), 'unsure', '1')
+  end
   redis.call('PEXPIRE', KEYS[1], META_TTL)
 end
 if redis.call('ZCARD', manual) >= tonumber(ARGV[2]) then
