@@ -93,8 +93,9 @@
 // Credentials: user:password@ in a URL (Redis 6 ACL users, or a password
 // alone for requirepass), sentinel.username and sentinel.password for the
 // sentinels. Passwords never appear in errors, String or logs.
-// Redlock mode coordinates mutexes only: a job with concurrency above 1 is
-// an error there.
+// Redlock mode coordinates mutexes only: a job with concurrency above 1, or
+// with a pool, is an error there (the scheduler's own rule,
+// scheduler.ValidateRedlockTable, reported at the job's line).
 //
 // # admin
 //
