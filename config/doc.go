@@ -185,7 +185,9 @@
 // shell, write ["sh", "-c", "..."]. env must not set the variables the
 // scheduler sets for every run (SOLOCRON_JOB, SOLOCRON_RUN_ID,
 // SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT,
-// SOLOCRON_REPLICA_ID, SOLOCRON_SLOT: jobs.ReservedEnv). env, dir,
+// SOLOCRON_REPLICA_ID, SOLOCRON_SLOT) nor those that mark the job
+// supervisor (SOLOCRON_JOB_SUPERVISOR, SOLOCRON_JOB_SUPERVISOR_GORACE):
+// jobs.ReservedEnv. env, dir,
 // kill_grace and log_output in a job that is not a command job are errors.
 // A command job inherits nothing else of the scheduler's environment (see
 // jobs.Inherited): a secret it needs is named in env.

@@ -122,7 +122,7 @@ jobs:
 		}
 		// Nor what was set for the job's supervisor only (the race-built
 		// binary's GORACE, the supervisor markers).
-		for _, v := range []string{"SOLOCRON_ADMIN_TOKEN", "REDIS_PASSWORD", "TEST_ADMIN_TOKEN", "GORACE", "SOLOCRON_JOB_SUPERVISOR"} {
+		for _, v := range []string{"SOLOCRON_ADMIN_TOKEN", "REDIS_PASSWORD", "TEST_ADMIN_TOKEN", "GORACE", "SOLOCRON_JOB_SUPERVISOR", "SOLOCRON_JOB_SUPERVISOR_GORACE"} {
 			if strings.Contains(out, v+"=") {
 				t.Errorf("the job inherited %s: %q", v, out)
 			}
