@@ -93,8 +93,9 @@
 // Credentials: user:password@ in a URL (Redis 6 ACL users, or a password
 // alone for requirepass), sentinel.username and sentinel.password for the
 // sentinels. Passwords never appear in errors, String or logs.
-// Redlock mode coordinates mutexes only: a job with concurrency above 1 is
-// an error there.
+// Redlock mode coordinates mutexes only: a job with concurrency above 1, or
+// with a pool, is an error there (the scheduler's own rule,
+// scheduler.ValidateRedlockTable, reported at the job's line).
 //
 // # admin
 //
@@ -184,7 +185,9 @@
 // shell, write ["sh", "-c", "..."]. env must not set the variables the
 // scheduler sets for every run (SOLOCRON_JOB, SOLOCRON_RUN_ID,
 // SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT,
-// SOLOCRON_REPLICA_ID, SOLOCRON_SLOT: jobs.ReservedEnv). env, dir,
+// SOLOCRON_REPLICA_ID, SOLOCRON_SLOT) nor those that mark the job
+// supervisor (SOLOCRON_JOB_SUPERVISOR, SOLOCRON_JOB_SUPERVISOR_GORACE):
+// jobs.ReservedEnv. env, dir,
 // kill_grace and log_output in a job that is not a command job are errors.
 // A command job inherits nothing else of the scheduler's environment (see
 // jobs.Inherited): a secret it needs is named in env.

@@ -397,8 +397,30 @@ jobs:
 			`2:3: store.url: is not used with mode: redlock; list every server under redlock.urls`,
 			`5:28: store.redlock.urls[1]: is the same server as store.redlock.urls[0]: redlock needs independent servers`,
 			`5:44: store.redlock.urls[2]: database "x" is not a number`,
-			`7:3: defaults.concurrency: must be 1 with store mode redlock (got 3): redlock coordinates mutexes only (inherited by jobs[1] "b", jobs[3] "d")`,
-			`9:50: jobs[0].concurrency: must be 1 with store mode redlock (got 2): redlock coordinates mutexes only`,
+			`7:3: defaults.concurrency: must be 1 with a Redlock store (got 3): Redlock coordinates mutexes only (inherited by jobs[1] "b", jobs[3] "d")`,
+			`9:50: jobs[0].concurrency: must be 1 with a Redlock store (got 2): Redlock coordinates mutexes only`,
+		},
+	}, {
+		// The scheduler's own check (ValidateRedlockTable), at each pool:
+		// line, once whatever the pool's name; pools: itself too.
+		name: "redlock refuses pools",
+		text: `store:
+  mode: redlock
+  redlock: {urls: ["redis://a:1", "redis://b:1", "redis://c:1"]}
+pools: {exports: 2}
+defaults:
+  pool: exports
+jobs:
+  - {name: a, schedule: "@hourly", command: [x], pool: mail}
+  - {name: b, schedule: "@hourly", command: [x], pool: "bad name"}
+  - {name: c, schedule: "@hourly", command: [x]}
+  - {name: d, schedule: "@hourly", command: [x]}
+`,
+		want: []string{
+			`4:1: pools: need one Redis deployment: in redlock mode each master would count a pool's slots apart`,
+			`6:3: defaults.pool: a Redlock store cannot hold pool "exports": each master would count its slots apart (inherited by jobs[2] "c", jobs[3] "d")`,
+			`8:50: jobs[0].pool: a Redlock store cannot hold pool "mail": each master would count its slots apart`,
+			`9:50: jobs[1].pool: a Redlock store cannot hold pool "bad name": each master would count its slots apart`,
 		},
 	}, {
 		name: "redlock needs three servers",

@@ -168,9 +168,6 @@ func (d *decoder) jobs(n *yaml.Node, def *draft, mode string) []scheduler.Job {
 		})
 		d.handler(j)
 		d.jobPool(j, mode)
-		if mode == "redlock" && j.job.Concurrency > 1 {
-			d.jobError(j, "concurrency", "", fmt.Errorf("must be 1 with store mode redlock (got %d): redlock coordinates mutexes only", j.job.Concurrency))
-		}
 		drafts[i] = j
 	}
 
@@ -178,23 +175,37 @@ func (d *decoder) jobs(n *yaml.Node, def *draft, mode string) []scheduler.Job {
 	for i, j := range drafts {
 		table[i] = j.job
 	}
-	if err := scheduler.ValidateTable(table); err != nil {
-		for _, e := range flatten(err) {
-			var fe *scheduler.FieldError
-			if !errors.As(e, &fe) || fe.Job < 0 || fe.Job >= len(drafts) {
-				d.add(n.Line, n.Column, "jobs", e) // not expected from ValidateTable
-				continue
-			}
-			j := drafts[fe.Job]
-			top, path, err := yamlField(j.path, fe)
-			if j.skip || j.bad[top] || fe.Field == "Handler" && j.job.Handler == nil {
-				continue // already reported in YAML terms
-			}
-			d.fieldError(j, top, path, withHint(j.job.Handler, err))
-		}
+	d.validatorErrors(n, drafts, scheduler.ValidateTable(table), false)
+	if mode == "redlock" {
+		// The scheduler's own rule (New and Reload apply it too), at the
+		// YAML line of the concurrency or pool at fault. A pool: in redlock
+		// mode was left to it (jobPool), hence every field.
+		d.validatorErrors(n, drafts, scheduler.ValidateRedlockTable(table), true)
 	}
 	d.flushInherited()
 	return table
+}
+
+// validatorErrors reports err, *scheduler.FieldError values joined, each at
+// the YAML position of the job field it names; a field already reported in
+// YAML terms is skipped, unless every is set.
+func (d *decoder) validatorErrors(n *yaml.Node, drafts []*draft, err error, every bool) {
+	if err == nil {
+		return
+	}
+	for _, e := range flatten(err) {
+		var fe *scheduler.FieldError
+		if !errors.As(e, &fe) || fe.Job < 0 || fe.Job >= len(drafts) {
+			d.add(n.Line, n.Column, "jobs", e) // not expected from the scheduler's validators
+			continue
+		}
+		j := drafts[fe.Job]
+		top, path, err := yamlField(j.path, fe)
+		if j.skip || j.bad[top] && !every || fe.Field == "Handler" && j.job.Handler == nil {
+			continue // already reported in YAML terms
+		}
+		d.fieldError(j, top, path, withHint(j.job.Handler, err))
+	}
 }
 
 // yamlField maps the Go field a validator names (scheduler.FieldError,

@@ -41,7 +41,8 @@ func (d *decoder) poolSizes(n *yaml.Node, path string) map[string]int {
 }
 
 // jobPool checks a job's pool: against the pools: section and gives the
-// job its pool's size.
+// job its pool's size. In redlock mode a pool is refused whatever its name:
+// scheduler.ValidateRedlockTable says so (at the pool: line), not jobPool.
 func (d *decoder) jobPool(j *draft, mode string) {
 	name := j.job.Pool
 	if name == "" || j.bad["pool"] {
@@ -52,7 +53,7 @@ func (d *decoder) jobPool(j *draft, mode string) {
 	case ok:
 		j.job.PoolSize = size
 	case mode == "redlock":
-		d.jobError(j, "pool", "", fmt.Errorf("pools need one Redis deployment: not in redlock mode"))
+		j.bad["pool"] = true // not "unknown": no pool would do
 	default:
 		known := make([]string, 0, len(d.pools))
 		for k := range d.pools {

@@ -40,6 +40,10 @@ jobs:
       - {cron: "@every 1h", duration: 1m}
       - {from: "2026-01-02T00:00:00Z", to: "2026-01-01T00:00:00Z"}
   - {name: b, schedule: "@hourly", command: ["./x", "--a"], env: {SOLOCRON_JOB: x}, lease: 1s, kill_grace: 600ms}
+  - name: c
+    schedule: "@hourly"
+    command: [x]
+    env: {SOLOCRON_JOB_SUPERVISOR: "1", SOLOCRON_JOB_SUPERVISOR_GORACE: "1"}
 `,
 		want: []string{
 			`6:17: jobs[0].http.headers.X-A: must not contain a line break or NUL byte`,
@@ -49,6 +53,8 @@ jobs:
 			`10:44: jobs[0].blackouts[1].to: must be after from`,
 			`11:67: jobs[1].env.SOLOCRON_JOB: is set by the scheduler for every run`,
 			`11:96: jobs[1].kill_grace: 600ms leaves no room inside the lease (1s)`,
+			`15:11: jobs[2].env.SOLOCRON_JOB_SUPERVISOR: is the scheduler's own: it marks the job supervisor's process, and no program is given it`,
+			`15:41: jobs[2].env.SOLOCRON_JOB_SUPERVISOR_GORACE: is the scheduler's own: it marks the job supervisor's process, and no program is given it`,
 		},
 	}, {
 		name: "an inherited value the validator refuses only in some jobs",

@@ -64,9 +64,10 @@ type Command struct {
 	Args []string
 	// Env is added to the variables inherited from the scheduler (see
 	// Inherited), overriding those of the same name. The SOLOCRON_* run
-	// variables (ReservedEnv) override Env; Validate, which the scheduler
-	// runs on every job, refuses them. A secret a job needs goes here, by
-	// name.
+	// variables (ReservedEnv) override Env, and the supervisor's markers
+	// (SOLOCRON_JOB_SUPERVISOR, SOLOCRON_JOB_SUPERVISOR_GORACE) in Env are
+	// left out; Validate, which the scheduler runs on every job, refuses
+	// both. A secret a job needs goes here, by name.
 	Env map[string]string
 	// Dir is the working directory; "" means the scheduler's.
 	Dir string
@@ -155,7 +156,14 @@ func (c *Command) environ(ctx context.Context) []string {
 	}
 	keys := make([]string, 0, len(c.Env))
 	for k := range c.Env { // checked by prepare
-		keys = append(keys, k)
+		// Not the supervisor's markers (Validate refuses them): set by a
+		// job, SOLOCRON_JOB_SUPERVISOR would come before the supervisor's
+		// own (a Go program reads the first) and give it a wrong parent,
+		// or make a program that calls SupervisorMain, started directly,
+		// take itself for a supervisor.
+		if !slices.Contains(supervisorEnv, k) {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys) // a stable order, whatever the map's
 	for _, k := range keys {

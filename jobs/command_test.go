@@ -137,6 +137,36 @@ func TestCommandEnvironment(t *testing.T) {
 	})
 }
 
+// A job's Env cannot set the supervisor's markers: Validate refuses them
+// like the run's variables, and Run (which tolerates them) leaves them out.
+// Set, SOLOCRON_JOB_SUPERVISOR would make this program (which calls
+// SupervisorMain) take itself for a supervisor, or give the real
+// supervisor a wrong parent (a Go program reads the first of two), and
+// SOLOCRON_JOB_SUPERVISOR_GORACE would have the supervisor drop the job's
+// own GORACE. Either way the program runs as asked, and sees neither.
+func TestCommandSupervisorMarkersInEnv(t *testing.T) {
+	modes(t, func(t *testing.T, ctx context.Context) {
+		c := helper(t, "env", envSupervisor, envSupervisorGorace, "GORACE")
+		c.Env[envSupervisor] = "1"
+		c.Env[envSupervisorGorace] = "1"
+		err := c.Validate()
+		for _, k := range []string{envSupervisor, envSupervisorGorace} {
+			want := `Env["` + k + `"]: is the scheduler's own`
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Validate: %v, want %s", err, want)
+			}
+		}
+		var out syncBuffer
+		if err := c.Run(WithOutput(ctx, &out)); err != nil {
+			t.Fatalf("Run: %v\noutput: %s", err, out.String())
+		}
+		want := envSupervisor + " unset\n" + envSupervisorGorace + " unset\nGORACE=" + goraceEnv() + "\n"
+		if got := out.String(); !strings.HasPrefix(got, want) {
+			t.Errorf("child saw:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}
+
 func TestCommandOutputAndLogs(t *testing.T) {
 	modes(t, func(t *testing.T, ctx context.Context) {
 		var out, logs syncBuffer
@@ -490,10 +520,15 @@ func TestCommandEnvironmentAllowlist(t *testing.T) {
 	t.Setenv("REDIS_URL", "redis://:store-password@127.0.0.1:1/0")
 	t.Setenv("LC_TIME", "C")
 	t.Setenv("TZ", "UTC")
+	// Markers in the scheduler's own environment (a replica started from
+	// a job, say) reach neither the supervisor, which would take a wrong
+	// parent, nor the program.
+	t.Setenv(envSupervisor, "1")
+	t.Setenv(envSupervisorGorace, "1")
 	for _, supervised := range []bool{false, true} {
 		ctx := context.WithValue(t.Context(), superviseKey{}, supervised)
 		ctx = WithLogger(ctx, slog.New(slog.DiscardHandler))
-		c := helper(t, "env", "SOLOCRON_ADMIN_TOKEN", "REDIS_URL", "LC_TIME", "TZ", "PATH", "NAMED", envSupervisorGorace)
+		c := helper(t, "env", "SOLOCRON_ADMIN_TOKEN", "REDIS_URL", "LC_TIME", "TZ", "PATH", "NAMED", envSupervisorGorace, envSupervisor)
 		c.Env["NAMED"] = "given by the table"
 		var out syncBuffer
 		if err := c.Run(WithOutput(ctx, &out)); err != nil {
@@ -501,7 +536,7 @@ func TestCommandEnvironmentAllowlist(t *testing.T) {
 		}
 		got := out.String()
 		for _, want := range []string{"SOLOCRON_ADMIN_TOKEN unset\n", "REDIS_URL unset\n", "LC_TIME=C\n", "TZ=UTC\n",
-			"PATH=" + os.Getenv("PATH") + "\n", "NAMED=given by the table\n", envSupervisorGorace + " unset\n"} {
+			"PATH=" + os.Getenv("PATH") + "\n", "NAMED=given by the table\n", envSupervisorGorace + " unset\n", envSupervisor + " unset\n"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("supervised=%v: child saw\n%s\nwant a line %q", supervised, got, want)
 			}

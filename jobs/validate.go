@@ -13,19 +13,24 @@ import (
 )
 
 // reservedEnv are the variables a command job's run sets itself (see
-// Command); reservedHeaders the headers an HTTP job's request always
-// carries (see HTTP), in canonical form.
+// Command); supervisorEnv those that mark the job supervisor's process
+// (see SupervisorMain); reservedHeaders the headers an HTTP job's request
+// always carries (see HTTP), in canonical form.
 var (
 	reservedEnv     = []string{envJob, envRunID, envScheduledAt, envFencingToken, envAttempt, envReplicaID, envSlot}
+	supervisorEnv   = []string{envSupervisor, envSupervisorGorace}
 	reservedHeaders = []string{headerIdempotencyKey, headerFencingToken, headerFencingSlot}
 )
 
 // ReservedEnv reports whether name is one of the variables every run of a
 // command job sets itself: SOLOCRON_JOB, SOLOCRON_RUN_ID,
 // SOLOCRON_SCHEDULED_AT, SOLOCRON_FENCING_TOKEN, SOLOCRON_ATTEMPT,
-// SOLOCRON_REPLICA_ID and SOLOCRON_SLOT. Command.Validate refuses them in
-// Env.
-func ReservedEnv(name string) bool { return slices.Contains(reservedEnv, name) }
+// SOLOCRON_REPLICA_ID and SOLOCRON_SLOT; or one that marks the job
+// supervisor (SOLOCRON_JOB_SUPERVISOR, SOLOCRON_JOB_SUPERVISOR_GORACE),
+// which a program never sees. Command.Validate refuses them in Env.
+func ReservedEnv(name string) bool {
+	return slices.Contains(reservedEnv, name) || slices.Contains(supervisorEnv, name)
+}
 
 // ReservedHeader reports whether name (in any case) is one of the headers
 // every request of an HTTP job carries: Idempotency-Key,
@@ -81,7 +86,8 @@ func (p problems) first() error {
 // errors.Join: Args empty or holding a NUL byte; an Env name that is empty,
 // holds '=' or NUL, or is reserved (ReservedEnv); an Env value with a NUL
 // byte. Run refuses the same Command (a permanent error), except that there
-// the reserved variables simply override Env.
+// the reserved variables simply override Env (the supervisor's are left
+// out).
 func (c *Command) Validate() error {
 	if c == nil {
 		return &FieldError{Field: "Args", Index: -1, Err: errors.New("nil *Command")}
@@ -107,6 +113,8 @@ func (c *Command) problems(strict bool) problems {
 		switch {
 		case k == "" || strings.ContainsAny(k, "=\x00"):
 			p.add("Env", k, -1, "%q is not an environment variable name", clip(k))
+		case strict && slices.Contains(supervisorEnv, k):
+			p.add("Env", k, -1, "is the scheduler's own: it marks the job supervisor's process, and no program is given it")
 		case strict && ReservedEnv(k):
 			p.add("Env", k, -1, "is set by the scheduler for every run")
 		case strings.IndexByte(c.Env[k], 0) >= 0:

@@ -55,8 +55,13 @@ func TestReservedNames(t *testing.T) {
 			t.Errorf("ReservedEnv(%q) = false", n)
 		}
 	}
-	if ReservedEnv("PATH") || ReservedEnv(envSupervisor) || ReservedEnv("solocron_job") {
-		t.Error("ReservedEnv holds a name the run does not set")
+	for _, n := range []string{envSupervisor, envSupervisorGorace} { // the supervisor's markers
+		if !ReservedEnv(n) {
+			t.Errorf("ReservedEnv(%q) = false", n)
+		}
+	}
+	if ReservedEnv("PATH") || ReservedEnv("solocron_job") || ReservedEnv("SOLOCRON_JOB_SUPERVISOR_X") {
+		t.Error("ReservedEnv holds a name the scheduler does not set")
 	}
 	for _, n := range []string{"Idempotency-Key", "solocron-fencing-token", "SOLOCRON-FENCING-SLOT"} {
 		if !ReservedHeader(n) {

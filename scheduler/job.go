@@ -368,6 +368,28 @@ func ValidateTable(jobs []Job) error {
 	return err
 }
 
+// ValidateRedlockTable reports what in jobs a Redlock store
+// (NewRedlockStore) cannot run, as *FieldError values joined with
+// errors.Join, or nil: a Concurrency above 1 (Redlock coordinates mutexes
+// only) and a Pool (each master would count the pool's slots apart). It
+// adds to ValidateTable, which it does not repeat. New and Reload apply it to
+// every table for a Redlock store; the config package applies it to a table
+// whose store mode is redlock and reports each problem at its YAML line.
+func ValidateRedlockTable(jobs []Job) error {
+	var errs []error
+	for i, j := range jobs {
+		if j.Concurrency > 1 {
+			errs = append(errs, &FieldError{Job: i, Field: "Concurrency",
+				Err: fmt.Errorf("must be 1 with a Redlock store (got %d): Redlock coordinates mutexes only", j.Concurrency)})
+		}
+		if j.Pool != "" {
+			errs = append(errs, &FieldError{Job: i, Field: "Pool",
+				Err: fmt.Errorf("a Redlock store cannot hold pool %q: each master would count its slots apart", j.Pool)})
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // checkTable is ValidateTable that also returns, for a valid table, each
 // job's schedules parsed.
 func checkTable(jobs []Job) ([]parsed, error) {

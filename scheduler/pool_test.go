@@ -234,7 +234,7 @@ func TestRedlockRefusesPools(t *testing.T) {
 	}
 	var f inFlight
 	_, err := scheduler.New(schedtest.RedlockStore(t, cs), []scheduler.Job{pooled("a", &f, time.Second, scheduler.OverlapSkip, 2)})
-	if err == nil || !strings.Contains(err.Error(), `pool "exports": Redlock cannot hold pools`) {
+	if err == nil || !strings.Contains(err.Error(), `jobs[0].Pool: a Redlock store cannot hold pool "exports"`) {
 		t.Errorf("New: %v", err)
 	}
 }

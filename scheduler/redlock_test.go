@@ -2,7 +2,9 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -273,6 +275,32 @@ func TestRedlockRefusesWhatItCannotDo(t *testing.T) {
 	}
 	if err := s.Reload([]scheduler.Job{wide}); err == nil {
 		t.Error("Reload accepted concurrency 2")
+	}
+	// One rule, the config package's too: each problem a *FieldError
+	// naming the job's index and Go field, which config maps to YAML.
+	wide.Name = "w"
+	pooled := job
+	pooled.Name, pooled.Pool, pooled.PoolSize = "p", "exports", 2
+	err = s.Reload([]scheduler.Job{job, wide, pooled})
+	var got []string
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			var fe *scheduler.FieldError
+			if !errors.As(e, &fe) {
+				t.Fatalf("%T %v, want a *FieldError", e, e)
+			}
+			got = append(got, fe.Error())
+		}
+	}
+	want := []string{
+		"jobs[1].Concurrency: must be 1 with a Redlock store (got 2): Redlock coordinates mutexes only",
+		`jobs[2].Pool: a Redlock store cannot hold pool "exports": each master would count its slots apart`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Reload: %v, want %q", err, want)
+	}
+	if e := scheduler.ValidateRedlockTable([]scheduler.Job{job, wide, pooled}); e == nil || err == nil || e.Error() != err.Error() {
+		t.Errorf("ValidateRedlockTable: %v, want what Reload says", e)
 	}
 	if _, err := scheduler.NewRedisStore(c, scheduler.WithRedlockTimeout(time.Second)); err == nil {
 		t.Error("NewRedisStore accepted WithRedlockTimeout")

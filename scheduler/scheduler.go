@@ -155,16 +155,7 @@ func (s *Scheduler) Reload(jobs []Job) error {
 		return err
 	}
 	if mutexOnly {
-		var errs []error
-		for _, j := range jobs {
-			if j.Concurrency > 1 {
-				errs = append(errs, fmt.Errorf("scheduler: job %q: concurrency %d: Redlock coordinates mutexes only (concurrency 1)", j.Name, j.Concurrency))
-			}
-			if j.Pool != "" {
-				errs = append(errs, fmt.Errorf("scheduler: job %q: pool %q: Redlock cannot hold pools (a pool's slots would be counted by each master apart)", j.Name, j.Pool))
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
+		if err := ValidateRedlockTable(jobs); err != nil {
 			return err
 		}
 	}

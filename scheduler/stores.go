@@ -129,7 +129,8 @@ func NewRedisStore(client redis.UniversalClient, opts ...StoreOption) (*Store, e
 // ContextTimeoutEnabled and, ideally, MaxRetries: -1: a dead master is
 // skipped, not retried.
 //
-// Redlock mode coordinates mutexes only: every job must have concurrency 1.
+// Redlock mode coordinates mutexes only: every job must have concurrency 1,
+// and none a pool (ValidateRedlockTable, which New and Reload apply).
 // Control's writes (pause, resume, trigger) succeed when a quorum of
 // masters took them. What it cannot promise is in the package
 // documentation.

@@ -199,11 +199,13 @@ func printStatusTable(w io.Writer, states []jobState) {
 	}
 }
 
-// poolText is a pool's use: "exports 2/3 used by a@..., b@...".
+// poolText is a pool's use: "exports: 2 of 3 slots in use, by a@..., b@...".
+// The holders are run ids, of any of the pool's jobs: what an operator
+// looks up with scheduler history when the pool stays full.
 func poolText(p *scheduler.PoolUse) string {
-	s := fmt.Sprintf("%s %d/%d used", p.Name, p.Used, p.Size)
+	s := fmt.Sprintf("%s: %d of %d %s in use", p.Name, p.Used, p.Size, plural(p.Size, "slot", "slots"))
 	if len(p.Holders) > 0 {
-		s += " by " + strings.Join(p.Holders, ", ")
+		s += ", by " + strings.Join(p.Holders, ", ")
 	}
 	return s
 }
