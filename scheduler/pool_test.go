@@ -45,22 +45,30 @@ func pooled(name string, f *inFlight, run time.Duration, overlap scheduler.Overl
 
 func heldKey() string { return "solocron:{pool:exports}:held" }
 
+// poolPair runs jobs a and b, sharing the pool of 1, on n replicas for d
+// (in a synctest bubble), stops them, and checks that never two of their
+// runs were in flight at once.
+func poolPair(t *testing.T, run time.Duration, overlap scheduler.Overlap, n int, d time.Duration) (*cluster, *inFlight) {
+	t.Helper()
+	c := newCluster(t)
+	f := new(inFlight)
+	table := []scheduler.Job{pooled("a", f, run, overlap, 1), pooled("b", f, run, overlap, 1)}
+	c.ctl.UseTable(table)
+	c.replicas(n, table)
+	time.Sleep(d)
+	c.stop()
+	if m := f.max.Load(); m != 1 {
+		t.Errorf("%d runs of the pool's jobs in flight at once, want 1", m)
+	}
+	return c, f
+}
+
 // Two jobs sharing a pool of 1, on three replicas, each with slots of its
 // own to spare: never two runs at once; the runs the pool had no room for
 // are skipped, saying so.
 func TestPoolOfOneRunsOneJobAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(t)
-		var f inFlight
-		table := []scheduler.Job{pooled("a", &f, 3*time.Second, scheduler.OverlapSkip, 1),
-			pooled("b", &f, 3*time.Second, scheduler.OverlapSkip, 1)}
-		c.ctl.UseTable(table)
-		c.replicas(3, table)
-		time.Sleep(30 * time.Second)
-		c.stop()
-		if m := f.max.Load(); m != 1 {
-			t.Errorf("%d runs of the pool's jobs in flight at once, want 1", m)
-		}
+		c, f := poolPair(t, 3*time.Second, scheduler.OverlapSkip, 3, 30*time.Second)
 		if f.runs.Load() < 6 {
 			t.Errorf("only %d runs", f.runs.Load())
 		}
@@ -85,17 +93,7 @@ func TestPoolOfOneRunsOneJobAtATime(t *testing.T) {
 // time, none skipped.
 func TestPoolFullWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(t)
-		var f inFlight
-		table := []scheduler.Job{pooled("a", &f, 700*time.Millisecond, scheduler.OverlapWait, 1),
-			pooled("b", &f, 700*time.Millisecond, scheduler.OverlapWait, 1)}
-		c.ctl.UseTable(table)
-		c.replicas(2, table)
-		time.Sleep(21 * time.Second)
-		c.stop()
-		if m := f.max.Load(); m != 1 {
-			t.Errorf("%d runs in flight at once, want 1", m)
-		}
+		c, _ := poolPair(t, 700*time.Millisecond, scheduler.OverlapWait, 2, 21*time.Second)
 		for _, job := range []string{"a", "b"} {
 			out := c.outcomes(job)
 			if out[scheduler.Succeeded] < 9 || out[scheduler.SkippedOverlap] != 0 {
@@ -150,26 +148,27 @@ func TestPoolReloadChangesItsSize(t *testing.T) {
 		if m := f.max.Load(); m != 1 {
 			t.Fatalf("%d in flight with a pool of 1", m)
 		}
-		for i := range table {
-			table[i].PoolSize = 3
+		// resize reloads the table with the pool at size, lets the runs
+		// started before end for settle, then counts the most in flight
+		// for 12s.
+		resize := func(size int, settle time.Duration) {
+			for i := range table {
+				table[i].PoolSize = size
+			}
+			if err := s.Reload(table); err != nil {
+				t.Fatal(err)
+			}
+			if settle > 0 {
+				time.Sleep(settle)
+			}
+			f.max.Store(f.now.Load())
+			time.Sleep(12 * time.Second)
 		}
-		if err := s.Reload(table); err != nil {
-			t.Fatal(err)
-		}
-		f.max.Store(f.now.Load())
-		time.Sleep(12 * time.Second)
+		resize(3, 0)
 		if m := f.max.Load(); m != 3 {
 			t.Errorf("%d in flight at most after the pool grew to 3, want 3", m)
 		}
-		for i := range table {
-			table[i].PoolSize = 2
-		}
-		if err := s.Reload(table); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(6 * time.Second) // the runs started under 3 end
-		f.max.Store(f.now.Load())
-		time.Sleep(12 * time.Second)
+		resize(2, 6*time.Second) // the runs started under 3 end first
 		c.stop()
 		if m := f.max.Load(); m != 2 {
 			t.Errorf("%d in flight at most after the pool shrank to 2, want 2", m)

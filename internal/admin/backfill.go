@@ -39,21 +39,10 @@ func (a *api) startBackfill(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `the body must be {"from": RFC 3339, "to": RFC 3339, "parallel": N}: `+err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
-	defer cancel()
-	b, err := a.cfg.Control.Backfill(ctx, j, req.From, req.To, req.Parallel)
-	switch {
-	case errors.Is(err, scheduler.ErrBackfillRange):
-		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "scheduler: "))
-		return
-	case errors.Is(err, scheduler.ErrBackfillBusy):
-		writeError(w, http.StatusConflict, strings.TrimPrefix(err.Error(), "scheduler: ")+"; DELETE it first")
-		return
-	case errors.Is(err, scheduler.ErrBackfillUnsupported):
-		writeError(w, http.StatusNotImplemented, strings.TrimPrefix(err.Error(), "scheduler: "))
-		return
-	case err != nil:
-		a.storeError(w, err)
+	b, ok := a.backfillCall(w, r, j, func(ctx context.Context) (*scheduler.Backfill, error) {
+		return a.cfg.Control.Backfill(ctx, j, req.From, req.To, req.Parallel)
+	})
+	if !ok {
 		return
 	}
 	a.log.Info("admin: backfill requested", "job", j.Name, "from", b.From, "to", b.To, "instants", b.Total,
@@ -68,19 +57,17 @@ func (a *api) getBackfill(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
-	defer cancel()
-	b, err := a.cfg.Control.BackfillStatus(ctx, j.Name)
-	switch {
-	case errors.Is(err, scheduler.ErrBackfillUnsupported):
-		writeError(w, http.StatusNotImplemented, strings.TrimPrefix(err.Error(), "scheduler: "))
-	case err != nil:
-		a.storeError(w, err)
-	case b == nil:
-		writeError(w, http.StatusNotFound, "job "+j.Name+" has no backfill")
-	default:
-		writeJSON(w, http.StatusOK, b)
+	b, ok := a.backfillCall(w, r, j, func(ctx context.Context) (*scheduler.Backfill, error) {
+		return a.cfg.Control.BackfillStatus(ctx, j.Name)
+	})
+	if !ok {
+		return
 	}
+	if b == nil {
+		writeError(w, http.StatusNotFound, "job "+j.Name+" has no backfill")
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
 }
 
 // cancelBackfill answers DELETE /api/v1/jobs/{name}/backfill: 200 with the
@@ -90,18 +77,40 @@ func (a *api) cancelBackfill(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	b, ok := a.backfillCall(w, r, j, func(ctx context.Context) (*scheduler.Backfill, error) {
+		return a.cfg.Control.CancelBackfill(ctx, j.Name)
+	})
+	if !ok {
+		return
+	}
+	a.log.Info("admin: backfill cancelled", "job", j.Name, "dropped", b.Dropped(), "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// backfillCall makes one of Control's backfill calls for job j within the
+// store's timeout. On an error it answers it and returns false: 400 for a
+// bad range, 409 when a backfill goes on already, 404 when none goes on,
+// 501 when the store cannot backfill (Redlock), 503 for the store's own.
+func (a *api) backfillCall(w http.ResponseWriter, r *http.Request, j scheduler.Job,
+	call func(context.Context) (*scheduler.Backfill, error)) (*scheduler.Backfill, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
 	defer cancel()
-	b, err := a.cfg.Control.CancelBackfill(ctx, j.Name)
+	b, err := call(ctx)
+	if err == nil {
+		return b, true
+	}
+	msg := strings.TrimPrefix(err.Error(), "scheduler: ")
 	switch {
+	case errors.Is(err, scheduler.ErrBackfillRange):
+		writeError(w, http.StatusBadRequest, msg)
+	case errors.Is(err, scheduler.ErrBackfillBusy):
+		writeError(w, http.StatusConflict, msg+"; DELETE it first")
 	case errors.Is(err, scheduler.ErrNoBackfill):
 		writeError(w, http.StatusNotFound, "job "+j.Name+" has no backfill going on")
 	case errors.Is(err, scheduler.ErrBackfillUnsupported):
-		writeError(w, http.StatusNotImplemented, strings.TrimPrefix(err.Error(), "scheduler: "))
-	case err != nil:
-		a.storeError(w, err)
+		writeError(w, http.StatusNotImplemented, msg)
 	default:
-		a.log.Info("admin: backfill cancelled", "job", j.Name, "dropped", b.Dropped(), "remote", r.RemoteAddr)
-		writeJSON(w, http.StatusOK, b)
+		a.storeError(w, err)
 	}
+	return nil, false
 }

@@ -93,3 +93,26 @@ func TestBackfillAPI(t *testing.T) {
 		t.Errorf("job status without its backfill: %s", a.body)
 	}
 }
+
+// On Redlock, which cannot backfill, start, read and cancel all answer 501
+// saying so (the scheduler's "scheduler: " prefix left out).
+func TestBackfillAPIRedlock(t *testing.T) {
+	var cs []redis.UniversalClient
+	for range 3 {
+		cs = append(cs, redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()}))
+	}
+	s, err := scheduler.New(schedtest.RedlockStore(t, cs), table(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, sched: s, h: admin.NewHandler(admin.Config{Jobs: s.Jobs, Control: s.Control(), ReplicaID: "r1",
+		Token: token, Logger: quiet, Listen: "127.0.0.1:9090", StoreTimeout: time.Second})}
+	const path = "/api/v1/jobs/tick/backfill"
+	body := `{"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T00:00:10Z"}`
+	for _, a := range []answer{f.send("POST", path, bearer, body), f.send("GET", path, bearer, ""), f.send("DELETE", path, bearer, "")} {
+		a.wantError(t, http.StatusNotImplemented, "this store cannot backfill (Redlock")
+		if strings.Contains(a.body, "scheduler:") {
+			t.Errorf("answer keeps the package prefix: %s", a.body)
+		}
+	}
+}

@@ -66,17 +66,7 @@ for i = 1, #KEYS do
       -- The cluster closed it lease_lost, but its holder never started it
       -- (the claim's answer came after its lease): the record, and its
       -- history entry (a recent one), say it never ran.
-      redis.call('HSET', rk, 'outcome', 'missed')
-      unnote_lease_lost(base, redis.call('HGET', rk, 'finished'), fin)
-      local h = base .. 'history'
-      for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
-        local ok, e = pcall(cjson.decode, item)
-        if ok and type(e) == 'table' and e.id == id then
-          e.outcome, e.error = 'missed', err
-          redis.call('LSET', h, k - 1, cjson.encode(e))
-          break
-        end
-      end
+      never_started(base, rk, id, err, fin)
     end
     out[i] = 'closed'
   end
