@@ -1,31 +1,28 @@
 package scheduler
 
 import (
-	"strings"
 	"testing"
 )
 
-// A pooled job's keys, every kind the scripts derive, hash to its pool's
-// slot: one script reaches the job's keys and the pool's (pool_of in
-// common.lua) on Redis Cluster. The scripts find the job's name and the
-// pool's key in them.
-func TestPooledJobKeysShareThePoolsSlot(t *testing.T) {
+// A job's keys, every kind the scripts derive, are the same whether the
+// table puts it in a pool or not (its state is identified by its name
+// alone), and all hash to its own slot; the pool's key is apart.
+func TestPooledJobKeysAreTheJobsOwn(t *testing.T) {
 	kinds := luaKinds(t)
-	s := &store{prefix: "app:x"}
-	s.placePools([]Job{{Name: "a.b-c", Pool: "exports"}, {Name: "z", Pool: "exports"}, {Name: "solo"}})
-	pool := "app:x:{pool:exports}:held"
-	want := keySlot(pool)
+	pooled, plain := &store{prefix: "app:x"}, &store{prefix: "app:x"}
+	pooled.placePools([]Job{{Name: "a.b-c", Pool: "exports", PoolSize: 2}, {Name: "z", Pool: "exports", PoolSize: 2}})
+	plain.placePools([]Job{{Name: "a.b-c"}, {Name: "z"}})
 	for _, job := range []string{"a.b-c", "z"} {
-		if m := s.metaKey(job); m != "app:x:{pool:exports}{"+job+"}:meta" {
-			t.Errorf("meta key of %s: %q", job, m)
+		if m := pooled.metaKey(job); m != "app:x:{"+job+"}:meta" || m != plain.metaKey(job) {
+			t.Errorf("meta key of %s: %q in a pool, %q out of it", job, m, plain.metaKey(job))
 		}
 		for _, k := range kinds {
-			if got := keySlot(s.key(job, k+"x")); got != want {
-				t.Errorf("job %s key %s: slot %d, pool's %d", job, s.key(job, k), got, want)
+			if a, b := pooled.key(job, k+"x"), plain.key(job, k+"x"); a != b || keySlot(a) != keySlot(job) {
+				t.Errorf("job %s key %s: %q in a pool, %q out of it, slot %d, the job's %d", job, k, a, b, keySlot(a), keySlot(job))
 			}
 		}
 	}
-	if m := s.metaKey("solo"); m != "app:x:{solo}:meta" || strings.Contains(m, "pool") {
-		t.Errorf("an unpooled job's meta key: %q", m)
+	if k := pooled.poolKey("exports"); k != "app:x:{pool:exports}:held" {
+		t.Errorf("pool key %q", k)
 	}
 }

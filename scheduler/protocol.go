@@ -138,6 +138,7 @@ var scriptSpecs = map[string]scriptSpec{
 	"attempt":  {head: attemptArgs},
 	"trigger":  {head: triggerArgs},
 	"pause":    {head: 1},
+	"pool":     {head: 4, answers: []string{poolOK, poolNew, poolFull, string(leaseLost)}},
 	// Encoded where their features live: notify.go, replicas.go, statuses.go.
 	"notify_take": {head: 3},
 	"notify_done": {head: 3, answers: []string{"ok", "lost"}},
@@ -204,6 +205,17 @@ type claimReq struct {
 	// slot is the concurrency slot (1..concurrency) the run holds once
 	// started; 0 before.
 	slot int
+	// pgrant tells the script about the run's pool slot on Redis Cluster
+	// (takePools, pool.go): '1' the replica holds it, '0' the pool is full;
+	// 0: the script takes it itself (or the job has no pool).
+	pgrant byte
+	// poolNew: this replica's take created the pool hold under the run's
+	// id, which it gives back unless the run is started (pool.go).
+	poolNew bool
+	// pool and poolMember name the pool slot the started run holds on
+	// Redis Cluster, which the replica renews and frees ("": none, or
+	// the scripts keep it).
+	pool, poolMember string
 }
 
 // appendTerms appends the claim's terms as claim.lua reads them, separated
@@ -212,7 +224,7 @@ type claimReq struct {
 // history limit, paused, known epoch, fence floor, catch-up window,
 // catch-up base (backfill: its cursor), ticket, catch-up read time
 // (backfill: its id), pause after failures, in a blackout window (1|0),
-// pool size (0: no pool).
+// pool size (0: no pool), pool name, pool slot grant (pgrant).
 func (r *claimReq) appendTerms(b []byte) []byte {
 	j := r.j
 	b = append(b, byte(r.kind), '|')
@@ -268,7 +280,14 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 		}
 	}
 	b = append(b, blackout, '|')
-	return strconv.AppendInt(b, int64(j.PoolSize), 10)
+	b = strconv.AppendInt(b, int64(j.PoolSize), 10)
+	b = append(b, '|')
+	b = append(b, j.Pool...)
+	b = append(b, '|')
+	if r.pgrant != 0 {
+		b = append(b, r.pgrant)
+	}
+	return b
 }
 
 // claimRes is the decision for one run.
@@ -283,6 +302,9 @@ type claimRes struct {
 	reason  string
 	unacked string // started, but too few replicas acknowledged it: why
 	slot    int    // started: the run's concurrency slot, 1..concurrency
+	// pool and poolMember: started, the pool slot it holds on Redis
+	// Cluster (settlePools).
+	pool, poolMember string
 }
 
 // appendClaim appends run r's claim.lua arguments; buf is scratch space.
@@ -334,12 +356,16 @@ func decodeClaim(f []string, ackMode bool) claimRes {
 // Admissions (admit.lua) --------------------------------------------------
 
 // admitArgs is the number of admit.lua's arguments.
-const admitArgs = 8
+const admitArgs = 10
 
 func admitCall(r *claimReq, waiterTTL time.Duration, fenceFloor int64) call {
 	j := r.j
+	grant := ""
+	if r.pgrant != 0 {
+		grant = string(r.pgrant)
+	}
 	return call{keys: []string{j.metaKey}, args: []any{r.id, r.owner, j.Lease.Milliseconds(),
-		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize}}
+		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize, j.Pool, grant}}
 }
 
 // decodeAdmit reads admit.lua's answer: the status, the fencing token
@@ -371,6 +397,9 @@ func appendUndo(args []any, r *undoReq, waiterTTL time.Duration) []any {
 type renewReq struct {
 	j         *jobState
 	id, owner string
+	// pool and member: the pool slot the run holds on Redis Cluster,
+	// renewed apart (renewPools); "" for none.
+	pool, member string
 }
 
 // renewFields is the number of ARGV fields per run in renew.lua.

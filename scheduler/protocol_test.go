@@ -117,9 +117,12 @@ func TestProtocolEncoders(t *testing.T) {
 	check("attempt", attemptCall(j, r.id, r.owner, 2, 0).args, nil)
 	check("trigger", triggerCall(j.metaKey, "j@manual-1", time.Second, false).args, nil)
 	check("pause", pauseArgs(true), nil)
-	// claim.lua reads the terms as '|'-separated fields: 20 of them.
-	if n := len(strings.Split(string(r.appendTerms(nil)), "|")); n != 20 {
-		t.Errorf("claim terms: %d fields, claim.lua reads 20", n)
+	// claim.lua reads the terms as '|'-separated fields: 22 of them.
+	for _, grant := range []byte{0, '0', '1'} {
+		r.pgrant = grant
+		if n := len(strings.Split(string(r.appendTerms(nil)), "|")); n != 22 {
+			t.Errorf("claim terms: %d fields, claim.lua reads 22", n)
+		}
 	}
 }
 

@@ -22,6 +22,10 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 			return
 		case <-t.C:
 		}
+		// Admitted by the limits in force now (concurrency, pool and its
+		// size, lease), not by those of the table it was queued under: a
+		// reload that raised them admits it at once.
+		r.j = s.current(r.j)
 		_, floor := r.j.memo.snapshot()
 		start := time.Now()
 		// As a claim's, an admission's round trip finishes whatever
@@ -89,4 +93,16 @@ func (s *Scheduler) handBackManual(ctx context.Context, r claimReq) {
 	case ok:
 		log.Info("replica stopping: manual run handed back to the cluster; another replica will run it")
 	}
+}
+
+// current is job j as the table in force has it now, or j itself if the
+// table no longer has the job.
+func (s *Scheduler) current(j *jobState) *jobState {
+	tab, _ := s.table()
+	for _, t := range tab {
+		if t.Name == j.Name {
+			return t
+		}
+	}
+	return j
 }

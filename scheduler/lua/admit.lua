@@ -5,12 +5,17 @@
 -- ARGV[5] waiter ttl ms   ARGV[6] highest fencing token the replica has seen
 -- ARGV[7] paused by the replica's table: 1|0
 -- ARGV[8] the size of the job's pool (0: the job has no pool)
+-- ARGV[9] the job's pool, or ""   ARGV[10] the pool slot, as claim.lua's
+--         last term: "" this script takes it, 1 held by the replica for
+--         this run already, 0 the replica found the pool full
+-- The limits (ARGV[4], ARGV[8]) are those of the asking replica's table
+-- now, not of the table the run was queued under.
 -- Returns {"started", fencing token, slot} | {"waiting", place} |
 --         {"skipped_overlap"} | {"skipped_paused"} |
 --         {"missed"} (admitted by an earlier call whose answer was lost, and
 --         closed since: it never started) |
 --         {"lost"} (no longer ours: reaped, or not found)
--- protocol: head=8 per_run=0 answers=started,waiting,skipped_overlap,skipped_paused,missed,lost (checked against protocol.go by TestProtocolHeaders)
+-- protocol: head=10 per_run=0 answers=started,waiting,skipped_overlap,skipped_paused,missed,lost (checked against protocol.go by TestProtocolHeaders)
 local meta = KEYS[1]
 local id, owner, lease, limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
@@ -54,12 +59,20 @@ if now > tonumber(rec[3]) then
   return {'skipped_overlap'}
 end
 -- A pooled job's run also needs a free slot of its pool.
-local free = math.min(limit - redis.call('ZCARD', base .. 'slots'), pool_free(base, ARGV[8], now))
+local pk
+if ARGV[9] ~= '' and ARGV[10] == '' then
+  pk = pool_key(base, ARGV[9])
+end
+local pfree = pool_free(pk, ARGV[8], now)
+if ARGV[10] == '0' then
+  pfree = 0
+end
+local free = math.min(limit - redis.call('ZCARD', base .. 'slots'), pfree)
 local rank = redis.call('ZRANK', queue, id)
 if rank and rank < free then
   redis.call('ZREM', queue, id)
   redis.call('ZREM', waiting, id)
-  local f, slot = start(meta, base, rk, id, lease, now, ARGV[6], limit)
+  local f, slot = start(meta, base, rk, id, lease, now, ARGV[6], pk)
   return {'started', int(f), int(slot)}
 end
 redis.call('ZADD', waiting, now + tonumber(ARGV[5]), id)
