@@ -5,7 +5,10 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/schedtest"
@@ -22,8 +25,30 @@ import (
 // in flight than the largest limit in force, the pause holds through the
 // reload and the restart, the history keeps every run, and every run's
 // failed event (those in flight across a reload too) is delivered once.
+// The same on a Redis Cluster, where the pool's slot is taken apart.
 func TestTableChangesKeepTheJobsState(t *testing.T) {
-	srv := redistest.Start(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		client func(t *testing.T) func() redis.UniversalClient
+	}{
+		{"standalone", func(t *testing.T) func() redis.UniversalClient {
+			srv := redistest.Start(t)
+			return func() redis.UniversalClient { return srv.Client(t, nil) }
+		}},
+		{"cluster", func(t *testing.T) func() redis.UniversalClient {
+			cl := redistest.StartCluster(t, 3, nil)
+			return func() redis.UniversalClient { return cl.Client(t, nil) }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tableChanges(t, tc.client(t))
+		})
+	}
+}
+
+func tableChanges(t *testing.T, client func() redis.UniversalClient) {
 	rcv := newReceiver(t)
 	f := newFleet(t)
 	body := func(ctx context.Context) error {
@@ -38,7 +63,7 @@ func TestTableChangesKeepTheJobsState(t *testing.T) {
 		Concurrency: 2, Pool: "p", PoolSize: 1}}
 	tg := rcv.target(notify.Failed)
 	replica := func(id string, table []scheduler.Job) (*scheduler.Scheduler, func()) {
-		s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, scheduler.WithReplicaID(id),
+		s, err := scheduler.New(schedtest.RedisStore(t, client()), table, scheduler.WithReplicaID(id),
 			scheduler.WithLogger(quiet), scheduler.WithSyncInterval(200*time.Millisecond), scheduler.WithNotifications(tg))
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +84,7 @@ func TestTableChangesKeepTheJobsState(t *testing.T) {
 	n := started()
 	testkit.WaitFor(t, 30*time.Second, "4 more runs after the reloads", func() bool { return started() >= n+4 })
 
-	ctl := schedtest.RedisStore(t, srv.Client(t, nil)).Control()
+	ctl := schedtest.RedisStore(t, client()).Control()
 	ctx := context.Background()
 	if err := ctl.Pause(ctx, "px"); err != nil {
 		t.Fatal(err)
@@ -101,10 +126,44 @@ func TestTableChangesKeepTheJobsState(t *testing.T) {
 			t.Errorf("run %s started but is not in the history", id)
 		}
 	}
+	if n := client().ZCard(ctx, "solocron:{pool:p}:held").Val(); n != 0 {
+		t.Errorf("%d slots of pool p held after every replica stopped", n)
+	}
 	events := rcv.byDelivery()
 	for id := range f.ledger.Starts() {
 		if n := events[id+":failed"]; n != 1 {
 			t.Errorf("run %s: its failed event delivered %d times, want 1", id, n)
 		}
 	}
+}
+
+// A queued run is admitted by the limits of the table in force, not of the
+// one it was queued under: a manual run waiting behind a long run starts
+// as soon as a reload raises the job's concurrency.
+func TestQueuedRunAdmittedByTheLimitInForce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		table := func(n int) []scheduler.Job {
+			return []scheduler.Job{{Name: "q", Schedule: "@yearly", Concurrency: n, Handler: c.ledger.Job(sleepJob(time.Minute))}}
+		}
+		s, _ := c.replica("a", table(1))
+		ctx := context.Background()
+		for range 2 {
+			if _, err := c.ctl.Trigger(ctx, "q"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(5 * time.Second)
+		if n := len(c.ledger.Starts()); n != 1 {
+			t.Fatalf("%d runs started at concurrency 1, want 1 (the other queued)", n)
+		}
+		if err := s.Reload(table(2)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		if n := len(c.ledger.Starts()); n != 2 {
+			t.Errorf("%d runs started 3s after the reload raised concurrency to 2, want 2", n)
+		}
+		c.stop()
+	})
 }
