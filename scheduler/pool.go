@@ -178,8 +178,8 @@ func (s *store) freePools(ctx context.Context, calls []call) {
 
 // settlePools, after a claim on Redis Cluster, keeps the pool slot of each
 // run the claim started (res.pool names it) and of each run another replica
-// holds running (one hold per run id), and gives back the others this
-// replica created.
+// holds running with a pool slot under its id (one hold per run id), and
+// gives back the others this replica created.
 func (s *store) settlePools(ctx context.Context, reqs []claimReq, out []claimRes) {
 	var free []call
 	for i := range reqs {
@@ -191,7 +191,7 @@ func (s *store) settlePools(ctx context.Context, reqs []claimReq, out []claimRes
 		case res.status == answerStarted:
 			res.pool, res.poolMember = r.j.Pool, r.id
 			r.poolNew = false
-		case res.status == answerDecided && res.outcome == string(Running):
+		case res.status == answerDecided && res.outcome == string(Running) && !res.unheld:
 			r.poolNew = false // its holder's now
 		case res.status == answerRetry || r.poolNew:
 			// Taken back (min_replicas_ack) after it started here, or not

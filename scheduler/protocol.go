@@ -296,6 +296,9 @@ type claimRes struct {
 	epoch   string
 	fence   int64
 	outcome string // decided: the outcome someone else recorded
+	// unheld: decided, running, but its holder holds no pool slot under
+	// its id (Redis Cluster; settlePools gives back the one taken).
+	unheld bool
 	replica string // decided: by whom
 	place   int64  // waiting: place in the queue
 	server  time.Time
@@ -335,7 +338,7 @@ func decodeClaim(f []string, ackMode bool) claimRes {
 			res.server = time.UnixMilli(ms)
 		}
 	case answerDecided:
-		res.outcome, res.replica = at(f, 2), at(f, 4)
+		res.outcome, res.replica, res.unheld = at(f, 2), at(f, 4), at(f, 5) == "unheld"
 		if !ackMode {
 			// The winner's token, learnt as a heartbeat learns the
 			// job's: a failover to a copy older than it is noticed at
