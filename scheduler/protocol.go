@@ -298,7 +298,7 @@ type claimRes struct {
 	outcome string // decided: the outcome someone else recorded
 	// unheld: decided, running, but its holder holds no pool slot under
 	// its id (Redis Cluster; settlePools gives back the one taken).
-	unheld bool
+	unheld  bool
 	replica string // decided: by whom
 	place   int64  // waiting: place in the queue
 	server  time.Time
