@@ -350,7 +350,7 @@ local function claim(meta, a)
   -- Start: the record, the slot and the job's token and last instant, in
   -- four writes.
   local f = int(fence_after(now_us, fence_last, ffloor))
-  local slot = take_slot(base, rk)
+  local slot = take_slot(base)
   -- Claimed ahead, the job starts at its instant.
   local started = now_s
   if ahead then
@@ -358,10 +358,11 @@ local function claim(meta, a)
   end
   if ticket ~= '' then
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket)
+      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket,
+      'slot', slot)
   else
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started)
+      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'slot', slot)
   end
   if pk then
     redis.call('HSET', rk, 'pool', pk)

@@ -85,23 +85,19 @@ local function hold(base, id, expiry, xx, pk)
 end
 
 -- unhold gives back what run id (record rk) held besides its job slot, once
--- that slot is gone: its slot number and its pool slot.
+-- that slot is gone: its pool slot, and its slot number (to nums, unless
+-- none is held any more: numbers then start again from 1, and nums stays
+-- as small as the most runs ever held at once).
 local function unhold(base, rk, id)
   local r = redis.call('HMGET', rk, 'slot', 'pool')
-  if r[1] then
-    redis.call('ZADD', base .. 'nums', r[1], r[1])
-  end
   if r[2] then
     redis.call('ZREM', r[2], id)
   end
-end
-
--- settle forgets the slot numbers once no run holds a slot: numbers start
--- again from 1, and nums stays as small as the most runs ever held at once.
-local function settle(base)
   if redis.call('EXISTS', base .. 'slots') == 0 then
     redis.call('DEL', base .. 'nums')
     redis.call('HDEL', base .. 'meta', 'top')
+  elseif r[1] then
+    redis.call('ZADD', base .. 'nums', r[1], r[1])
   end
 end
 
@@ -110,7 +106,6 @@ end
 local function release(base, id)
   if redis.call('ZREM', base .. 'slots', id) == 1 then
     unhold(base, base .. 'run:' .. string.match(id, '@(.*)$'), id)
-    settle(base)
   end
 end
 
@@ -442,7 +437,6 @@ local function reap(base, now)
     for _, id in ipairs(dead) do
       unhold(base, run_key(base, id), id)
     end
-    settle(base)
   end
   local gone = redis.call('ZRANGEBYSCORE', waiting, '-inf', now)
   local floor
@@ -558,8 +552,8 @@ local function next_fence(meta, floor)
   return f
 end
 
--- take_slot gives run rk the lowest slot number no run holding a slot has,
--- records it in the run's record (slot) and returns it. The numbers held
+-- take_slot returns the lowest slot number no run holding a slot has; its
+-- caller records it in the run's record (slot). The numbers held
 -- are 1..top (meta field top) but those given back (nums, by release and
 -- reap): the lowest free one is nums' lowest, or top + 1. Its cost does not
 -- depend on concurrency, and it holds whatever limits the replicas' tables
@@ -568,24 +562,23 @@ end
 -- again. The fencing token rises per job, so per slot too: a sink that keeps
 -- the highest token per slot refuses exactly that slot's stale holders.
 -- Its caller has reaped expired holders.
-local function take_slot(base, rk)
+local function take_slot(base)
   local low = redis.call('ZPOPMIN', base .. 'nums')
   local n = tonumber(low[1])
   if not n then
     n = redis.call('HINCRBY', base .. 'meta', 'top', 1)
   end
-  redis.call('HSET', rk, 'slot', n)
   return n
 end
 
 -- start puts a decided run into a slot (and a slot of pool pk, or nil) and
 -- issues its first fencing token. Returns the token and the slot's number.
 local function start(meta, base, rk, id, lease, now, ffloor, pk)
-  local slot = take_slot(base, rk)
+  local slot = take_slot(base)
   local f = next_fence(meta, ffloor)
   hold(base, id, now + lease, false, pk)
   redis.call('HSET', rk, 'decision', 'started', 'outcome', 'running', 'fence', int(f),
-    'started', int(now), 'attempts', '1')
+    'started', int(now), 'attempts', '1', 'slot', slot)
   if pk then
     redis.call('HSET', rk, 'pool', pk)
   end
