@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
@@ -30,7 +31,24 @@ func slotStore(t *testing.T) (*store, *redis.Client, time.Time) {
 // holds something else) is answered refused; the others of the batch are
 // decided as if it were not there, and it leaves no record behind.
 func TestClaimBatchIsolatesAFailingRun(t *testing.T) {
-	s, c, now := slotStore(t)
+	t.Run("redis", func(t *testing.T) {
+		s, c, now := slotStore(t)
+		batchWithAFailingRun(t, s, c, now)
+	})
+	t.Run("miniredis", func(t *testing.T) { // the embedded store's engine
+		m := miniredis.RunT(t)
+		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		s, err := newStore(c, config{prefix: "sl"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().Truncate(time.Second)
+		m.SetTime(now)
+		batchWithAFailingRun(t, s, c, now)
+	})
+}
+
+func batchWithAFailingRun(t *testing.T, s *store, c *redis.Client, now time.Time) {
 	ctx := context.Background()
 	var js []*jobState
 	for _, name := range []string{"normal", "bad", "other"} {
