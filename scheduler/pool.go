@@ -110,14 +110,12 @@ var poolScript = script("pool")
 
 // Answers of pool.lua.
 const (
-	poolOK   = "ok"   // held (by a claim of the same run already), renewed, or freed
-	poolNew  = "new"  // take: taken now, by this call
+	poolOK   = "ok"   // held, renewed, or given back
 	poolFull = "full" // take: every slot held
 )
 
 // admitMember is the pool slot's member for an admission of queued run id:
-// apart from the claims' (the run id), so that a replica giving back a hold
-// its claim created never frees the slot of the run's admission.
+// apart from the claims' (the run id), which other replicas may share.
 func admitMember(id string) string { return id + "#a" }
 
 // poolHolder is the run id a pool member stands for.
@@ -128,8 +126,10 @@ func poolHolder(member string) string {
 	return member
 }
 
-func (s *store) poolCall(op, pool, member string, size int, lease time.Duration) call {
-	return call{keys: []string{s.poolKey(pool)}, args: []any{op, member, size, lease.Milliseconds()}}
+// poolCall is one pool.lua call: op on pool's slot member, for the claim
+// (or admission) with owner token owner.
+func (s *store) poolCall(op, pool, member, owner string, size int, lease time.Duration) call {
+	return call{keys: []string{s.poolKey(pool)}, args: []any{op, member, owner, size, lease.Milliseconds()}}
 }
 
 // takePools takes, on Redis Cluster, the pool slot of each pooled run of
@@ -144,7 +144,7 @@ func (s *store) takePools(ctx context.Context, reqs []*claimReq, member func(*cl
 		if !s.cluster || r.j.Pool == "" {
 			continue
 		}
-		calls = append(calls, s.poolCall("take", r.j.Pool, member(r), r.j.PoolSize, r.j.Lease))
+		calls = append(calls, s.poolCall("take", r.j.Pool, member(r), r.owner, r.j.PoolSize, r.j.Lease))
 		idx = append(idx, i)
 	}
 	if len(calls) == 0 {
@@ -155,20 +155,17 @@ func (s *store) takePools(ctx context.Context, reqs []*claimReq, member func(*cl
 		return err
 	}
 	for k, i := range idx {
-		switch v, _ := replies[k].(string); v {
-		case poolNew:
-			reqs[i].pgrant, reqs[i].poolNew = '1', true
-		case poolOK:
+		if v, _ := replies[k].(string); v == poolOK {
 			reqs[i].pgrant = '1'
-		default:
+		} else {
 			reqs[i].pgrant = '0'
 		}
 	}
 	return nil
 }
 
-// freePools frees pool holds on Redis Cluster, best effort: a hold not
-// freed ends with its lease, holding the pool's slot till then (never
+// freePools gives pool holds back on Redis Cluster, best effort: a hold not
+// given back ends with its lease, holding the pool's slot till then (never
 // giving one away twice).
 func (s *store) freePools(ctx context.Context, calls []call) {
 	if len(calls) > 0 {
@@ -177,9 +174,8 @@ func (s *store) freePools(ctx context.Context, calls []call) {
 }
 
 // settlePools, after a claim on Redis Cluster, keeps the pool slot of each
-// run the claim started (res.pool names it) and of each run another replica
-// holds running with a pool slot under its id (one hold per run id), and
-// gives back the others this replica created.
+// run the claim started (res.pool names it), and gives back this replica's
+// share of the others' (a hold another replica's claim started stays its).
 func (s *store) settlePools(ctx context.Context, reqs []claimReq, out []claimRes) {
 	var free []call
 	for i := range reqs {
@@ -187,18 +183,11 @@ func (s *store) settlePools(ctx context.Context, reqs []claimReq, out []claimRes
 		if r.pgrant != '1' {
 			continue
 		}
-		switch res := &out[i]; {
-		case res.status == answerStarted:
-			res.pool, res.poolMember = r.j.Pool, r.id
-			r.poolNew = false
-		case res.status == answerDecided && res.outcome == string(Running) && !res.unheld:
-			r.poolNew = false // its holder's now
-		case res.status == answerRetry || r.poolNew:
-			// Taken back (min_replicas_ack) after it started here, or not
-			// started and the hold is this replica's own.
-			free = append(free, s.poolCall("release", r.j.Pool, r.id, 0, 0))
-			r.poolNew = false
+		if out[i].status == answerStarted {
+			out[i].pool, out[i].poolMember = r.j.Pool, r.id
+			continue
 		}
+		free = append(free, s.poolCall("release", r.j.Pool, r.id, r.owner, 0, 0))
 	}
 	s.freePools(ctx, free)
 }

@@ -138,7 +138,7 @@ var scriptSpecs = map[string]scriptSpec{
 	"attempt":  {head: attemptArgs},
 	"trigger":  {head: triggerArgs},
 	"pause":    {head: 1},
-	"pool":     {head: 4, answers: []string{poolOK, poolNew, poolFull, string(leaseLost)}},
+	"pool":     {head: 5, answers: []string{poolOK, poolFull, string(leaseLost)}},
 	// Encoded where their features live: notify.go, replicas.go, statuses.go.
 	"notify_take": {head: 3},
 	"notify_done": {head: 3, answers: []string{"ok", "lost"}},
@@ -209,9 +209,6 @@ type claimReq struct {
 	// (takePools, pool.go): '1' the replica holds it, '0' the pool is full;
 	// 0: the script takes it itself (or the job has no pool).
 	pgrant byte
-	// poolNew: this replica's take created the pool hold under the run's
-	// id, which it gives back unless the run is started (pool.go).
-	poolNew bool
 	// pool and poolMember name the pool slot the started run holds on
 	// Redis Cluster, which the replica renews and frees ("": none, or
 	// the scripts keep it).
@@ -296,9 +293,6 @@ type claimRes struct {
 	epoch   string
 	fence   int64
 	outcome string // decided: the outcome someone else recorded
-	// unheld: decided, running, but its holder holds no pool slot under
-	// its id (Redis Cluster; settlePools gives back the one taken).
-	unheld  bool
 	replica string // decided: by whom
 	place   int64  // waiting: place in the queue
 	server  time.Time
@@ -338,7 +332,7 @@ func decodeClaim(f []string, ackMode bool) claimRes {
 			res.server = time.UnixMilli(ms)
 		}
 	case answerDecided:
-		res.outcome, res.replica, res.unheld = at(f, 2), at(f, 4), at(f, 5) == "unheld"
+		res.outcome, res.replica = at(f, 2), at(f, 4)
 		if !ackMode {
 			// The winner's token, learnt as a heartbeat learns the
 			// job's: a failover to a copy older than it is noticed at

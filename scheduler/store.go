@@ -74,7 +74,7 @@ func (s *store) handBack(ctx context.Context, r *claimReq, waiterTTL time.Durati
 		return false, err
 	}
 	if r.pool != "" { // a pool slot held on Redis Cluster
-		s.freePools(ctx, []call{s.poolCall("release", r.pool, r.poolMember, 0, 0)})
+		s.freePools(ctx, []call{s.poolCall("release", r.pool, r.poolMember, r.owner, 0, 0)})
 	}
 	return undoAnswer(at(strs(v), 0)) == undoDropped, nil
 }
@@ -161,13 +161,14 @@ func (s *store) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration,
 		return "", 0, err
 	}
 	status, n, err = s.admitOnly(ctx, r, waiterTTL, fenceFloor)
-	if r.pgrant == '1' {
-		if err == nil && status == answerStarted {
-			r.pool, r.poolMember = r.j.Pool, admitMember(r.id)
-		} else {
-			// Only this replica admits this run: its hold is its own.
-			s.freePools(ctx, []call{s.poolCall("release", r.j.Pool, admitMember(r.id), 0, 0)})
-		}
+	switch {
+	case r.pgrant != '1' || err != nil:
+		// An answer lost may have been a start: the hold stays (the next
+		// poll takes it again), or ends with its lease.
+	case status == answerStarted:
+		r.pool, r.poolMember = r.j.Pool, admitMember(r.id)
+	default:
+		s.freePools(ctx, []call{s.poolCall("release", r.j.Pool, admitMember(r.id), r.owner, 0, 0)})
 	}
 	return status, n, err
 }
@@ -230,7 +231,7 @@ func (s *store) renewPools(ctx context.Context, reqs []renewReq, out []leaseAnsw
 	var idx []int
 	for i, r := range reqs {
 		if r.pool != "" && out[i] == leaseOK {
-			calls = append(calls, s.poolCall("renew", r.pool, r.member, 0, r.j.Lease))
+			calls = append(calls, s.poolCall("renew", r.pool, r.member, r.owner, 0, r.j.Lease))
 			idx = append(idx, i)
 		}
 	}
@@ -274,7 +275,7 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 	var free []call
 	for _, c := range reqs {
 		if c.r.pool != "" { // a pool slot held on Redis Cluster
-			free = append(free, s.poolCall("release", c.r.pool, c.r.poolMember, 0, 0))
+			free = append(free, s.poolCall("release", c.r.pool, c.r.poolMember, c.r.owner, 0, 0))
 		}
 	}
 	s.freePools(ctx, free)

@@ -43,11 +43,8 @@
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
 --   {"started", epoch, fencing token, server time ms, slot (1..concurrency)}
---   {"decided", epoch, outcome, fencing token or "", replica[, "unheld"]}
---                                             someone decided it already
---                                             ("unheld": running, but not
---                                             holding the pool slot the
---                                             replica took under its id); a
+--   {"decided", epoch, outcome, fencing token or "", replica}
+--                                             someone decided it already; a
 --                                             lost race answers the same as one
 --                                             string, "decided||outcome|fence|replica"
 --                                             (the winner's token: the loser
@@ -75,7 +72,7 @@ local function claim(meta, a)
   local base = string.sub(meta, 1, -5)
   local suffix, owner = ARGV[a + 1], ARGV[a + 2]
   local rk = base .. 'run:' .. suffix
-  local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision', 'slot', 'phold')
+  local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision', 'slot')
   if d[1] then
     if d[3] == owner then
       -- Our own decision, asked again: go-redis retried a call whose reply
@@ -109,12 +106,6 @@ local function claim(meta, a)
         return {'decided', '', d[1], d[4] or '', d[2] or ''}
       end
       return {d[5], ''}
-    end
-    if d[1] == 'running' and d[7] ~= '1' and string.sub(ARGV[a + 3], -2) == '|1' then
-      -- Redis Cluster: the replica took a pool slot under this run's id,
-      -- but the run's holder holds none under it (its table has no pool,
-      -- or it was admitted from the queue): the replica gives it back.
-      return {'decided', '', d[1], d[4] or '', d[2] or '', 'unheld'}
     end
     -- A lost race, the most common answer of all, in one string: Redis
     -- builds no table for it, and the replica parses no array.
@@ -366,9 +357,6 @@ local function claim(meta, a)
   end
   if pk then
     redis.call('HSET', rk, 'pool', pk)
-  elseif pgrant == '1' then
-    -- Its pool slot, held by the replica under the run's id (Redis Cluster).
-    redis.call('HSET', rk, 'phold', '1')
   end
   redis.call('PEXPIRE', rk, lease + retention)
   hold(base, id, now + lease, false, pk)
