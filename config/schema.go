@@ -195,6 +195,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"max_clock_skew":           {desc: "The clock difference between replicas that must still give exactly once. Greater than 0.", schema: duration, def: DefaultMaxClockSkew.String()},
 		"min_replicas_ack":         {desc: "A claim or renewal counts only once this many replicas of the primary acknowledged it (Redis WAIT). 0 is off. Not with redlock or the embedded store.", schema: integer(0), def: 0},
 		"min_replicas_ack_timeout": {desc: "How long to wait for min_replicas_ack acknowledgements.", schema: duration, def: DefaultMinReplicasAckTimeout.String()},
+		"data_dir":                 {desc: "Embedded store only (no url): the directory where it keeps its state; relative to the table's directory. Default $STATE_DIRECTORY (systemd), else <table name>.data beside the table. One daemon per directory.", schema: text},
 	},
 	"tls": {
 		"ca_file":              {desc: "PEM file of the CA that signed Redis' certificate; default the system's roots.", schema: text},

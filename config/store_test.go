@@ -243,3 +243,21 @@ jobs: []
 		})
 	}
 }
+
+func TestStoreDataDir(t *testing.T) {
+	const jobs = "jobs:\n  - {name: a, schedule: \"@hourly\", command: [x]}\n"
+	f, err := config.Parse("/etc/solocron/table.yaml", []byte("store: {data_dir: state}\n"+jobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Store.DataDir != "/etc/solocron/state" {
+		t.Errorf("relative data_dir = %q, want it beside the table: /etc/solocron/state", f.Store.DataDir)
+	}
+	if f, err = config.Parse("t.yaml", []byte("store: {data_dir: /var/lib/x}\n"+jobs)); err != nil || f.Store.DataDir != "/var/lib/x" {
+		t.Errorf("absolute data_dir = %q, %v", f.Store.DataDir, err)
+	}
+	_, err = config.Parse("t.yaml", []byte("store: {url: \"redis://h:6379\", data_dir: x}\n"+jobs))
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:1:") || !strings.Contains(err.Error(), "store.data_dir: is used only by the embedded store") {
+		t.Errorf("data_dir with a url: %v", err)
+	}
+}
