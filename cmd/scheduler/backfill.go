@@ -47,6 +47,7 @@ func parseInstant(s string) (time.Time, error) {
 }
 
 func backfillFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	c.adminFlag(fs)
 	fromS := fs.String("from", "", "first instant of the range (RFC 3339, or a date: midnight UTC); required")
 	toS := fs.String("to", "", "last instant of the range, included (RFC 3339, or a date); required")
 	parallel := fs.Int("parallel", 1, fmt.Sprintf("at most this many of the backfill's runs at a time, across the cluster (1..%d)", scheduler.MaxBackfillParallel))
@@ -69,7 +70,7 @@ func backfillFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 				return c.usageError("backfill", "--parallel must be within 1..%d", scheduler.MaxBackfillParallel)
 			}
 		}
-		return c.withControl("backfill", pos, true, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+		return c.withControl("backfill", pos, true, func(ctx context.Context, f *config.File, ctl controls, job string) int {
 			if *cancel {
 				tctx, stop := context.WithTimeout(ctx, storeTimeout)
 				defer stop()
@@ -116,7 +117,7 @@ func backfillFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 // (Ctrl-C) cancels it: what started finishes, the rest is dropped. A
 // second Ctrl-C stops waiting for the runs in flight. The exit code is 0
 // when every instant ran (or had run before) and succeeded.
-func (c *cli) followBackfill(ctx context.Context, f *config.File, ctl *scheduler.Control, job string, b *scheduler.Backfill) int {
+func (c *cli) followBackfill(ctx context.Context, f *config.File, ctl controls, job string, b *scheduler.Backfill) int {
 	tty := isTerminal(c.rawStdout)
 	start, lastLine, lastMove := time.Now(), time.Now(), time.Now()
 	decided, hinted := b.Decided, false

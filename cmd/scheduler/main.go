@@ -67,7 +67,8 @@ type cli struct {
 	logFormat string
 	logLevel  string
 	log       *slog.Logger
-	where     string // the store, without secrets, once opened
+	where     string // the store or admin API, without secrets, once opened
+	admin     string // --admin URL
 	// redact masks the scheduler's secrets in everything printed or
 	// logged; learnSecrets fills it when a table is loaded.
 	redact *redact.Redactor
