@@ -150,6 +150,18 @@ jobs:
 	}
 	p.signal(syscall.SIGTERM)
 	p.wait(60 * time.Second)
+	ended := 0
+	for _, rec := range p.findLogs("run ended") {
+		if rec["outcome"] == "succeeded" {
+			ended++
+			if _, ok := rec["err"]; ok {
+				t.Errorf("a succeeded run's line carries err: %v", rec)
+			}
+		}
+	}
+	if ended == 0 {
+		t.Error("no succeeded run logged \"run ended\"")
+	}
 	seen := map[string]bool{}
 	for _, l := range readLedger(t, ledger) {
 		if seen[l.runID] {

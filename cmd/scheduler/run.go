@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -97,9 +96,6 @@ func (c *cli) run(o runOptions) int {
 		}
 	}
 
-	// go-redis logs connection trouble on its own; into our log, at debug
-	// level: the scheduler reports an unreachable store once, at error.
-	redis.SetLogger(redisLogger{log})
 	conn, err := storeconn.Open(storeOf(f), storeconn.WithLogger(log))
 	if err != nil {
 		log.Error("cannot use the store", "err", err)
@@ -357,13 +353,6 @@ func difference(a, b []string) []string {
 // adminMTLS reports whether the admin API requires client certificates,
 // which authenticate its clients as a token does.
 func adminMTLS(f *config.File) bool { return f.Admin.TLS != nil && f.Admin.TLS.ClientCAFile != "" }
-
-// redisLogger routes go-redis's internal log lines into slog.
-type redisLogger struct{ log *slog.Logger }
-
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.Debug("redis client: " + fmt.Sprintf(format, v...))
-}
 
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {
