@@ -23,6 +23,9 @@ const (
 	// DefaultMinReplicasAckTimeout is how long a claim waits for its
 	// replicas' acknowledgement when min_replicas_ack is set.
 	DefaultMinReplicasAckTimeout = time.Second
+	// DefaultKillGrace is a command job's kill_grace when the table does
+	// not say, unless a third of the job's lease is shorter.
+	DefaultKillGrace = 10 * time.Second
 )
 
 // MaxFileSize is the largest job table Load and Parse accept. A real table of

@@ -159,7 +159,8 @@
 //	dir                string               ""        command jobs: working directory
 //	env                mapping of strings   {}        command jobs: added to the few variables
 //	                                                  inherited (PATH, HOME, LANG, TZ, LC_*, ...)
-//	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL; at most lease/2
+//	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL; at most
+//	                                                  lease/2; default 10s or lease/3, the shorter
 //	log_output         debug|info           debug     command jobs: log level of output lines
 //	concurrency        integer              1         runs in flight at once, across replicas
 //	overlap            skip|wait|replace    skip      what a run does when every slot is busy
