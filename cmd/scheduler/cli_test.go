@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os/exec"
+	"slices"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -140,4 +142,16 @@ func TestSchema(t *testing.T) {
 	}
 	r = runCLI(t, nil, env(), "schema", "extra")
 	r.want(t, 2, "schema extra")
+}
+
+// The binary embeds the time-zone database: a table's time zones work in
+// an image without /usr/share/zoneinfo.
+func TestEmbedsTimeZones(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	if !slices.Contains(strings.Fields(string(out)), "time/tzdata") {
+		t.Error("cmd/scheduler does not import time/tzdata")
+	}
 }

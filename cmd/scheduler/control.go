@@ -85,7 +85,7 @@ func (c *cli) adminFlag(fs *flag.FlagSet) {
 
 // storeFailed reports an error of the store and returns exitFailure.
 func (c *cli) storeFailed(cmd string, f *config.File, err error) int {
-	fmt.Fprintf(c.stderr, "scheduler %s: %s: %v\n", cmd, c.where, err)
+	fmt.Fprintf(c.stderr, "scheduler %s: %s: %s\n", cmd, c.where, errText(err))
 	return exitFailure
 }
 
