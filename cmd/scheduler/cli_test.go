@@ -3,10 +3,10 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
-	"slices"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
