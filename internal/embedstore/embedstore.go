@@ -79,6 +79,8 @@ type Store struct {
 	execMu sync.RWMutex
 	dirty  atomic.Uint64 // writing commands run so far
 
+	ticker chan struct{} // closed to stop clock
+
 	mu      sync.Mutex
 	cond    *sync.Cond
 	durable uint64 // dirty count the disk holds
@@ -86,6 +88,7 @@ type Store struct {
 	stop    bool
 	seq     uint64 // last snapshot's sequence number
 	last    []byte // last snapshot's payload
+	stats   Stats
 	conns   map[net.Conn]struct{}
 	wg      sync.WaitGroup
 	persist sync.WaitGroup
@@ -102,10 +105,13 @@ func Open(o Options) (*Store, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.cond = sync.NewCond(&s.mu)
-	// Keys expire on the real clock, as in Redis; a snapshot keeps each
-	// TTL as an absolute time, so it goes on running while the daemon is
-	// down.
-	s.m.ClockTTL(true)
+	// Keys expire on the real clock, as in Redis: a goroutine moves every
+	// TTL on every tick. (Not miniredis' ClockTTL: it moves them at every
+	// access, sorting every key each time, so that one claim script costs
+	// O(keys log keys) per call it makes.) A key lives at most a tick
+	// longer than its TTL, never shorter. A snapshot keeps each TTL as an
+	// absolute time, so it goes on running while the daemon is down.
+	s.ticker = make(chan struct{})
 	c, err := s.m.Dial() // starts the server without a listener
 	if err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
@@ -114,9 +120,12 @@ func Open(o Options) (*Store, error) {
 	s.srv = s.m.Server()
 	if s.dir == "" {
 		s.fresh = true
+		s.wg.Add(1)
+		go s.clock()
 		return s, nil
 	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		s.m.Close()
 		return nil, fmt.Errorf("embedded store: data directory: %w", err)
 	}
 	if s.lock, err = lockDir(s.dir); err != nil {
@@ -127,9 +136,47 @@ func Open(o Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.wg.Add(1)
+	go s.clock()
 	s.persist.Add(1)
 	go s.persister()
 	return s, nil
+}
+
+// Stats counts the store's snapshots.
+type Stats struct {
+	// Snapshots taken, and of those Written to disk (fsynced): a snapshot
+	// equal to the last one written is not written again.
+	Snapshots, Written int
+	// Bytes is the size of the last snapshot written.
+	Bytes int
+}
+
+// Stats returns the store's snapshot counts so far.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// tick is how often TTLs move.
+const tick = 50 * time.Millisecond
+
+// clock moves the keys' TTLs with the real (monotonic) clock.
+func (s *Store) clock() {
+	defer s.wg.Done()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-s.ticker:
+			return
+		case now := <-t.C:
+			s.m.FastForward(now.Sub(last))
+			last = now
+		}
+	}
 }
 
 // Fresh reports whether the store began empty with this process: no data
@@ -175,6 +222,7 @@ func (s *Store) Close() error {
 		_ = c.Close()
 	}
 	s.mu.Unlock()
+	close(s.ticker)
 	s.wg.Wait()
 	s.mu.Lock()
 	s.stop = true
@@ -219,15 +267,15 @@ type batch struct {
 // pipeline before it reads is never blocked by its own answers.
 func (s *Store) serve(c net.Conn) {
 	defer s.wg.Done()
-	queue := make(chan batch, 64)
+	q := &answers{wake: make(chan struct{}, 1)}
 	var wdone sync.WaitGroup
 	wdone.Add(1)
 	go func() {
 		defer wdone.Done()
-		s.answer(c, queue)
+		s.answer(c, q)
 	}()
 	defer func() {
-		close(queue)
+		q.close()
 		wdone.Wait()
 		_ = c.Close()
 		s.mu.Lock()
@@ -264,7 +312,7 @@ func (s *Store) serve(c net.Conn) {
 		if r.Buffered() > 0 && buf.Len() < 1<<20 {
 			continue // more of a pipeline: one wait for all of it
 		}
-		queue <- batch{out: bytes.Clone(buf.Bytes()), need: need}
+		q.push(batch{out: bytes.Clone(buf.Bytes()), need: need})
 		buf.Reset()
 		if peer.Closed() {
 			return
@@ -272,10 +320,62 @@ func (s *Store) serve(c net.Conn) {
 	}
 }
 
+// answers is a connection's queue of answers, without bound: the reader
+// never waits for the client to read (which may be writing a pipeline).
+type answers struct {
+	mu     sync.Mutex
+	queue  []batch
+	closed bool
+	wake   chan struct{}
+}
+
+func (q *answers) push(b batch) {
+	q.mu.Lock()
+	q.queue = append(q.queue, b)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *answers) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next returns the oldest batch; ok false once closed and empty.
+func (q *answers) next() (batch, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.queue) > 0 {
+			b := q.queue[0]
+			q.queue = q.queue[1:]
+			q.mu.Unlock()
+			return b, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return batch{}, false
+		}
+		<-q.wake
+	}
+}
+
 // answer sends each batch once the disk holds its writes.
-func (s *Store) answer(c net.Conn, queue <-chan batch) {
+func (s *Store) answer(c net.Conn, q *answers) {
 	broken := false
-	for b := range queue {
+	for {
+		b, ok := q.next()
+		if !ok {
+			return
+		}
 		if broken {
 			continue
 		}
@@ -355,14 +455,21 @@ func (s *Store) snapshot() error {
 	if err != nil {
 		return err
 	}
+	written := false
 	if s.last == nil || !bytes.Equal(payload, s.last) {
 		if err := writeSnapshot(s.dir, s.seq+1, payload); err != nil {
 			return err
 		}
 		s.seq++
 		s.last = payload
+		written = true
 	}
 	s.mu.Lock()
+	s.stats.Snapshots++
+	if written {
+		s.stats.Written++
+		s.stats.Bytes = len(payload) + headerSize
+	}
 	s.durable = max(s.durable, n)
 	s.failed = nil
 	s.cond.Broadcast()
