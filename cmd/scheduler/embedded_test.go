@@ -104,6 +104,13 @@ jobs:
 	if r := cli(1, "trigger", "broken", "--wait", "30s"); !strings.Contains(r.stdout, "failed") {
 		t.Errorf("trigger of a failing job: %q", r.stdout)
 	}
+	from := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	if r := cli(0, "backfill", "tick", "--from", from.Format(time.RFC3339), "--to", from.Add(4*time.Second).Format(time.RFC3339)); !strings.Contains(r.stdout, "5 of 5 instants ran") {
+		t.Errorf("backfill through the admin API:\n%s", r.stdout)
+	}
+	if r := cli(0, "status"); !strings.Contains(r.stdout, "nightly") || !strings.Contains(r.stdout, "yes") {
+		t.Errorf("status through the admin API:\n%s", r.stdout)
+	}
 	// A second daemon on the same data directory is refused, clearly.
 	second := runCLI(t, nil, env(), "run", "--config", table, "--admin-listen", freeAddr(t), "--log-format", "json")
 	second.want(t, 1, "run (second daemon)")
