@@ -298,9 +298,17 @@ func (s *Store) serve(c net.Conn) {
 		cmd := strings.ToUpper(args[0])
 		write := !noWrite[cmd] && !s.srv.IsReadOnlyCommand(cmd)
 		s.execMu.RLock()
-		s.srv.Dispatch(peer, args)
 		if write && s.dir != "" {
+			// Counted before it runs: a snapshot (which excludes every
+			// command) that counts it holds it.
 			need = s.dirty.Add(1)
+		}
+		s.srv.Dispatch(peer, args)
+		if !write && s.dir != "" {
+			// A read may have seen any write counted by now: its answer
+			// waits for them too, so that nothing not yet on disk is
+			// ever shown.
+			need = max(need, s.dirty.Load())
 		}
 		s.execMu.RUnlock()
 		if write && s.dir != "" {
