@@ -94,6 +94,7 @@ jobs:
 	}
 
 	p := up("first")
+	first := p
 	testkit.WaitFor(t, 30*time.Second, "two tick runs", func() bool { return len(readLedger(t, ledger)) >= 2 })
 	if ports := listeningPorts(t, p.cmd.Process.Pid); len(ports) != 1 || strconv.Itoa(ports[0]) != addr[strings.LastIndex(addr, ":")+1:] {
 		t.Errorf("the daemon listens on TCP ports %v, want only the admin API's %s", ports, addr)
@@ -158,7 +159,7 @@ jobs:
 	p.signal(syscall.SIGTERM)
 	p.wait(60 * time.Second)
 	ended := 0
-	for _, rec := range p.findLogs("run ended") {
+	for _, rec := range first.findLogs("run ended") {
 		if rec["outcome"] == "succeeded" {
 			ended++
 			if _, ok := rec["err"]; ok {
