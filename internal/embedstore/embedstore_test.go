@@ -273,3 +273,33 @@ func TestMemoryOnly(t *testing.T) {
 		t.Error("a memory-only store is not fresh")
 	}
 }
+
+// A write the disk refuses is never answered as done: the client sees its
+// connection fail; once the disk takes snapshots again, so does the store.
+func TestUnwritableDiskFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	c := client(t, s)
+	if err := c.Set(t.Context(), "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil { // the disk is gone
+		t.Fatal(err)
+	}
+	if err := c.Set(t.Context(), "lost", "1", 0).Err(); err == nil {
+		t.Fatal("a write the disk could not take was answered as done")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Set(t.Context(), "after", "1", 0).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not recover once the disk was back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !onDisk(t, dir).has("after") || !onDisk(t, dir).has("before") {
+		t.Error("the snapshot after recovery lacks the state")
+	}
+}
