@@ -210,6 +210,14 @@ func flagValue(args []string, name string) (string, bool) {
 	return "", false
 }
 
+// deref is *p, or -1 for a field left out.
+func deref(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
 // The chart passes helm lint, strictly.
 func TestChartLint(t *testing.T) {
 	out, err := runHelm(t, "lint", "--strict", chartDir, "-f", chartTestValues)
@@ -228,8 +236,8 @@ func TestChartObjects(t *testing.T) {
 	var d deployment
 	decode(t, dep, &d)
 	spec := d.Spec.Template.Spec
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
-		t.Errorf("Deployment replicas %v, want 3", d.Spec.Replicas)
+	if n := deref(d.Spec.Replicas); n != 3 {
+		t.Errorf("Deployment replicas %d, want 3", n)
 	}
 	if len(spec.Containers) != 1 {
 		t.Fatalf("want one container, have %d", len(spec.Containers))
@@ -276,7 +284,7 @@ func TestChartObjects(t *testing.T) {
 		env[e.Name] = e
 	}
 	if e := env["SOLOCRON_REPLICA_ID"]; e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.name" {
-		t.Errorf("SOLOCRON_REPLICA_ID is not the pod's name: %+v", e)
+		t.Errorf("SOLOCRON_REPLICA_ID is not the pod's name (valueFrom.fieldRef.fieldPath: metadata.name)")
 	}
 	sec := find(t, objs, "Secret")
 	secretEnv := map[string]string{}
@@ -341,7 +349,7 @@ func TestChartObjects(t *testing.T) {
 		want string
 	}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}} {
 		if p.pr.HTTPGet == nil || p.pr.HTTPGet.Path != p.want || p.pr.HTTPGet.Port != adminPort {
-			t.Errorf("%s probe %+v: want GET %s on port %s", p.name, p.pr.HTTPGet, p.want, adminPort)
+			t.Errorf("%s probe %+v: want GET %s on port %s", p.name, p.pr, p.want, adminPort)
 		}
 	}
 
@@ -352,8 +360,8 @@ func TestChartObjects(t *testing.T) {
 			t.Fatalf("--shutdown-grace %q: %v", v, err)
 		}
 	}
-	if tg := spec.TerminationGracePeriodSeconds; tg == nil || time.Duration(*tg)*time.Second <= grace+stopBudget {
-		t.Errorf("terminationGracePeriodSeconds %v: want more than --shutdown-grace %s + %s", tg, grace, stopBudget)
+	if tg := deref(spec.TerminationGracePeriodSeconds); time.Duration(tg)*time.Second <= grace+stopBudget {
+		t.Errorf("terminationGracePeriodSeconds %d: want more than --shutdown-grace %s + %s", tg, grace, stopBudget)
 	}
 	if len(c.Resources.Requests) == 0 || c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" {
 		t.Errorf("no cpu and memory requests: %+v", c.Resources.Requests)
