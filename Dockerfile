@@ -62,7 +62,9 @@ COPY deploy/container/passwd deploy/container/group /etc/
 # into a new named volume; Kubernetes uses fsGroup).
 COPY --chown=65532:65532 deploy/container/state/ /var/lib/solocron/
 COPY --from=binary /out/scheduler /usr/local/bin/scheduler
-ENV STATE_DIRECTORY=/var/lib/solocron
+# PATH as in the usual base images: `kubectl exec POD -- scheduler status`.
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    STATE_DIRECTORY=/var/lib/solocron
 USER 65532:65532
 # The default --config is ./solocron.yaml: mount the table at
 # /etc/solocron/solocron.yaml and every command finds it.

@@ -61,6 +61,7 @@ cfg() { podman image inspect "$image" --format "$1"; }
 cfg '{{json .Config.ExposedPorts}}' | grep -q '"9090/tcp"' || fail "port 9090 (admin) is not exposed"
 [ "$(cfg '{{index .Config.Labels "org.opencontainers.image.version"}}')" = "$version" ] || fail "label org.opencontainers.image.version is not $version"
 [ "$(cfg '{{index .Config.Labels "org.opencontainers.image.revision"}}')" = "$commit" ] || fail "label org.opencontainers.image.revision is not $commit"
+cfg '{{json .Config.Env}}' | grep -q '"STATE_DIRECTORY=/var/lib/solocron"' || fail "STATE_DIRECTORY is not /var/lib/solocron (the embedded store's data directory)"
 [ "$(cfg '{{.Config.WorkingDir}}')" = "/etc/solocron" ] || fail "working directory is not /etc/solocron (where ./solocron.yaml, the default --config, is mounted)"
 ok "image config: user 65532, entrypoint + run, port 9090, OCI labels"
 
