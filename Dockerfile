@@ -6,25 +6,23 @@
 #     --build-arg COMMIT=$(git rev-parse HEAD) --build-arg DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) .
 #   docker run --rm -v $PWD/solocron.yaml:/etc/solocron/solocron.yaml:ro -p 9090:9090 solocron
 #
-# (podman build works the same.) One file serves three builders, picked with
-# the BINARY build argument, so that what CI checks is what users build:
-#
-#   BINARY=build     (default) compiles the binary in a Go image: the usual
-#                    multi-stage build from a source checkout.
-#   BINARY=prebuilt  takes a linux binary already built, at
-#                    <os>/<arch>/scheduler in the build context (linux/amd64/...):
-#                    GoReleaser's layout (.goreleaser.yaml, dockers_v2), and
-#                    CI's (.ci/run), which cannot pull a Go image.
+# (podman build works the same.) One file serves three builders, so that what
+# CI checks is what users build. The last stage, the default target, compiles
+# the binary in a Go image: the usual multi-stage build from a source
+# checkout. --target prebuilt takes a linux binary already built, at
+# <os>/<arch>/scheduler in the build context (linux/amd64/scheduler):
+# GoReleaser's layout (.goreleaser.yaml, dockers_v2) and CI's (.ci/run runs
+# deploy/container/check-image.sh), which cannot pull a Go image. Both add
+# the binary, and only that, to the same `base` stage.
 #
 # Either way the context also holds deploy/container/ (the user and the data
 # directory), and the CA bundle comes from the CERTS_IMAGE stage: the Go
 # image by default; CI passes an image it imported from the host's bundle.
-# Unused stages are not built (BuildKit, Buildah), so the prebuilt path
-# pulls nothing but CERTS_IMAGE.
+# Stages a target does not need are not built (BuildKit, Buildah), so the
+# prebuilt target pulls nothing but CERTS_IMAGE.
 
 ARG GO_IMAGE=docker.io/library/golang:1.26-bookworm
 ARG CERTS_IMAGE=${GO_IMAGE}
-ARG BINARY=build
 
 FROM ${CERTS_IMAGE} AS certs
 
@@ -40,13 +38,8 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -buildvcs
       -ldflags "-s -w -X main.version=$VERSION -X main.commit=$COMMIT -X main.date=$DATE" \
       -o /out/scheduler ./cmd/scheduler
 
-FROM scratch AS prebuilt
-ARG TARGETPLATFORM
-COPY ${TARGETPLATFORM}/scheduler /out/scheduler
-
-FROM ${BINARY} AS binary
-
-FROM scratch
+# Everything of the image but the binary.
+FROM scratch AS base
 ARG VERSION=dev COMMIT=unknown DATE=unknown
 LABEL org.opencontainers.image.title="solocron" \
       org.opencontainers.image.description="Cron for services with many replicas: exactly one replica runs each scheduled run, coordinated through Redis" \
@@ -61,7 +54,6 @@ COPY deploy/container/passwd deploy/container/group /etc/
 # the user, so a volume mounted here is writable (Docker copies the owner
 # into a new named volume; Kubernetes uses fsGroup).
 COPY --chown=65532:65532 deploy/container/state/ /var/lib/solocron/
-COPY --from=binary /out/scheduler /usr/local/bin/scheduler
 # PATH as in the usual base images: `kubectl exec POD -- scheduler status`.
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     STATE_DIRECTORY=/var/lib/solocron
@@ -70,7 +62,14 @@ USER 65532:65532
 # /etc/solocron/solocron.yaml and every command finds it.
 WORKDIR /etc/solocron
 # The admin API, console, /healthz, /readyz and /metrics (admin.listen or
-# --admin-listen 0.0.0.0:9090; a non-loopback listener needs admin.token).
+# --admin-listen :9090; a non-loopback listener needs admin.token).
 EXPOSE 9090
 ENTRYPOINT ["/usr/local/bin/scheduler"]
 CMD ["run"]
+
+FROM base AS prebuilt
+ARG TARGETPLATFORM
+COPY ${TARGETPLATFORM}/scheduler /usr/local/bin/scheduler
+
+FROM base
+COPY --from=build /out/scheduler /usr/local/bin/scheduler

@@ -47,11 +47,11 @@ mkdir -p "$work/certs/etc/ssl/certs"
 cp "$bundle" "$work/certs/etc/ssl/certs/"
 tar -C "$work/certs" -c . | podman import -q - "$certs" >/dev/null
 
-podman build -q --pull=never --platform "linux/$arch" -f Dockerfile -t "$image" \
-  --build-arg BINARY=prebuilt --build-arg CERTS_IMAGE="$certs" \
+podman build -q --pull=never --platform "linux/$arch" -f Dockerfile --target prebuilt -t "$image" \
+  --build-arg CERTS_IMAGE="$certs" \
   --build-arg VERSION="$version" --build-arg COMMIT="$commit" --build-arg DATE="$date" \
   "$ctx" >/dev/null
-ok "podman build (BINARY=prebuilt)"
+ok "podman build --target prebuilt"
 
 # The image's configuration.
 cfg() { podman image inspect "$image" --format "$1"; }
