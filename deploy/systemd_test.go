@@ -144,7 +144,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 		t.Errorf("systemd-analyze verify %s: %v\n%s", unitFile, err, out)
 	}
 	// The hardening, as systemd rates it: an exposure of at most 2.0 of 10
-	// (it is 1.6; a unit without DynamicUser, ProtectSystem and an empty
+	// (it is 1.7; a unit without DynamicUser, ProtectSystem and an empty
 	// capability set rates 4.0).
 	out, err = exec.Command(tool, "security", "--offline=true", "--threshold=20", path).CombinedOutput()
 	if err != nil {
