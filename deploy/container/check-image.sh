@@ -72,7 +72,8 @@ container=$(podman create "$image")
 podman export "$container" | tar -C "$root" -x
 bin=$root/usr/local/bin/scheduler
 [ -x "$bin" ] || fail "no executable /usr/local/bin/scheduler"
-if readelf -l "$bin" | grep -q INTERP; then fail "the binary is dynamically linked: an empty base image has no loader"; fi
+# Static: built with cgo off (an empty base image has no C library nor loader).
+go version -m "$bin" | grep -Eq '^\s+build\s+CGO_ENABLED=0$' || fail "the binary was not built with CGO_ENABLED=0: an empty base image has no C library"
 [ -s "$root/etc/ssl/certs/ca-certificates.crt" ] || fail "no CA certificates at /etc/ssl/certs/ca-certificates.crt"
 grep -q '^solocron:x:65532:65532:' "$root/etc/passwd" || fail "no solocron user (65532) in /etc/passwd"
 [ "$(stat -c %u:%g "$root/var/lib/solocron")" = "65532:65532" ] || fail "/var/lib/solocron is owned by $(stat -c %u:%g "$root/var/lib/solocron"), want 65532:65532"
