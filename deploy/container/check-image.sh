@@ -47,7 +47,7 @@ mkdir -p "$work/certs/etc/ssl/certs"
 cp "$bundle" "$work/certs/etc/ssl/certs/"
 tar -C "$work/certs" -c . | podman import -q - "$certs" >/dev/null
 
-podman build -q --pull=never --platform "linux/$arch" -f Dockerfile --target prebuilt -t "$image" \
+podman build -q --layers=false --pull=never --platform "linux/$arch" -f Dockerfile --target prebuilt -t "$image" \
   --build-arg CERTS_IMAGE="$certs" \
   --build-arg VERSION="$version" --build-arg COMMIT="$commit" --build-arg DATE="$date" \
   "$ctx" >/dev/null
