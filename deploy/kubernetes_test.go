@@ -465,6 +465,9 @@ func TestChartRefuses(t *testing.T) {
 		{[]string{"--set-file", "table=" + noToken}, "admin.token must be ${SOLOCRON_ADMIN_TOKEN}"},
 		{[]string{"--set-file", "table=" + noStore}, "no store section"},
 		{[]string{"--set", "secret.adminToken="}, "secret.adminToken is required"},
+		// values.schema.json: a misspelt key is an error, as in the table.
+		{[]string{"--set", "replicas=5"}, "additional properties 'replicas' not allowed"},
+		{[]string{"--set", "logFormat=xml"}, "value must be one of"},
 	} {
 		out, err := runHelm(t, append([]string{"template", "solocron", chartDir, "-f", chartTestValues}, tc.args...)...)
 		var ee *exec.ExitError
