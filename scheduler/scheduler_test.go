@@ -619,7 +619,7 @@ func claimCalls() *scriptCounter {
 			return false
 		}
 		terms, _ := argv[len(argv)-1].(string)
-		return strings.Count(terms, "|") == 19 // 20 terms (claimReq.appendTerms)
+		return strings.Count(terms, "|") == 21 // 22 terms (claimReq.appendTerms)
 	}}
 }
 
@@ -757,12 +757,12 @@ func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
 		// A failing job: a retried close must not report its error twice.
 		{"complete", scheduler.Job{Name: "c", Schedule: "@every 10s"},
 			func(context.Context) error { return errors.New("boom") }, scriptPerRun(8)},
-		// admit.lua: EVALSHA sha 1 key + 8 args. Runs last 11s, so the run
+		// admit.lua: EVALSHA sha 1 key + 10 args. Runs last 11s, so the run
 		// at 10s queues and polls admit (every 100ms) before the first ends.
 		{"admit", scheduler.Job{Name: "c", Schedule: "@every 10s", Overlap: scheduler.OverlapWait, MaxWait: time.Minute},
 			sleepJob(11 * time.Second), func(cmd redis.Cmder) bool {
 				rc, ok := cmd.(*redis.Cmd)
-				if !ok || !scriptWithArgs(3+1+8)(cmd) {
+				if !ok || !scriptWithArgs(3+1+10)(cmd) {
 					return false
 				}
 				v, _ := rc.Val().([]any)                // the admission itself, not a "still waiting"
