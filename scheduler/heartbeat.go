@@ -74,22 +74,34 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	// one beat would hold up the runs of the instant it falls on). The
 	// first beat syncs every job. That keeps the heartbeat's cost flat as
 	// the table grows with jobs that fire every second.
+	//
+	// A job whose run statistics changed (a run of it ended, on any
+	// replica) has only its statistics read: one read of its meta, not a
+	// sync. With jobs that run every second that is every job at every
+	// beat on every replica; a whole sync (reaping slots and waiters,
+	// reading manual requests) for each cost more Redis work than the
+	// runs themselves.
 	first, turn := s.syncs == 0, s.syncs%fullSweepEvery
 	s.syncs++
-	hint := make(map[string]bool, len(hinted))
-	for _, h := range hinted {
+	hint := make(map[string]bool, len(hinted.manual))
+	for _, h := range hinted.manual {
 		hint[h] = true
+	}
+	changed := make(map[string]bool, len(hinted.changed))
+	for _, h := range hinted.changed {
+		changed[h] = true
 	}
 	idle := time.Now().Add(-idleSyncEvery * s.cfg.syncInterval)
 	var jobs []*jobState
 	var reqs []syncReq
 	for i, j := range tab {
-		if !first && i%fullSweepEvery != turn && !hint[j.Name] && j.memo.touchedAfter(idle) {
+		full := first || i%fullSweepEvery == turn || hint[j.Name] || !j.memo.touchedAfter(idle)
+		if !full && !changed[j.Name] {
 			continue
 		}
 		known, fence := j.memo.snapshot()
 		jobs = append(jobs, j)
-		reqs = append(reqs, syncReq{j: j, known: known, fence: fence})
+		reqs = append(reqs, syncReq{j: j, known: known, fence: fence, statsOnly: !full})
 	}
 	if len(reqs) == 0 {
 		return nil

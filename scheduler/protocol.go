@@ -451,6 +451,10 @@ type syncReq struct {
 	j     *jobState
 	known string
 	fence int64 // the highest fencing token the replica has seen
+	// statsOnly: read the job's statistics and what the replica knows of
+	// its epoch only (sync.lua syncs it whole when the epoch or the token
+	// says Redis lost data).
+	statsOnly bool
 }
 
 // syncRes is what a heartbeat learns about a job.
@@ -468,7 +472,7 @@ type syncRes struct {
 // and of those per job; syncLeast the fewest fields of its answer per job.
 const (
 	syncHead   = 5
-	syncFields = 5
+	syncFields = 6
 	syncLeast  = 6
 )
 
@@ -482,7 +486,11 @@ func appendSync(args []any, r *syncReq, replica string, fenceCheck bool) []any {
 	if fenceCheck {
 		seen = strconv.FormatInt(r.fence, 10)
 	}
-	return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen)
+	mode := "f"
+	if r.statsOnly {
+		mode = "s"
+	}
+	return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen, mode)
 }
 
 // decodeSync reads sync.lua's answer for one job.

@@ -57,11 +57,17 @@ type hintReq struct {
 	changed      []string
 }
 
+// hints is what a heartbeat's first round trip learns: the jobs with
+// manual requests, and the jobs whose run statistics changed.
+type hints struct {
+	manual, changed []string
+}
+
 // manualHints returns the jobs with manual requests since h.since, and
 // those whose statistics changed since h.changedSince (after adding
 // h.changed), and drops the hints older than their time to live. One
 // round trip.
-func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
+func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
 	var jobs, changed, backfills *redis.StringSliceCmd
 	var now *redis.TimeCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -90,9 +96,9 @@ func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time
 		bf := backfills.Val()
 		s.backfillSeen.Store(&bf)
 	}
-	out := jobs.Val()
+	out := hints{manual: jobs.Val()}
 	if changed != nil {
-		out = append(out, changed.Val()...)
+		out.changed = changed.Val()
 	}
 	return out, now.Val(), err
 }

@@ -213,19 +213,25 @@ end
 
 -- stats packs what note kept, for sync.lua's answer:
 -- "ok|fails|outcome=ms,outcome=ms,..." (only outcomes the job has had).
-local function stats(meta)
-  local f = {'ok', 'fails'}
-  for i, o in ipairs(OUTCOMES) do
-    f[i + 2] = 'at:' .. o
-  end
-  local v = redis.call('HMGET', meta, unpack(f))
+-- STATS are its fields; pack_stats packs their values, read at v[off + 1]
+-- and on.
+local STATS = {'ok', 'fails'}
+for i, o in ipairs(OUTCOMES) do
+  STATS[i + 2] = 'at:' .. o
+end
+
+local function pack_stats(v, off)
   local runs = {}
   for i, o in ipairs(OUTCOMES) do
-    if v[i + 2] then
-      runs[#runs + 1] = o .. '=' .. v[i + 2]
+    if v[off + i + 2] then
+      runs[#runs + 1] = o .. '=' .. v[off + i + 2]
     end
   end
-  return (v[1] or '') .. '|' .. (v[2] or '0') .. '|' .. table.concat(runs, ',')
+  return (v[off + 1] or '') .. '|' .. (v[off + 2] or '0') .. '|' .. table.concat(runs, ',')
+end
+
+local function stats(meta)
+  return pack_stats(redis.call('HMGET', meta, unpack(STATS)), 0)
 end
 
 -- push_entry pushes a history entry (JSON; decision and outcome are its
