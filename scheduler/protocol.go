@@ -465,7 +465,11 @@ type syncRes struct {
 	floor  time.Time
 	fence  int64
 	stats  jobStats
-	manual []string // pending manual run ids
+	// statsRaw is stats as sync.lua packed them, statsAt the server time
+	// (µs) of the reading; 0 when unknown (Redlock merges masters').
+	statsRaw string
+	statsAt  int64
+	manual   []string // pending manual run ids
 }
 
 // syncHead and syncFields are the numbers of sync.lua's own ARGV fields
@@ -473,7 +477,7 @@ type syncRes struct {
 const (
 	syncHead   = 5
 	syncFields = 6
-	syncLeast  = 6
+	syncLeast  = 7
 )
 
 func syncHeadArgs(skew, manualTTL, ahead time.Duration, born bool) []any {
@@ -495,7 +499,8 @@ func appendSync(args []any, r *syncReq, replica string, fenceCheck bool) []any {
 
 // decodeSync reads sync.lua's answer for one job.
 func decodeSync(f []string) syncRes {
-	r := syncRes{epoch: f[0], paused: f[1] == "1", stats: parseStats(f[5]), manual: f[6:]}
+	r := syncRes{epoch: f[0], paused: f[1] == "1", stats: parseStats(f[5]), statsRaw: f[5], manual: f[7:]}
+	r.statsAt, _ = strconv.ParseInt(f[6], 10, 64)
 	if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
 		r.last = time.UnixMilli(ms)
 	}

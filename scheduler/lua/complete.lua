@@ -10,11 +10,13 @@
 --     without its closing brace; the server adds decision, fence, started
 --     and finished, which it holds
 --   7 record retention ms   8 history limit
--- Returns one string per run: "ok", "closed" (already closed by the
--- cluster) or "lost" (not ours).
+-- Returns one string per run: "ok|<server time, µs>|<the job's run
+-- statistics after the close (common.lua's stats)>", "closed" (already
+-- closed by the cluster) or "lost" (not ours). The statistics spare every
+-- replica a read of them (the holder publishes them, scheduler/jobmetrics.go).
 -- protocol: head=0 per_run=8 answers=ok,closed,lost (checked against protocol.go by TestProtocolHeaders)
-local now = now_ms()
-local fin = int(now)
+local now, now_us = clock()
+local fin, fin_us = int(now), int(now_us)
 local out = {}
 for i = 1, #KEYS do
   local a = 8 * (i - 1)
@@ -43,10 +45,16 @@ for i = 1, #KEYS do
     -- What the close changes in the job's meta (common.lua's note, tally
     -- and push_entry), read and written once each.
     local meta = base .. 'meta'
-    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'fails', 'paused', 'notify')
+    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'fails', 'paused', 'notify', unpack(STATS))
     local set = {'at:' .. outcome, fin}
     if outcome == 'succeeded' then
       set[3], set[4] = 'ok', fin
+    end
+    -- m[7..]: the statistics as this close leaves them (STATS order).
+    for k, f in ipairs(STATS) do
+      if f == 'at:' .. outcome or (f == 'ok' and outcome == 'succeeded') then
+        m[6 + k] = fin
+      end
     end
     local paused, ended = '', 0
     if decision == 'started' then
@@ -54,10 +62,12 @@ for i = 1, #KEYS do
       if outcome == 'succeeded' and fails > 0 then
         ended = fails
         set[#set + 1], set[#set + 2] = 'fails', 0
+        m[8] = '0'
       elseif BAD_END[outcome] then
         -- tally, with the streak read above
         fails = fails + 1
         set[#set + 1], set[#set + 2] = 'fails', fails
+        m[8] = int(fails)
         local limit = tonumber(rec[9]) or 0
         if limit > 0 and fails >= limit and m[5] ~= '1' then
           local why = string.format('paused after %d runs in a row ended badly (pause_after_failures: %d), the last %s',
@@ -80,7 +90,7 @@ for i = 1, #KEYS do
     if m[6] == '1' then
       notify_entry(base, entry, ended)
     end
-    out[i] = 'ok'
+    out[i] = 'ok|' .. fin_us .. '|' .. pack_stats(m, 6)
   else
     local err = rec[3] or ''
     if ARGV[a + 5] ~= '' then

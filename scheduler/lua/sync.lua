@@ -10,12 +10,14 @@
 -- mode: f (the whole heartbeat) or s (statistics: only the meta is read, one
 -- command, unless it shows a loss to handle: then the whole heartbeat)
 -- Returns per job {epoch, paused, last decided instant ms, floor ms, highest
--- fencing token, the job's run statistics (common.lua's stats), then pending
--- manual runs as pairs: run id, request time ms}
+-- fencing token, the job's run statistics (common.lua's stats), the server
+-- time they were read at (µs), then pending manual runs as pairs: run id,
+-- request time ms}
 -- protocol: head=5 per_run=6 answers= (checked against protocol.go by TestProtocolHeaders)
 local skew, fresh, manual_ttl, ahead = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local born = ARGV[5] == '1'
-local now = now_ms()
+local now, now_us = clock()
+local at = int(now_us)
 local out = {}
 -- read_stats answers a job's heartbeat in mode s from one read of its
 -- meta, or nil when check_epoch has work to do (no state, an epoch the
@@ -30,7 +32,7 @@ local function read_stats(meta, known, seen)
   if not m[1] or (known ~= '' and known ~= m[1]) or (tonumber(seen) or 0) > fence then
     return nil
   end
-  return {m[1], m[2] or '0', int(tonumber(m[3]) or 0), int(tonumber(m[4]) or 0), int(fence), pack_stats(m, 5)}
+  return {m[1], m[2] or '0', int(tonumber(m[3]) or 0), int(tonumber(m[4]) or 0), int(fence), pack_stats(m, 5), at}
 end
 
 for i = 1, #KEYS do
@@ -55,7 +57,7 @@ for i = 1, #KEYS do
       end
       redis.call('ZREM', manual, id)
     end
-    local res = {epoch, paused, int(last), int(floor), int(fence), stats(meta)}
+    local res = {epoch, paused, int(last), int(floor), int(fence), stats(meta), at}
     for _, v in ipairs(redis.call('ZRANGE', manual, 0, 9, 'WITHSCORES')) do
       res[#res + 1] = v
     end
