@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,5 +258,65 @@ func (w *keyWatch) take(t *testing.T) []string {
 			return out
 		}
 		out = append(out, f[3])
+	}
+}
+
+// runsBudget is what three replicas cost Redis per run, everything
+// counted (claims won and lost, closes, heartbeats, the replicas'
+// registry), with jobs that run every second and a full history: the
+// figure bench/README.md gives for the sweep, guarded here.
+const runsBudget = 20.0
+
+// Three replicas, every job every second: Redis commands per run started,
+// over a few seconds of the steady state. Not a timing either: whatever
+// the machine's speed, a run costs the same commands, and a heartbeat's
+// share per run only falls with more jobs. A change that makes every
+// replica read every job at every beat (as publishing changed statistics
+// by name alone did: ~25 commands a run) fails here.
+func TestRedisCommandsPerRunAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of three replicas")
+	}
+	srv := redistest.Start(t)
+	admin := srv.Client(t, nil)
+	var runs atomic.Int64
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	const nj = 100
+	for r := range 3 {
+		c := srv.Client(t, &redis.Options{PoolSize: 16})
+		table := make([]Job, nj)
+		for i := range table {
+			table[i] = Job{Name: fmt.Sprintf("job-%03d", i), Schedule: "* * * * * *", HistoryLimit: 3,
+				Handler: jobs.Func(func(context.Context) error { runs.Add(1); return nil })}
+		}
+		s, err := New(redisStore(t, c), table, WithReplicaID(fmt.Sprintf("r%d", r)),
+			WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = s.Run(ctx) })
+	}
+	// Past the start (the first sync of every job, the new jobs' floor)
+	// and with full histories: a few seconds of runs.
+	waitRuns := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for runs.Load() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d runs in a minute", runs.Load())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitRuns(5 * nj)
+	before, r0 := redisCalls(t, admin), runs.Load()
+	waitRuns(r0 + 4*nj)
+	calls, n := redisCalls(t, admin)-before-1, runs.Load()-r0
+	per := float64(calls) / float64(n)
+	t.Logf("%d Redis commands for %d runs: %.1f a run", calls, n, per)
+	if per > runsBudget {
+		t.Errorf("%.1f Redis commands a run, budget %.0f", per, runsBudget)
 	}
 }
