@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/config"
 	"github.com/solocron/solocron/internal/redact"
@@ -67,7 +70,8 @@ type cli struct {
 	logFormat string
 	logLevel  string
 	log       *slog.Logger
-	where     string // the store, without secrets, once opened
+	where     string // the store or admin API, without secrets, once opened
+	admin     string // --admin URL
 	// redact masks the scheduler's secrets in everything printed or
 	// logged; learnSecrets fills it when a table is loaded.
 	redact *redact.Redactor
@@ -92,6 +96,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	name := args[0]
 	switch name {
+	case "-v", "-version", "--version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "scheduler %s: unexpected arguments %q\n", name, args[1:])
+			return exitUsage
+		}
+		printVersion(stdout)
+		return exitOK
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && name == "help" {
 			if cmd, ok := lookup(args[1]); ok {
@@ -146,11 +157,17 @@ func newFlagSet(cmd command, c *cli) (*flag.FlagSet, func([]string) int) {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are printed by Main, usage on request
 	fs.Usage = func() {}
-	fs.StringVar(&c.config, "config", "solocron.yaml", "the job table `FILE`")
+	if takesTable(cmd.name) {
+		fs.StringVar(&c.config, "config", "solocron.yaml", "the job table `FILE`")
+	}
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return fs, cmd.flags(fs, c)
 }
+
+// takesTable reports whether a command reads the job table (--config):
+// every one but schema and version, which answer without one.
+func takesTable(name string) bool { return name != "schema" && name != "version" }
 
 // parseInterspersed parses flags anywhere among the arguments, so that
 // "history JOB --limit 5" works as well as "history --limit 5 JOB". After
@@ -184,13 +201,34 @@ func (c *cli) setupLog() error {
 	case "text":
 		h = slog.NewTextHandler(c.stderr, opts)
 	case "json":
+		opts.ReplaceAttr = readableDurations
 		h = slog.NewJSONHandler(c.stderr, opts)
 	default:
 		return fmt.Errorf("--log-format %q: want text or json", c.logFormat)
 	}
 	c.log = slog.New(h)
 	slog.SetDefault(c.log)
+	// go-redis logs connection trouble on its own: into our log, in its
+	// format, at debug level (the scheduler reports an unreachable store
+	// itself, once, at error).
+	redis.SetLogger(redisLogger{c.log})
 	return nil
+}
+
+// readableDurations writes durations in JSON logs as Go durations ("30s"),
+// as the text format and the table do, not as nanoseconds.
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
+}
+
+// redisLogger routes go-redis's internal log lines into slog.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Debug("redis client: " + strings.TrimSpace(fmt.Sprintf(format, v...)))
 }
 
 func usage(w io.Writer) {
@@ -206,8 +244,10 @@ Commands:
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-Every command takes --config FILE (default ./solocron.yaml), --log-format
-text|json and --log-level debug|info|warn|error.
+Every command takes --log-format text|json and --log-level
+debug|info|warn|error; all but schema and version read the job table named
+by --config FILE (default ./solocron.yaml). scheduler --version (or -v)
+prints the version, commit and build date.
 Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
 
 Run 'scheduler help <command>' for a command's flags.
