@@ -62,10 +62,11 @@ type backend interface {
 	historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error)
 	// backfill runs backfill.lua (args: its ARGV) and answers its answer
 	// and the job's backfill state; backfillJobs lists the jobs with a
-	// backfill, backfillForget drops one from that list (backfill.go).
+	// backfill, backfillForget drops one from that list if its entry is
+	// still the one listed (backfill.go).
 	backfill(ctx context.Context, job string, args []any) (string, *Backfill, error)
-	backfillJobs(ctx context.Context) ([]string, error)
-	backfillForget(ctx context.Context, job string) error
+	backfillJobs(ctx context.Context) ([]backfillHint, error)
+	backfillForget(ctx context.Context, h backfillHint) error
 	registrar
 
 	// caps says what the store can do beyond coordinating runs.

@@ -242,15 +242,36 @@ func backfillFromHash(job string, h map[string]string) *Backfill {
 
 // backfillHintKey is the store-wide set of jobs with a backfill (job ->
 // request time, ms): replicas read it every beat instead of every job's
-// state. Outside any job's hash tag; no script touches it.
+// state. Outside any job's hash tag; only backfill_forget.lua touches it
+// in a script.
 func (s *store) backfillHintKey() string { return s.prefix + ":backfills" }
+
+// backfillHint is one entry of the backfill hint key as a heartbeat read
+// it: the score tells it from an entry a backfill started since wrote.
+type backfillHint struct {
+	job   string
+	score float64
+}
 
 func (s *store) backfill(ctx context.Context, job string, args []any) (string, *Backfill, error) {
 	c := call{keys: []string{s.metaKey(job)}, args: args}
 	var v any
 	var err error
 	if args[0] == "start" {
-		v, err = s.execHint(ctx, backfillScript, c, s.backfillHintKey(), job)
+		// The hint's score is the request time, with a random fraction: it
+		// tells this backfill's entry from the one of a backfill started
+		// in the same millisecond (backfillForget).
+		var r [2]byte
+		_, _ = rand.Read(r[:])
+		// 12 bits: a double holds today's milliseconds and 12 bits more
+		// exactly.
+		score := float64(time.Now().UnixMilli()) + float64((int(r[0])<<8|int(r[1]))&4095)/4096
+		out := make([]any, 1)
+		err = evalPipelined(ctx, s.c, backfillScript, []call{c}, []int{0}, out, func(p redis.Pipeliner) func([]int) {
+			p.ZAdd(ctx, s.backfillHintKey(), redis.Z{Score: score, Member: job})
+			return nil
+		})
+		v = out[0]
 	} else {
 		var out []any
 		out, err = s.exec(ctx, backfillScript, []call{c})
@@ -267,24 +288,30 @@ func (s *store) backfill(ctx context.Context, job string, args []any) (string, *
 
 // backfillJobs answers the jobs with a backfill as the last heartbeat read
 // them (manualHints): no round trip of its own.
-func (s *store) backfillJobs(context.Context) ([]string, error) {
+func (s *store) backfillJobs(context.Context) ([]backfillHint, error) {
 	if p := s.backfillSeen.Load(); p != nil {
 		return *p, nil
 	}
 	return nil, nil
 }
 
-func (s *store) backfillForget(ctx context.Context, job string) error {
-	return s.c.ZRem(ctx, s.backfillHintKey(), job).Err()
+// backfillForget drops h's job from the hint key only if its entry is
+// still h (one atomic check-and-delete): a replica that read a finished
+// backfill must not drop the hint of one started since, which would then
+// never run and refuse every other (busy) until cancelled.
+func (s *store) backfillForget(ctx context.Context, h backfillHint) error {
+	score := strconv.FormatFloat(h.score, 'g', -1, 64)
+	_, err := s.exec(ctx, forgetScript, []call{{keys: []string{s.backfillHintKey()}, args: []any{h.job, score}}})
+	return err
 }
 
 func (rl *redlock) backfill(context.Context, string, []any) (string, *Backfill, error) {
 	return "", nil, ErrBackfillUnsupported
 }
 
-func (rl *redlock) backfillJobs(context.Context) ([]string, error) { return nil, nil }
+func (rl *redlock) backfillJobs(context.Context) ([]backfillHint, error) { return nil, nil }
 
-func (rl *redlock) backfillForget(context.Context, string) error { return nil }
+func (rl *redlock) backfillForget(context.Context, backfillHint) error { return nil }
 
 // backfillStatus reads a job's backfill in a status pipeline.
 func (s *store) backfillStatus(ctx context.Context, p redis.Pipeliner, job string) func() *Backfill {
@@ -320,7 +347,8 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 		byName[j.Name] = j
 	}
 	var claims []claimReq
-	for _, name := range jobs {
+	for _, hint := range jobs {
+		name := hint.job
 		j := byName[name]
 		if j == nil {
 			continue
@@ -334,7 +362,7 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 				s.log.Info("backfill finished", "job", name, "total", st.Total, "started", st.Started,
 					"skipped", st.Skipped, "already", st.Already, "dropped", st.Dropped())
 			}
-			_ = s.store.backfillForget(cctx, name)
+			_ = s.store.backfillForget(cctx, hint)
 			continue
 		}
 		j.memo.mu.Lock()

@@ -143,6 +143,7 @@ var scriptSpecs = map[string]scriptSpec{
 	"notify_done": {head: 3, answers: []string{"ok", "lost"}},
 	"replicas":    {head: 4},
 	"status":      {head: 1},
+	"backfill_forget": {head: 2, answers: []string{"forgot", "kept"}},
 	"backfill":    {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
 }
 
@@ -688,6 +689,7 @@ var (
 	pauseScript    = script("pause")
 	undoScript     = script("undo")
 	backfillScript = script("backfill")
+	forgetScript   = script("backfill_forget")
 
 	notifyTakeScript = script("notify_take")
 	notifyDoneScript = script("notify_done")

@@ -30,7 +30,7 @@ type store struct {
 	born bool
 	// backfillSeen is the list of jobs with a backfill the last heartbeat
 	// read (manualHints, in its round trip): see backfill.go.
-	backfillSeen atomic.Pointer[[]string]
+	backfillSeen atomic.Pointer[[]backfillHint]
 }
 
 func newStore(c redis.UniversalClient, cfg config) (*store, error) {
