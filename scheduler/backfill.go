@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,15 +81,24 @@ type Backfill struct {
 	Succeeded int `json:"succeeded"`
 	Failed    int `json:"failed"`
 	InFlight  int `json:"in_flight"`
-	// Cancelled: CancelBackfill stopped it; the instants not decided by
-	// then are dropped.
-	Cancelled bool      `json:"cancelled,omitempty"`
-	Created   time.Time `json:"created"`
+	// Cancelled: CancelBackfill stopped it, or a replica did (Error says
+	// why); the instants not decided by then are dropped.
+	Cancelled bool `json:"cancelled,omitempty"`
+	// Error says why a replica stopped the backfill: the job's schedule,
+	// time zone or offset in its table gives other instants in the range
+	// than the table the backfill was asked with.
+	Error   string    `json:"error,omitempty"`
+	Created time.Time `json:"created"`
 	// Finished is when nothing was left to take and nothing it started
 	// was in flight any more; zero while it goes on.
 	Finished time.Time `json:"finished,omitzero"`
 	// cursor is the latest instant taken (before From at first).
 	cursor time.Time
+	// redo are the instants taken back after the cursor passed them
+	// (min_replicas_ack), to take again before any new one.
+	redo []time.Time
+	// last is the range's last instant as the requester's table has it.
+	last time.Time
 }
 
 // Done reports whether the backfill has finished (or was cancelled and its
@@ -106,7 +116,7 @@ func (b *Backfill) Dropped() int {
 // AllRan reports whether the backfill finished with every instant run and
 // succeeded, or run before.
 func (b *Backfill) AllRan() bool {
-	return b.Done() && !b.Cancelled && b.Skipped == 0 && b.Failed == 0 && b.Decided == b.Total
+	return b.Done() && !b.Cancelled && b.Error == "" && b.Skipped == 0 && b.Failed == 0 && b.Decided == b.Total
 }
 
 // BackfillInstants lists the instants of job's schedule in [from, to],
@@ -234,10 +244,17 @@ func backfillFromHash(job string, h map[string]string) *Backfill {
 		return nil
 	}
 	n := func(k string) int { v, _ := strconv.Atoi(h[k]); return v }
-	return &Backfill{ID: h["id"], Job: job, From: msTime(h["from"]), To: msTime(h["to"]), Parallel: n("parallel"),
+	b := &Backfill{ID: h["id"], Job: job, From: msTime(h["from"]), To: msTime(h["to"]), Parallel: n("parallel"),
 		Total: n("total"), Decided: n("decided"), Started: n("started"), Skipped: n("skipped"), Already: n("already"),
 		Succeeded: n("succeeded"), Failed: n("failed"), InFlight: n("inflight"), Cancelled: h["cancelled"] == "1",
-		Created: msTime(h["created"]), Finished: msTime(h["finished"]), cursor: msTime(h["cursor"])}
+		Error: h["error"], Created: msTime(h["created"]), Finished: msTime(h["finished"]), cursor: msTime(h["cursor"]),
+		last: msTime(h["last"])}
+	if r := h["redo"]; r != "" {
+		for _, ms := range strings.Split(r, ",") {
+			b.redo = append(b.redo, msTime(ms))
+		}
+	}
+	return b
 }
 
 // backfillHintKey is the store-wide set of jobs with a backfill (job ->
@@ -371,9 +388,19 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 		if st.Cancelled || paused || j.Paused {
 			continue
 		}
+		if why := s.backfillPlanDiffers(j, st); why != "" {
+			s.abortBackfill(cctx, j, st, why)
+			continue
+		}
 		free := st.Parallel - st.InFlight
 		if free <= 0 {
 			continue
+		}
+		// Instants taken back first: the store takes no new one before.
+		for _, t := range st.redo {
+			c := s.newClaim(j, t, kindBackfill)
+			c.base, c.backfill = st.cursor, st.ID
+			claims = append(claims, c)
 		}
 		cursor := st.cursor
 		for k := 0; k < free+backfillChain; k++ {
@@ -389,6 +416,47 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 	}
 	if len(claims) > 0 {
 		s.claim(ctx, claims)
+	}
+}
+
+// backfillPlanDiffers tells whether j's schedule, as this replica's table
+// has it, gives other instants in st's range than the table st was asked
+// with (its total and last instant): the schedule, time zone or offset
+// changed since. The answer is kept per backfill and job state (a reload
+// makes a new one): the instants are listed once, not every beat.
+func (s *Scheduler) backfillPlanDiffers(j *jobState, st *Backfill) string {
+	if st.last.IsZero() || st.Cancelled {
+		return ""
+	}
+	j.bfPlan.mu.Lock()
+	defer j.bfPlan.mu.Unlock()
+	if j.bfPlan.id == st.ID {
+		return j.bfPlan.why
+	}
+	why := ""
+	ts, err := BackfillInstants(j.Job, st.From, st.To)
+	switch {
+	case err != nil:
+		why = err.Error()
+	case len(ts) != st.Total || !ts[len(ts)-1].Equal(st.last):
+		why = fmt.Sprintf("the job's schedule changed since the backfill was asked for: %q (time zone %q, offset %s) gives %d instants in the range, the last at %s; the backfill was asked for %d, the last at %s",
+			j.Schedule, j.Timezone, j.Offset, len(ts), ts[len(ts)-1].UTC().Format(time.RFC3339), st.Total, st.last.UTC().Format(time.RFC3339))
+	}
+	j.bfPlan.id, j.bfPlan.why = st.ID, why
+	return why
+}
+
+// abortBackfill stops st, which this replica cannot carry out (why), so
+// that it ends with a clear error instead of waiting for instants no
+// replica takes.
+func (s *Scheduler) abortBackfill(ctx context.Context, j *jobState, st *Backfill, why string) {
+	why = "stopped by replica " + s.cfg.replicaID + ": " + why + "; start a backfill again for the job's schedule as it is now"
+	ans, _, err := s.store.backfill(ctx, j.Name, []any{"abort", st.ID, why})
+	if err != nil {
+		return // the next beat tries again
+	}
+	if ans == string(backfillCancelled) {
+		s.log.Warn("backfill stopped", "job", j.Name, "backfill", st.ID, "reason", why)
 	}
 }
 

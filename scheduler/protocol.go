@@ -139,12 +139,12 @@ var scriptSpecs = map[string]scriptSpec{
 	"trigger":  {head: triggerArgs},
 	"pause":    {head: 1},
 	// Encoded where their features live: notify.go, replicas.go, statuses.go.
-	"notify_take": {head: 3},
-	"notify_done": {head: 3, answers: []string{"ok", "lost"}},
-	"replicas":    {head: 4},
-	"status":      {head: 1},
+	"notify_take":     {head: 3},
+	"notify_done":     {head: 3, answers: []string{"ok", "lost"}},
+	"replicas":        {head: 4},
+	"status":          {head: 1},
 	"backfill_forget": {head: 2, answers: []string{"forgot", "kept"}},
-	"backfill":    {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
+	"backfill":        {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
 }
 
 // Claims (claim.lua) ------------------------------------------------------

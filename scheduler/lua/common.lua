@@ -17,6 +17,7 @@
 --   manual        zset  run id -> request time: manual runs not yet decided
 --   backfill      hash  the job's backfill (see bf_prune below)
 --   bfruns        set   run ids of the backfill's runs in flight
+--   bfredo        zset  instants of the backfill taken back, to take again
 --
 -- All times are the server's (TIME), never a replica's, except the scheduled
 -- instants themselves, which every replica computes identically.
@@ -577,8 +578,11 @@ end
 -- Backfill (Control.Backfill): one request per job at a time, in the job's
 -- backfill hash (id, from, to, last instant, parallel, total, cursor: the
 -- latest instant taken, counts decided/started/skipped/already/succeeded/
--- failed, cancelled, created, finished, keep), and the ids of its runs in
--- flight in the job's bfruns set. claim.lua (kind b) takes the instants.
+-- failed, cancelled, error, created, finished, keep), the ids of its runs
+-- in flight in the job's bfruns set, and the instants taken back after
+-- the cursor passed them (undo.lua: min_replicas_ack) in its bfredo zset
+-- (instant ms -> instant ms), at most parallel of them. claim.lua (kind b)
+-- takes the instants.
 
 -- bf_prune drops the backfill's runs that ended from its set, counting how
 -- they ended, and returns how many are still in flight.
@@ -606,7 +610,8 @@ local function bf_settle(base, now)
   local bk = base .. 'backfill'
   local inflight = bf_prune(base)
   local b = redis.call('HMGET', bk, 'cursor', 'last', 'cancelled', 'finished', 'keep')
-  if b[1] and not b[4] and inflight == 0 and (b[3] == '1' or tonumber(b[1]) >= tonumber(b[2])) then
+  if b[1] and not b[4] and inflight == 0 and (b[3] == '1' or tonumber(b[1]) >= tonumber(b[2]) and
+      redis.call('EXISTS', base .. 'bfredo') == 0) then
     redis.call('HSET', bk, 'finished', int(now))
     redis.call('PEXPIRE', bk, tonumber(b[5]) or 86400000)
   end

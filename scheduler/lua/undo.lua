@@ -8,6 +8,8 @@
 --            request goes back to the manual set). Any replica may claim it
 --            afresh; the one that dropped it retries until its starting
 --            deadline, then records it missed.
+--            A backfill's run goes back to its backfill's instants to
+--            take (the cursor passed it): it is not counted as started.
 --   requeue  a run admitted into a slot goes back to waiting, at its old
 --            place in the queue (its ticket), with a fresh waiter expiry.
 -- KEYS[i]  meta key of run i's job
@@ -17,6 +19,20 @@
 -- protocol: head=0 per_run=5 answers=dropped,requeued,kept (checked against protocol.go by TestProtocolHeaders)
 local now = now_ms()
 local out = {}
+
+-- bf_untake takes a backfill's dropped run back out of its counts, and
+-- gives its instant (sched, ms) to the backfill to take again.
+local function bf_untake(base, id, sched)
+  if redis.call('SREM', base .. 'bfruns', id) == 0 then
+    return
+  end
+  local bk = base .. 'backfill'
+  redis.call('HINCRBY', bk, 'started', -1)
+  redis.call('HINCRBY', bk, 'decided', -1)
+  redis.call('ZADD', base .. 'bfredo', sched, sched)
+  redis.call('PEXPIRE', base .. 'bfredo', META_TTL)
+end
+
 for i = 1, #KEYS do
   local a = 5 * (i - 1)
   local id, owner, mode = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
@@ -45,6 +61,9 @@ for i = 1, #KEYS do
     redis.call('ZREM', queue, id)
     redis.call('ZREM', waiting, id)
     redis.call('DEL', rk)
+    if rec[3] == 'b' and rec[4] then
+      bf_untake(base, id, rec[4])
+    end
     if rec[3] == 'm' then
       redis.call('ZADD', base .. 'manual', rec[4], id)
       redis.call('PEXPIRE', base .. 'manual', META_TTL)
