@@ -59,6 +59,10 @@ const (
 	answerLater   answer = "later"   // claimed ahead, not startable yet: ask at the instant
 	answerRefused answer = "refused" // not ours to decide
 	answerLost    answer = "lost"    // admit: no longer ours
+	// answerExpired (admit): a manual run admitted by a poll whose answer
+	// was lost, closed lease_lost since: it never started, and is handed
+	// back to the pending requests (undo drop takes the close back).
+	answerExpired answer = "expired"
 	// answerRetry is the store's, not a script's: the run was claimed, then
 	// taken back (too few replicas acknowledged it, or no Redlock quorum).
 	answerRetry answer = "retry"
@@ -130,7 +134,7 @@ var scriptSpecs = map[string]scriptSpec{
 		string(answerSkippedOverlap), string(answerSkippedPaused), string(answerSkippedBlackout), string(answerMissed),
 		string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
 	"admit": {head: admitArgs, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
-		string(answerSkippedPaused), string(answerMissed), string(answerLost)}},
+		string(answerSkippedPaused), string(answerMissed), string(answerExpired), string(answerLost)}},
 	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced)}},
 	"complete": {perRun: completeFields, answers: []string{string(closeOK), string(closeClosed), string(closeLost)}},
 	"undo":     {perRun: undoFields, answers: []string{string(undoDropped), string(undoRequeued), string(undoKept)}},

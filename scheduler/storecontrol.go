@@ -33,7 +33,7 @@ func (s *store) trigger(ctx context.Context, job, id string) error {
 	}
 	full, err := decodeTrigger(v)
 	if full {
-		return fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
+		return fmt.Errorf("%w: job %q has %d manual runs waiting (pending or queued for a slot)", ErrQueueFull, job, MaxPendingManual)
 	}
 	return err
 }

@@ -10,6 +10,10 @@ import (
 func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 	t := time.NewTicker(s.cfg.pollInterval)
 	defer t.Stop()
+	// unanswered is when the first poll whose answer did not come was
+	// sent, since the last answer: it may have admitted the run, and the
+	// lease then counts from it.
+	var unanswered time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -30,8 +34,16 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 		status, n, err := s.store.admit(actx, &r, s.cfg.waiterTTL, floor)
 		cancel()
 		if err != nil {
+			if unanswered.IsZero() {
+				unanswered = start
+			}
 			continue // the queue place outlives a short outage (waiter TTL)
 		}
+		sent := start
+		if !unanswered.IsZero() {
+			sent = unanswered
+		}
+		unanswered = time.Time{}
 		if status == answerStarted && r.kind == kindManual && ctx.Err() != nil {
 			s.handBackManual(ctx, r)
 			return
@@ -40,10 +52,12 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 		case answerStarted:
 			s.manual.Delete(r.id)
 			s.tel.decided(ctx, r.j, Started)
-			// The lease was granted by this admission, not by the claim
-			// that queued the run (long ago, perhaps longer than a lease):
-			// it counts from this call's send time.
-			r.sent = time.Time{}
+			// The lease was granted by this admission (or by an earlier
+			// poll whose answer was lost), not by the claim that queued
+			// the run (long ago, perhaps longer than a lease): it counts
+			// from that poll's send time. An answer past the lease is
+			// handled as a late claim's (execute).
+			r.sent = sent
 			s.start(r, n, start, time.Now())
 			return
 		case answerSkippedOverlap:
@@ -65,9 +79,42 @@ func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
 			s.tel.decided(ctx, r.j, Missed)
 			s.log.Warn("run not started: its admission was answered after its lease ran out", "job", r.j.Name, "run_id", r.id)
 			return
+		case answerExpired:
+			// Admitted by a poll whose answer was lost, and closed since
+			// (its lease ran out): it never started. Back to the pending
+			// requests, its close taken back.
+			s.log.Warn("manual run not started: its admission was answered after its lease ran out; handing it back", "job", r.j.Name, "run_id", r.id)
+			s.handBackLate(ctx, r)
+			return
 		case answerLost:
 			s.manual.Delete(r.id)
 			s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)
+			return
+		}
+	}
+}
+
+// handBackLate hands back a manual run this replica was granted but did not
+// start (the answer came after its lease), retrying while Redis does not
+// answer and the request lives: unlike a queue place, a slot whose lease
+// runs out is closed lease_lost, and only its holder can take that back.
+func (s *Scheduler) handBackLate(ctx context.Context, r claimReq) {
+	defer s.manual.Delete(r.id)
+	log := s.log.With("job", r.j.Name, "run_id", r.id)
+	until := r.sched.Add(s.cfg.manualTTL)
+	for {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
+		ok, err := s.store.handBack(hctx, &r, s.cfg.waiterTTL)
+		cancel()
+		switch {
+		case err == nil && ok:
+			log.Info("manual run handed back to the cluster; a replica will run it")
+			return
+		case err == nil:
+			log.Warn("manual run not handed back: no longer this replica's")
+			return
+		case !s.now().Before(until) || !sleep(context.WithoutCancel(ctx), time.Second):
+			log.Warn("manual run not handed back: the store did not answer", "err", err)
 			return
 		}
 	}

@@ -9,8 +9,10 @@
 --         {"skipped_overlap"} | {"skipped_paused"} |
 --         {"missed"} (admitted by an earlier call whose answer was lost, and
 --         closed since: it never started) |
+--         {"expired"} (the same, for a manual run: its holder hands it back
+--         to the pending requests with undo.lua, which takes the close back) |
 --         {"lost"} (no longer ours: reaped, or not found)
--- protocol: head=8 per_run=0 answers=started,waiting,skipped_overlap,skipped_paused,missed,lost (checked against protocol.go by TestProtocolHeaders)
+-- protocol: head=8 per_run=0 answers=started,waiting,skipped_overlap,skipped_paused,missed,expired,lost (checked against protocol.go by TestProtocolHeaders)
 local meta = KEYS[1]
 local id, owner, lease, limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
@@ -28,7 +30,11 @@ end
 if rec[1] == owner and rec[2] == 'lease_lost' and rec[7] ~= 'holder' then
   -- Admitted by an earlier poll whose answer came after the client's
   -- deadline; its lease ran out meanwhile and the cluster closed it. Still
-  -- polling, its holder never had the answer: it never ran.
+  -- polling, its holder never had the answer: it never ran. Someone asked
+  -- for a manual run: it goes back to the pending requests, not missed.
+  if rec[5] == 'm' then
+    return {'expired'}
+  end
   never_started(base, rk, id,
     'never started: its admission was answered after its replica stopped waiting, and its lease ran out before it polled again', now)
   return {'missed'}
@@ -47,6 +53,9 @@ if rec[5] ~= 'm' and (ARGV[7] == '1' or redis.call('HGET', meta, 'paused') == '1
   return {'skipped_paused'}
 end
 if now > tonumber(rec[3]) then
+  if rec[5] == 'm' then
+    redis.call('ZREM', base .. 'mqueue', id)
+  end
   redis.call('ZREM', queue, id)
   redis.call('ZREM', waiting, id)
   redis.call('HSET', rk, 'decision', 'skipped_overlap')
@@ -57,6 +66,9 @@ end
 local free = math.min(limit - redis.call('ZCARD', base .. 'slots'), pool_free(base, ARGV[8], now))
 local rank = redis.call('ZRANK', queue, id)
 if rank and rank < free then
+  if rec[5] == 'm' then
+    redis.call('ZREM', base .. 'mqueue', id)
+  end
   redis.call('ZREM', queue, id)
   redis.call('ZREM', waiting, id)
   local f, slot = start(meta, base, rk, id, lease, now, ARGV[6], limit)

@@ -292,6 +292,10 @@ local function claim(meta, a, rerun)
       end
       redis.call('ZADD', queue, ticket, id)
       redis.call('ZADD', base .. 'waiting', now + waiter_ttl, id)
+      if kind == 'm' then
+        redis.call('ZADD', base .. 'mqueue', int(now + max_wait), id)
+        redis.call('PEXPIRE', base .. 'mqueue', META_TTL)
+      end
       return {'waiting', epoch, int(redis.call('ZRANK', queue, id) + 1)}
     elseif overlap == 'replace' and held > 0 then
       -- The oldest run in flight, on whichever replica, is closed as

@@ -15,6 +15,8 @@
 --   waiting       zset  run id -> waiter expiry (server ms)
 --   history       list  finished run records, newest first, as JSON
 --   manual        zset  run id -> request time: manual runs not yet decided
+--   mqueue        zset  run id -> end of its wait (server ms): manual runs
+--                       queued for a slot (trigger.lua's bound counts them)
 --   backfill      hash  the job's backfill (see bf_prune below)
 --   bfruns        set   run ids of the backfill's runs in flight
 --   bfredo        zset  instants of the backfill taken back, to take again
@@ -122,13 +124,45 @@ local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 
 -- is never lost between the close and the queue. ended is the failure
 -- streak (meta field fails, see tally) a succeeded rec ended: a success
 -- that ended one is the event recovered.
-local function notify(base, rec, ended)
+-- A lease_lost event is due LEASE_LOST_HOLD ms after the close: a run the
+-- cluster closed lease_lost may turn out never to have started (its holder
+-- asks again, see never_started), and its one event is then missed (or,
+-- for a manual run handed back, none); the event queued for it is replaced
+-- while still held back.
+local LEASE_LOST_HOLD = 15000
+
+-- notify_subs reads the job's notification subscriptions (notify:on), or nil.
+local function notify_subs(base)
   local sub = redis.call('GET', base .. 'notify:on')
   if not sub then
-    return
+    return nil
   end
   local ok, cfg = pcall(cjson.decode, sub)
   if not ok or type(cfg) ~= 'table' or type(cfg.on) ~= 'table' then
+    return nil
+  end
+  return cfg
+end
+
+-- unnotify takes back run id's queued ev event, for every target: the run's
+-- record changed its final outcome (never_started, undo.lua).
+local function unnotify(base, id, ev)
+  local cfg = notify_subs(base)
+  local targets = cfg and cfg.on[ev]
+  if type(targets) ~= 'table' then
+    return
+  end
+  local q, d = base .. 'notify:q', base .. 'notify:d'
+  for _, t in ipairs(targets) do
+    local key = t .. ' ' .. id .. ':' .. ev
+    redis.call('ZREM', q, key)
+    redis.call('HDEL', d, key, key .. '\no', key .. '\nn')
+  end
+end
+
+local function notify(base, rec, ended)
+  local cfg = notify_subs(base)
+  if not cfg then
     return
   end
   local ev = rec.outcome
@@ -143,6 +177,10 @@ local function notify(base, rec, ended)
     return
   end
   local now = now_ms()
+  local due = now
+  if ev == 'lease_lost' then
+    due = now + LEASE_LOST_HOLD
+  end
   local q, d = base .. 'notify:q', base .. 'notify:d'
   local max = tonumber(cfg.max) or 1000
   local body = cjson.encode({event = ev, run = rec, queued = int(now)})
@@ -151,7 +189,7 @@ local function notify(base, rec, ended)
     if redis.call('ZCARD', q) >= max then
       -- Bounded: a receiver down for long must not grow Redis' memory.
       redis.call('HINCRBY', d, '#dropped', 1)
-    elseif redis.call('ZADD', q, 'NX', now, key) == 1 then
+    elseif redis.call('ZADD', q, 'NX', due, key) == 1 then
       redis.call('HSET', d, key, body)
     end
   end
@@ -366,13 +404,20 @@ local function never_started(base, rk, id, err, now)
   -- Not a failure of the job: out of the failure streak and the stats.
   unnote_lease_lost(base, redis.call('HGET', rk, 'finished'), now)
   local h = base .. 'history'
+  local entry
   for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
     local ok, e = pcall(cjson.decode, item)
     if ok and type(e) == 'table' and e.id == id then
       e.outcome, e.error = 'missed', err
       redis.call('LSET', h, k - 1, cjson.encode(e))
+      entry = e
       break
     end
+  end
+  -- One run, one event, the one its record says: missed, not lease_lost.
+  unnotify(base, id, 'lease_lost')
+  if entry then
+    notify(base, entry, 0)
   end
 end
 
@@ -428,6 +473,7 @@ local function reap(base, now)
         -- A manual run goes back to the pending requests, with its request
         -- time: someone asked for it, and another replica runs it.
         redis.call('DEL', rk)
+        redis.call('ZREM', base .. 'mqueue', id)
         redis.call('ZADD', base .. 'manual', w[3], id)
         redis.call('PEXPIRE', base .. 'manual', META_TTL)
       else

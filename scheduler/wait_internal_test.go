@@ -1,0 +1,183 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/solocron/solocron/internal/redistest"
+)
+
+// manualClaim is the claim of manual request id of j as a replica makes it
+// from the pending requests (request time at).
+func manualClaim(j *jobState, id, owner string, at time.Time) claimReq {
+	r := claimReq{j: j, id: id, suffix: id[len(j.Name)+1:], kind: kindManual, sched: at, fire: at, owner: owner,
+		overlap: OverlapWait, maxWait: time.Hour}
+	r.known, r.fenceFloor = j.memo.snapshot()
+	return r
+}
+
+// A manual run admitted by a poll whose answer never came, whose lease ran
+// out and which the cluster closed lease_lost, never started: the next
+// poll answers expired, and the hand-back takes the close back (history,
+// failure streak, lease_lost event) and returns the request to the pending
+// ones, to run once — not recorded missed.
+func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t, nil)
+	s, err := newStore(c, config{prefix: "wx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const skew, ttl = 2 * time.Second, 3 * time.Second
+	j := testJob(t, s, "mj", "@every 1h", func(j *Job) {
+		j.Lease, j.StartingDeadline, j.Concurrency = 300*time.Millisecond, time.Minute, 1
+	})
+	seed(t, c, j)
+	if err := c.Set(ctx, s.key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A scheduled run holds the only slot.
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := claimOf(j, now.Truncate(time.Millisecond), kindScheduled, "o-busy")
+	if res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{busy}); err != nil || res[0].status != answerStarted {
+		t.Fatalf("scheduled claim: %+v, %v", res, err)
+	}
+	const id = "mj@manual-1"
+	if err := s.trigger(ctx, j.Name, id); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := c.ZScore(ctx, s.key(j.Name, "manual"), id).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := manualClaim(j, id, "o-m", time.UnixMilli(int64(ms)))
+	if res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{m}); err != nil || res[0].status != answerWaiting {
+		t.Fatalf("manual claim with the slot busy: %+v, %v, want waiting", res, err)
+	}
+	if _, err := s.complete(ctx, []completeReq{{r: &busy, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// The admission whose answer is lost.
+	if st, _, err := s.admit(ctx, &m, ttl, 0); err != nil || st != answerStarted {
+		t.Fatalf("admission: %q, %v", st, err)
+	}
+	// Its lease runs out; the next poll reaps it, closed lease_lost.
+	deadline := time.Now().Add(5 * time.Second)
+	var st answer
+	for time.Now().Before(deadline) {
+		if st, _, err = s.admit(ctx, &m, ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		if st != answerStarted {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st != answerExpired {
+		t.Fatalf("poll after the lease ran out: %q, want %q", st, answerExpired)
+	}
+	ok, err := s.handBack(ctx, &m, ttl)
+	if err != nil || !ok {
+		t.Fatalf("hand back: %v, %v", ok, err)
+	}
+	if n, _ := c.Exists(ctx, s.key(j.Name, "run:manual-1")).Result(); n != 0 {
+		t.Errorf("the run's record is still there")
+	}
+	if _, err := c.ZScore(ctx, s.key(j.Name, "manual"), id).Result(); err != nil {
+		t.Errorf("the request is not pending again: %v", err)
+	}
+	hist, err := c.LRange(ctx, s.key(j.Name, "history"), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hist {
+		if strings.Contains(h, id) {
+			t.Errorf("history keeps the closed run: %s", h)
+		}
+	}
+	if f, _ := c.HGet(ctx, j.metaKey, "fails").Int(); f != 0 {
+		t.Errorf("failure streak %d, want 0", f)
+	}
+	q, err := c.ZRange(ctx, s.key(j.Name, "notify:q"), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range q {
+		if strings.Contains(d, id) {
+			t.Errorf("event still queued for the run handed back: %s", d)
+		}
+	}
+	// Claimed again, it runs.
+	m2 := manualClaim(j, id, "o-m2", time.UnixMilli(int64(ms)))
+	if res, err := s.claim(ctx, "r2", skew, ttl, []claimReq{m2}); err != nil || res[0].status != answerStarted {
+		t.Fatalf("the request claimed again: %+v, %v, want started", res, err)
+	}
+}
+
+// One run, one event, matching its final record: a scheduled run admitted
+// by a poll whose answer was lost, closed lease_lost by the cluster, then
+// found never started (missed) has its held-back lease_lost event replaced
+// by a missed one.
+func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t, nil)
+	s, err := newStore(c, config{prefix: "wn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const skew, ttl = 2 * time.Second, 3 * time.Second
+	j := testJob(t, s, "nj", "@every 1s", func(j *Job) {
+		j.Lease, j.StartingDeadline, j.Concurrency = 300*time.Millisecond, time.Minute, 1
+		j.Overlap, j.MaxWait = OverlapWait, time.Minute
+	})
+	seed(t, c, j)
+	if err := c.Set(ctx, s.key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := now.Truncate(time.Second)
+	busy := claimOf(j, at.Add(-time.Second), kindScheduled, "o-busy")
+	queued := claimOf(j, at, kindScheduled, "o-q")
+	res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{busy, queued})
+	if err != nil || res[0].status != answerStarted || res[1].status != answerWaiting {
+		t.Fatalf("claims: %+v, %v, want started and waiting", res, err)
+	}
+	if _, err := s.complete(ctx, []completeReq{{r: &busy, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := s.admit(ctx, &queued, ttl, 0); err != nil || st != answerStarted {
+		t.Fatalf("admission: %q, %v", st, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var st answer
+	for time.Now().Before(deadline) {
+		if st, _, err = s.admit(ctx, &queued, ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		if st != answerStarted {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st != answerMissed {
+		t.Fatalf("poll after the lease ran out: %q, want %q", st, answerMissed)
+	}
+	q, err := c.ZRange(ctx, s.key(j.Name, "notify:q"), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ops " + queued.id + ":missed"
+	if len(q) != 1 || q[0] != want {
+		t.Fatalf("queued events %q, want only %q", q, want)
+	}
+}
