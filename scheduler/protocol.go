@@ -133,7 +133,7 @@ var scriptSpecs = map[string]scriptSpec{
 	"claim": {head: claimHead, perRun: claimFields, answers: []string{string(answerStarted), string(answerDecided),
 		string(answerSkippedOverlap), string(answerSkippedPaused), string(answerSkippedBlackout), string(answerMissed),
 		string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
-	"admit": {head: admitArgs, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
+	"admit": {head: admitHead, perRun: admitFields, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
 		string(answerSkippedPaused), string(answerMissed), string(answerExpired), string(answerLost)}},
 	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced)}},
 	"complete": {perRun: completeFields, answers: []string{string(closeOK), string(closeClosed), string(closeLost)}},
@@ -338,17 +338,32 @@ func decodeClaim(f []string, ackMode bool) claimRes {
 
 // Admissions (admit.lua) --------------------------------------------------
 
-// admitArgs is the number of admit.lua's arguments.
-const admitArgs = 8
+// admitHead is the number of admit.lua's own arguments; admitFields the
+// number per run.
+const admitHead, admitFields = 6, 2
 
-func admitCall(r *claimReq, waiterTTL time.Duration, fenceFloor int64) call {
-	j := r.j
-	return call{keys: []string{j.metaKey}, args: []any{r.id, r.owner, j.Lease.Milliseconds(),
-		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize}}
+// admitCall polls rs, queued runs of one job (the first's job state gives
+// the terms), in one call.
+func admitCall(rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) call {
+	j := rs[0].j
+	args := make([]any, 0, admitHead+admitFields*len(rs))
+	args = append(args, j.Lease.Milliseconds(), j.Concurrency, waiterTTL.Milliseconds(),
+		strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize)
+	for _, r := range rs {
+		args = append(args, r.id, r.owner)
+	}
+	return call{keys: []string{j.metaKey}, args: args}
 }
 
-// decodeAdmit reads admit.lua's answer: the status, the fencing token
-// (started) or the place (waiting), and the slot (started).
+// admitRes is admit.lua's answer for one run: the status, the fencing
+// token (started) or the place (waiting).
+type admitRes struct {
+	status answer
+	n      int64
+}
+
+// decodeAdmit reads admit.lua's answer for one run: the status, the
+// fencing token (started) or the place (waiting), and the slot (started).
 func decodeAdmit(v any) (status answer, n int64, slot int, err error) {
 	f := strs(v)
 	if len(f) == 0 {

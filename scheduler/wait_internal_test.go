@@ -2,11 +2,17 @@ package scheduler
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/jobs"
 )
 
 // manualClaim is the claim of manual request id of j as a replica makes it
@@ -64,14 +70,14 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The admission whose answer is lost.
-	if st, _, err := s.admit(ctx, &m, ttl, 0); err != nil || st != answerStarted {
+	if st, _, err := admitOne(s, ctx, &m, ttl, 0); err != nil || st != answerStarted {
 		t.Fatalf("admission: %q, %v", st, err)
 	}
 	// Its lease runs out; the next poll reaps it, closed lease_lost.
 	deadline := time.Now().Add(5 * time.Second)
 	var st answer
 	for time.Now().Before(deadline) {
-		if st, _, err = s.admit(ctx, &m, ttl, 0); err != nil {
+		if st, _, err = admitOne(s, ctx, &m, ttl, 0); err != nil {
 			t.Fatal(err)
 		}
 		if st != answerStarted {
@@ -155,13 +161,13 @@ func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
 	if _, err := s.complete(ctx, []completeReq{{r: &busy, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if st, _, err := s.admit(ctx, &queued, ttl, 0); err != nil || st != answerStarted {
+	if st, _, err := admitOne(s, ctx, &queued, ttl, 0); err != nil || st != answerStarted {
 		t.Fatalf("admission: %q, %v", st, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	var st answer
 	for time.Now().Before(deadline) {
-		if st, _, err = s.admit(ctx, &queued, ttl, 0); err != nil {
+		if st, _, err = admitOne(s, ctx, &queued, ttl, 0); err != nil {
 			t.Fatal(err)
 		}
 		if st != answerStarted {
@@ -180,4 +186,117 @@ func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
 	if len(q) != 1 || q[0] != want {
 		t.Fatalf("queued events %q, want only %q", q, want)
 	}
+}
+
+// admitOne polls one queued run.
+func admitOne(s *store, ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
+	res, err := s.admit(ctx, []*claimReq{r}, waiterTTL, fenceFloor)
+	if err != nil {
+		return "", 0, err
+	}
+	return res[0].status, res[0].n, nil
+}
+
+// admitCounter counts the admit.lua calls a client sends, pipelined or not.
+type admitCounter struct{ n atomic.Int64 }
+
+func (a *admitCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (a *admitCounter) count(cmd redis.Cmder) {
+	if args := cmd.Args(); len(args) > 1 && cmd.Name() == "evalsha" && args[1] == admitScript.Hash() {
+		a.n.Add(1)
+	}
+}
+func (a *admitCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		a.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (a *admitCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			a.count(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// At most MaxPendingManual manual runs of a job wait at once, pending or
+// queued for a slot; and queued runs wait cheaply: each replica polls a
+// job's queue once per poll interval, however many of its runs wait.
+func TestManualRunsWaitBoundedAndCheaply(t *testing.T) {
+	srv := redistest.Start(t)
+	admits := &admitCounter{}
+	release := make(chan struct{})
+	var ran atomic.Int64
+	job := Job{Name: "q", Schedule: "@every 1h", Concurrency: 1, Handler: jobs.Func(func(ctx context.Context) error {
+		ran.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})}
+	for i := range 2 {
+		c := srv.Client(t, nil)
+		c.AddHook(admits)
+		s, err := New(redisStore(t, c), []Job{job}, WithReplicaID("r"+strconv.Itoa(i)), WithSyncInterval(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	c := srv.Client(t, nil)
+	ctl, err := controlOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for limit := time.Now().Add(30 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(limit) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	trigger := func(n int) (accepted int) {
+		t.Helper()
+		for range n {
+			_, err := ctl.Trigger(ctx, job.Name)
+			switch {
+			case err == nil:
+				accepted++
+			case !errors.Is(err, ErrQueueFull):
+				t.Fatal(err)
+			}
+		}
+		return accepted
+	}
+	defer close(release)
+	if trigger(1) != 1 {
+		t.Fatal("first trigger refused")
+	}
+	waitFor("the first manual run to start", func() bool { return ran.Load() == 1 })
+	if got := trigger(60); got != 60 {
+		t.Fatalf("%d of 60 triggers accepted, want all", got)
+	}
+	mqueue := ctl.store.(*store).key(job.Name, "mqueue")
+	waitFor("60 manual runs queued for the slot", func() bool { return c.ZCard(ctx, mqueue).Val() == 60 })
+	if got := trigger(100); got != MaxPendingManual-60 {
+		t.Errorf("%d more triggers accepted with 60 queued, want %d: at most %d wait", got, MaxPendingManual-60, MaxPendingManual)
+	}
+	before := admits.n.Load()
+	start := time.Now()
+	time.Sleep(time.Second)
+	polls := float64(admits.n.Load()-before) / time.Since(start).Seconds()
+	// Two replicas, one poll each per 100 ms: about 20 a second (one per
+	// run would be a thousand).
+	if polls > 40 {
+		t.Errorf("%.0f admission polls a second with %d runs queued on 2 replicas, want at most 40", polls, MaxPendingManual)
+	}
+	t.Logf("%.0f admission polls a second with %d runs waiting on 2 replicas", polls, MaxPendingManual)
 }
