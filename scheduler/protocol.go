@@ -132,7 +132,7 @@ type scriptSpec struct {
 var scriptSpecs = map[string]scriptSpec{
 	"claim": {head: claimHead, perRun: claimFields, answers: []string{string(answerStarted), string(answerDecided),
 		string(answerSkippedOverlap), string(answerSkippedPaused), string(answerSkippedBlackout), string(answerMissed),
-		string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
+		string(answerExpired), string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
 	"admit": {head: admitHead, perRun: admitFields, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
 		string(answerSkippedPaused), string(answerMissed), string(answerExpired), string(answerLost)}},
 	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced)}},

@@ -167,7 +167,7 @@ func (s *Scheduler) admitted(ctx context.Context, w *waiter, a admitRes, start t
 		// (its lease ran out): it never started. Back to the pending
 		// requests, its close taken back.
 		s.log.Warn("manual run not started: its admission was answered after its lease ran out; handing it back", "job", r.j.Name, "run_id", r.id)
-		s.handBackLate(ctx, r)
+		s.loops.Go(func() { s.handBackLate(ctx, r) })
 	default: // answerLost
 		s.manual.Delete(r.id)
 		s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)

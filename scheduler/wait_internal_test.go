@@ -300,3 +300,54 @@ func TestManualRunsWaitBoundedAndCheaply(t *testing.T) {
 	}
 	t.Logf("%.0f admission polls a second with %d runs waiting on 2 replicas", polls, MaxPendingManual)
 }
+
+// The same for a manual run a claim started whose answer was lost: asked
+// again after the cluster closed it lease_lost, the claim answers expired,
+// and the hand-back returns the request to the pending ones.
+func TestClaimExpiredManualRunHandedBack(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t, nil)
+	s, err := newStore(c, config{prefix: "cx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const skew, ttl = 2 * time.Second, 3 * time.Second
+	j := testJob(t, s, "mj", "@every 1h", func(j *Job) { j.Lease = 300 * time.Millisecond })
+	seed(t, c, j)
+	const id = "mj@manual-1"
+	if err := s.trigger(ctx, j.Name, id); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := c.ZScore(ctx, s.key(j.Name, "manual"), id).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := manualClaim(j, id, "o-m", time.UnixMilli(int64(ms)))
+	if res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{m}); err != nil || res[0].status != answerStarted {
+		t.Fatalf("manual claim: %+v, %v", res, err)
+	}
+	// Its answer lost, its lease runs out; another replica's poll reaps it.
+	var res []claimRes
+	for limit := time.Now().Add(5 * time.Second); time.Now().Before(limit); time.Sleep(50 * time.Millisecond) {
+		other := manualClaim(j, "mj@manual-none", "o-x", time.Now())
+		if _, _, err := admitOne(s, ctx, &other, ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		if res, err = s.claim(ctx, "r1", skew, ttl, []claimReq{m}); err != nil {
+			t.Fatal(err)
+		}
+		if res[0].status != answerStarted {
+			break
+		}
+	}
+	if res[0].status != answerExpired {
+		t.Fatalf("claim asked again after the lease ran out: %q, want %q", res[0].status, answerExpired)
+	}
+	if ok, err := s.handBack(ctx, &m, ttl); err != nil || !ok {
+		t.Fatalf("hand back: %v, %v", ok, err)
+	}
+	if _, err := c.ZScore(ctx, s.key(j.Name, "manual"), id).Result(); err != nil {
+		t.Errorf("the request is not pending again: %v", err)
+	}
+}

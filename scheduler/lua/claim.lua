@@ -48,12 +48,16 @@
 --                                             learns it, as from a heartbeat)
 --   {"skipped_overlap"|"skipped_paused"|"skipped_blackout"|"missed", epoch}
 --                                             decided now, by us
+--   {"expired", epoch}                        a manual run this claim started
+--                                             earlier (its answer lost), closed
+--                                             lease_lost since: never started,
+--                                             to hand back (undo.lua drop)
 --   {"waiting", epoch, place in queue}        overlap: wait; poll with admit.lua
 --   {"early", epoch, server time ms}          too early on Redis' clock: ask again
 --   {"later", epoch, server time ms}          claimed ahead of the instant, but
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
--- protocol: head=7 per_run=3 answers=started,decided,skipped_overlap,skipped_paused,skipped_blackout,missed,waiting,early,later,refused (checked against protocol.go by TestProtocolHeaders)
+-- protocol: head=7 per_run=3 answers=started,decided,skipped_overlap,skipped_paused,skipped_blackout,missed,expired,waiting,early,later,refused (checked against protocol.go by TestProtocolHeaders)
 local F = 3
 local TERMS = '^' .. string.rep('([^|]*)|', 19) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
@@ -97,6 +101,11 @@ local function claim(meta, a, rerun)
         -- Started by the first call, whose answer came after the client's
         -- deadline; its lease ran out meanwhile and the cluster closed it.
         -- Asked again, its holder never had the answer: it never ran.
+        if d[1] == 'lease_lost' and redis.call('HGET', rk, 'kind') == 'm' then
+          -- Someone asked for a manual run: its holder hands it back to
+          -- the pending requests (undo.lua takes the close back).
+          return {'expired', ''}
+        end
         if d[1] == 'lease_lost' then
           never_started(base, rk, job_of(base) .. '@' .. suffix,
             'never started: its claim was answered after its replica stopped waiting, and its lease ran out before the claim was asked again', now)
