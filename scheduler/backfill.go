@@ -16,8 +16,9 @@ import (
 
 // A backfill runs every instant of a job's schedule in a range once, under
 // the instants' own run ids ("<job>@<instant>", recorded with kind
-// backfill): an instant decided already (it ran, or was skipped, and its
-// record is still kept) is counted and not run again. Control.Backfill
+// backfill): an instant that started already (its record still kept) is
+// counted and not run again; one decided without starting (missed,
+// skipped) runs now. Control.Backfill
 // stores the request in the job's keys; the replicas that have the job in
 // their table take its instants, oldest first, in their backfill beat
 // (every sync interval), each claim moving the backfill's cursor on in the
@@ -73,8 +74,9 @@ type Backfill struct {
 	// Skipped counts those it recorded without running them
 	// (skipped_blackout; missed when Redis lost data after the instant).
 	Skipped int `json:"skipped"`
-	// Already counts the instants decided before the backfill reached them
-	// (they ran already, or were skipped): not run again.
+	// Already counts the instants that started before the backfill reached
+	// them (running, or ended in any way): not run again. Instants decided
+	// before without starting (missed, skipped) are run: Started counts them.
 	Already int `json:"already"`
 	// Succeeded and Failed count the started runs that ended (Failed: any
 	// other way than succeeded); InFlight those still running.
