@@ -294,6 +294,12 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 			again := []claimReq{r}
 			s.loops.Go(func() { s.claim(ctx, again) })
 		}
+	case answerExpired:
+		// A manual run an earlier try of this claim started, its answer
+		// lost, closed lease_lost since: it never started. Back to the
+		// pending requests.
+		log().Warn("manual run not started: its claim was answered after its lease ran out; handing it back")
+		s.loops.Go(func() { s.handBackLate(ctx, r) })
 	case answerSkippedOverlap, answerSkippedPaused, answerSkippedBlackout, answerMissed:
 		s.tel.claimed(ctx, j, claimDecided)
 		s.tel.decided(ctx, j, Outcome(res.status))

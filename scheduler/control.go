@@ -10,13 +10,14 @@ import (
 	"time"
 )
 
-// MaxPendingManual bounds the manual runs of one job that may wait to be
-// picked up at once: Trigger answers ErrQueueFull beyond it.
+// MaxPendingManual bounds the manual runs of one job that may wait at once,
+// pending (not picked up yet) or queued for a slot (picked up, waiting for
+// admission): Trigger answers ErrQueueFull beyond it.
 const MaxPendingManual = 100
 
 // ErrQueueFull is the error of Trigger when MaxPendingManual manual runs of
-// the job are pending already: wait for replicas to pick them up.
-var ErrQueueFull = errors.New("scheduler: the job's queue of pending manual runs is full")
+// the job wait already: wait for some to run.
+var ErrQueueFull = errors.New("scheduler: the job's queue of waiting manual runs is full")
 
 // Control acts on the whole cluster through the store: pause and resume a
 // job, trigger a manual run, read status and history. It needs no running
@@ -56,7 +57,8 @@ func (c *Control) setPaused(ctx context.Context, job string, v bool) error {
 // heartbeat, 1s by default); exactly one replica runs it. Manual runs ignore
 // the pause flag but respect the job's concurrency and overlap policy. It
 // returns the run id, "<job>@manual-<id>"; or an error wrapping
-// ErrQueueFull when MaxPendingManual requests of the job are pending.
+// ErrQueueFull when MaxPendingManual requests of the job wait (pending or
+// queued for a slot).
 func (c *Control) Trigger(ctx context.Context, job string) (string, error) {
 	if err := checkJob(job); err != nil {
 		return "", err

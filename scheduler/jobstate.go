@@ -23,6 +23,12 @@ type jobState struct {
 	periodVal  time.Duration // the schedule's nominal period
 	// blackouts are the job's Blackouts, parsed.
 	blackouts blackouts
+	// bfPlan is whether this table's schedule gives the instants of the
+	// job's backfill id (backfillPlanDiffers): why not, or "".
+	bfPlan struct {
+		mu      sync.Mutex
+		id, why string
+	}
 }
 
 // newJobState parses spec's schedules; spec has its defaults applied.

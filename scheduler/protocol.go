@@ -59,6 +59,10 @@ const (
 	answerLater   answer = "later"   // claimed ahead, not startable yet: ask at the instant
 	answerRefused answer = "refused" // not ours to decide
 	answerLost    answer = "lost"    // admit: no longer ours
+	// answerExpired (admit): a manual run admitted by a poll whose answer
+	// was lost, closed lease_lost since: it never started, and is handed
+	// back to the pending requests (undo drop takes the close back).
+	answerExpired answer = "expired"
 	// answerRetry is the store's, not a script's: the run was claimed, then
 	// taken back (too few replicas acknowledged it, or no Redlock quorum).
 	answerRetry answer = "retry"
@@ -128,9 +132,9 @@ type scriptSpec struct {
 var scriptSpecs = map[string]scriptSpec{
 	"claim": {head: claimHead, perRun: claimFields, answers: []string{string(answerStarted), string(answerDecided),
 		string(answerSkippedOverlap), string(answerSkippedPaused), string(answerSkippedBlackout), string(answerMissed),
-		string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
-	"admit": {head: admitArgs, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
-		string(answerSkippedPaused), string(answerMissed), string(answerLost)}},
+		string(answerExpired), string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
+	"admit": {head: admitHead, perRun: admitFields, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
+		string(answerSkippedPaused), string(answerMissed), string(answerExpired), string(answerLost)}},
 	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced)}},
 	"complete": {perRun: completeFields, answers: []string{string(closeOK), string(closeClosed), string(closeLost)}},
 	"undo":     {perRun: undoFields, answers: []string{string(undoDropped), string(undoRequeued), string(undoKept)}},
@@ -139,11 +143,12 @@ var scriptSpecs = map[string]scriptSpec{
 	"trigger":  {head: triggerArgs},
 	"pause":    {head: 1},
 	// Encoded where their features live: notify.go, replicas.go, statuses.go.
-	"notify_take": {head: 3},
-	"notify_done": {head: 3, answers: []string{"ok", "lost"}},
-	"replicas":    {head: 4},
-	"status":      {head: 1},
-	"backfill":    {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
+	"notify_take":     {head: 3},
+	"notify_done":     {head: 3, answers: []string{"ok", "lost"}},
+	"replicas":        {head: 4},
+	"status":          {head: 1},
+	"backfill_forget": {head: 2, answers: []string{"forgot", "kept"}},
+	"backfill":        {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
 }
 
 // Claims (claim.lua) ------------------------------------------------------
@@ -333,17 +338,32 @@ func decodeClaim(f []string, ackMode bool) claimRes {
 
 // Admissions (admit.lua) --------------------------------------------------
 
-// admitArgs is the number of admit.lua's arguments.
-const admitArgs = 8
+// admitHead is the number of admit.lua's own arguments; admitFields the
+// number per run.
+const admitHead, admitFields = 6, 2
 
-func admitCall(r *claimReq, waiterTTL time.Duration, fenceFloor int64) call {
-	j := r.j
-	return call{keys: []string{j.metaKey}, args: []any{r.id, r.owner, j.Lease.Milliseconds(),
-		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize}}
+// admitCall polls rs, queued runs of one job (the first's job state gives
+// the terms), in one call.
+func admitCall(rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) call {
+	j := rs[0].j
+	args := make([]any, 0, admitHead+admitFields*len(rs))
+	args = append(args, j.Lease.Milliseconds(), j.Concurrency, waiterTTL.Milliseconds(),
+		strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize)
+	for _, r := range rs {
+		args = append(args, r.id, r.owner)
+	}
+	return call{keys: []string{j.metaKey}, args: args}
 }
 
-// decodeAdmit reads admit.lua's answer: the status, the fencing token
-// (started) or the place (waiting), and the slot (started).
+// admitRes is admit.lua's answer for one run: the status, the fencing
+// token (started) or the place (waiting).
+type admitRes struct {
+	status answer
+	n      int64
+}
+
+// decodeAdmit reads admit.lua's answer for one run: the status, the
+// fencing token (started) or the place (waiting), and the slot (started).
 func decodeAdmit(v any) (status answer, n int64, slot int, err error) {
 	f := strs(v)
 	if len(f) == 0 {
@@ -701,6 +721,7 @@ var (
 	pauseScript    = script("pause")
 	undoScript     = script("undo")
 	backfillScript = script("backfill")
+	forgetScript   = script("backfill_forget")
 
 	notifyTakeScript = script("notify_take")
 	notifyDoneScript = script("notify_done")

@@ -109,7 +109,7 @@ func TestProtocolEncoders(t *testing.T) {
 		}
 	}
 	check("claim", claimHeadArgs("r", time.Second, time.Second, 0, true, false), appendClaim(nil, &r, &buf))
-	check("admit", admitCall(&r, time.Second, 0).args, nil)
+	check("admit", admitCall([]*claimReq{&r}, time.Second, 0).args[:admitHead], admitCall([]*claimReq{&r}, time.Second, 0).args[admitHead:])
 	check("renew", nil, appendRenew(nil, &renewReq{j: j, id: r.id, owner: r.owner}))
 	check("complete", nil, appendComplete(nil, &completeReq{r: &r}))
 	check("undo", nil, appendUndo(nil, &undoReq{j: j, id: r.id, owner: r.owner, mode: undoDrop}, time.Second))

@@ -403,12 +403,28 @@ type admitted struct {
 	n      int64
 }
 
-func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
+// admit polls each run on every master (a quorum's admission per run).
+func (rl *redlock) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+	out := make([]admitRes, len(rs))
+	for i, r := range rs {
+		st, n, err := rl.admitOne(ctx, r, waiterTTL, fenceFloor)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = admitRes{st, n}
+	}
+	return out, nil
+}
+
+func (rl *redlock) admitOne(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
 	sent := time.Now()
 	per, errs, qerr := each(ctx, rl, "admit", func(ctx context.Context, _ int, m *store) (admitted, error) {
 		own := *r // each master's answer sets its slot: not on the shared request
-		s, n, err := m.admit(ctx, &own, waiterTTL, fenceFloor)
-		return admitted{s, n}, err
+		res, err := m.admit(ctx, []*claimReq{&own}, waiterTTL, fenceFloor)
+		if err != nil {
+			return admitted{}, err
+		}
+		return admitted{res[0].status, res[0].n}, nil
 	})
 	elapsed := time.Since(sent)
 	var started, waiting, skipped, lost []int

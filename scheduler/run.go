@@ -147,6 +147,14 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		rctx, cancel := context.WithTimeout(ctx, claimTimeout)
 		err := lease.Refresh(rctx)
 		cancel()
+		if err != nil && r.kind == kindManual {
+			// Someone asked for it: back to the pending requests, for any
+			// replica to run, not recorded missed.
+			log.Warn("manual run not started: its claim was answered after its lease ran out; handing it back", "late_by", late, "err", err)
+			s.handBackLate(ctx, r)
+			span.End()
+			return
+		}
 		if err != nil {
 			text := fmt.Sprintf("never started: its claim was answered %s after it was sent, past its lease, and the lease could not be taken back: %v", late, err)
 			log.Warn("run not started: its claim was answered after its lease ran out", "late_by", late, "err", err)

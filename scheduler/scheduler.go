@@ -53,6 +53,7 @@ type Scheduler struct {
 	renewals   chan renewCall  // to the renewer, while Run runs
 	running    atomic.Int64    // runs executing now, for the replica registry
 	manual     sync.Map        // manual run ids being claimed by this replica
+	waiters    waiters         // runs queued for a slot, per job (wait.go)
 	owners     owners          // owner tokens for this replica's claims
 	gates      startGates      // runs claimed ahead wait here for their instant
 	batchRTT   atomic.Int64    // round trip of recent big claim batches (ns): see ahead

@@ -295,29 +295,34 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	return res, err
 }
 
-func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
-	type admitted struct {
-		status answer
-		n      int64
+func (w *simStore) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+	// As claim's: the call works on copies, rs get their slots back.
+	sent := make([]*claimReq, len(rs))
+	for i, r := range rs {
+		c := *r
+		sent[i] = &c
 	}
-	sent := *r // as claim's: the call works on a copy, r gets its slot back
-	a, err := simCall(w, ctx, "admit", r.id, func(ctx context.Context) (admitted, error) {
-		st, n, err := w.backend.admit(ctx, &sent, waiterTTL, fenceFloor)
+	res, err := simCall(w, ctx, "admit", rs[0].id, func(ctx context.Context) ([]admitRes, error) {
+		res, err := w.backend.admit(ctx, sent, waiterTTL, fenceFloor)
 		if err == nil {
-			w.in.r.w.noteAdmit(w.in, &sent, st, n)
-			if st == "started" {
-				w.noteLease(&sent, sent.slot, n)
+			for i, a := range res {
+				w.in.r.w.noteAdmit(w.in, sent[i], a.status, a.n)
+				if a.status == "started" {
+					w.noteLease(sent[i], sent[i].slot, a.n)
+				}
 			}
 		}
-		return admitted{st, n}, err
+		return res, err
 	})
 	if err == nil {
-		r.slot = sent.slot
+		for i, a := range res {
+			rs[i].slot = sent[i].slot
+			if a.status == "started" {
+				w.in.r.w.noteDelivered(rs[i].id, rs[i].owner)
+			}
+		}
 	}
-	if err == nil && a.status == "started" {
-		w.in.r.w.noteDelivered(r.id, r.owner)
-	}
-	return a.status, a.n, err
+	return res, err
 }
 
 func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {

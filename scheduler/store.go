@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,7 +33,7 @@ type store struct {
 	born bool
 	// backfillSeen is the list of jobs with a backfill the last heartbeat
 	// read (manualHints, in its round trip): see backfill.go.
-	backfillSeen atomic.Pointer[[]string]
+	backfillSeen atomic.Pointer[[]backfillHint]
 }
 
 func newStore(c redis.UniversalClient, cfg config) (*store, error) {
@@ -134,32 +135,51 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 	return out, nil
 }
 
-// admit polls a queued run.
-func (s *store) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status answer, n int64, err error) {
-	replies, acks, err := s.run(ctx, admitScript, []call{admitCall(r, waiterTTL, fenceFloor)})
+// admit polls rs, queued runs of one job, in one call.
+func (s *store) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	replies, acks, err := s.run(ctx, admitScript, []call{admitCall(rs, waiterTTL, fenceFloor)})
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
-	status, n, slot, err := decodeAdmit(replies[0])
-	if err != nil {
-		return "", 0, err
+	rows, ok := replies[0].([]any)
+	if !ok || len(rows) != len(rs) {
+		return nil, fmt.Errorf("scheduler: admit answered %v for %d runs", replies[0], len(rs))
 	}
-	if status == answerStarted {
-		r.slot = slot
-	}
-	if status == answerStarted && acks != nil && !acks[0].ok() {
-		// As for a claim: an admission too few replicas hold is taken back,
-		// and the run keeps its place in the queue.
-		res, err := s.undo(ctx, waiterTTL, []undoReq{{j: r.j, id: r.id, owner: r.owner, mode: undoRequeue, maxWait: r.maxWait}})
+	out := make([]admitRes, len(rs))
+	var undo []undoReq
+	var at []int
+	for i, row := range rows {
+		status, n, slot, err := decodeAdmit(row)
 		if err != nil {
-			return "", 0, err
+			return nil, err
 		}
-		if res[0] != undoRequeued {
-			return answerLost, 0, nil
+		if status == answerStarted {
+			rs[i].slot = slot
+			if acks != nil && !acks[0].ok() {
+				// As for a claim: an admission too few replicas hold is
+				// taken back, and the run keeps its place in the queue.
+				undo = append(undo, undoReq{j: rs[i].j, id: rs[i].id, owner: rs[i].owner, mode: undoRequeue, maxWait: rs[i].maxWait})
+				at = append(at, i)
+			}
 		}
-		return answerWaiting, 1, nil
+		out[i] = admitRes{status, n}
 	}
-	return status, n, nil
+	if len(undo) > 0 {
+		res, err := s.undo(ctx, waiterTTL, undo)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			out[i] = admitRes{answerWaiting, 1}
+			if res[k] != undoRequeued {
+				out[i] = admitRes{status: answerLost}
+			}
+		}
+	}
+	return out, nil
 }
 
 // renew renews leases; the answer per run is leaseOK, leaseLost,

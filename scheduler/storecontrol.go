@@ -34,7 +34,7 @@ func (s *store) trigger(ctx context.Context, job, id string) error {
 	}
 	full, err := decodeTrigger(v)
 	if full {
-		return fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
+		return fmt.Errorf("%w: job %q has %d manual runs waiting (pending or queued for a slot)", ErrQueueFull, job, MaxPendingManual)
 	}
 	return err
 }
@@ -74,12 +74,13 @@ type hints struct {
 // h.changed), and drops the hints older than their time to live. One
 // round trip.
 func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
-	var jobs, changed, backfills *redis.StringSliceCmd
+	var jobs, changed *redis.StringSliceCmd
+	var backfills *redis.ZSliceCmd
 	var now *redis.TimeCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		now = p.Time(ctx)
 		if s.fenceCheck { // not a Redlock master: Redlock cannot backfill
-			backfills = p.ZRange(ctx, s.backfillHintKey(), 0, -1)
+			backfills = p.ZRangeWithScores(ctx, s.backfillHintKey(), 0, -1)
 		}
 		jobs = p.ZRangeByScore(ctx, s.hintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.since.UnixMilli(), 10), Max: "+inf"})
 		p.ZRemRangeByScore(ctx, s.hintKey(), "-inf", strconv.FormatInt(time.Now().Add(-h.ttl).UnixMilli(), 10))
@@ -100,7 +101,11 @@ func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, e
 		return nil
 	})
 	if err == nil && backfills != nil {
-		bf := backfills.Val()
+		zs := backfills.Val()
+		bf := make([]backfillHint, len(zs))
+		for i, z := range zs {
+			bf[i] = backfillHint{job: fmt.Sprint(z.Member), score: z.Score}
+		}
 		s.backfillSeen.Store(&bf)
 	}
 	out := hints{manual: jobs.Val()}

@@ -347,6 +347,6 @@ func TestTriggerQueueFullIs429(t *testing.T) {
 				t.Fatalf("trigger %d: %d %s", i, a.code, a.body)
 			}
 		}
-		f.do("POST", "/api/v1/jobs/cmd/trigger", "Bearer "+token).wantError(t, 429, "manual runs pending")
+		f.do("POST", "/api/v1/jobs/cmd/trigger", "Bearer "+token).wantError(t, 429, "manual runs waiting")
 	})
 }

@@ -15,8 +15,11 @@
 --   waiting       zset  run id -> waiter expiry (server ms)
 --   history       list  finished run records, newest first, as JSON
 --   manual        zset  run id -> request time: manual runs not yet decided
+--   mqueue        zset  run id -> end of its wait (server ms): manual runs
+--                       queued for a slot (trigger.lua's bound counts them)
 --   backfill      hash  the job's backfill (see bf_prune below)
 --   bfruns        set   run ids of the backfill's runs in flight
+--   bfredo        zset  instants of the backfill taken back, to take again
 --
 -- All times are the server's (TIME), never a replica's, except the scheduled
 -- instants themselves, which every replica computes identically.
@@ -123,18 +126,50 @@ local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 
 -- is never lost between the close and the queue. ended is the failure
 -- streak (meta field fails, see tally) a succeeded rec ended: a success
 -- that ended one is the event recovered.
-local function notify(base, rec, ended)
-  -- The meta's notify flag says whether the job has a subscription, so a
-  -- job without notifications never reads their keys.
+-- A lease_lost event is due LEASE_LOST_HOLD ms after the close: a run the
+-- cluster closed lease_lost may turn out never to have started (its holder
+-- asks again, see never_started), and its one event is then missed (or,
+-- for a manual run handed back, none); the event queued for it is replaced
+-- while still held back.
+local LEASE_LOST_HOLD = 15000
+
+-- notify_subs reads the job's notification subscriptions (notify:on), or nil.
+-- The meta's notify flag says whether the job has a subscription, so a job
+-- without notifications never reads their keys.
+local function notify_subs(base)
   if redis.call('HGET', base .. 'meta', 'notify') ~= '1' then
-    return
+    return nil
   end
   local sub = redis.call('GET', base .. 'notify:on')
   if not sub then
-    return
+    return nil
   end
   local ok, cfg = pcall(cjson.decode, sub)
   if not ok or type(cfg) ~= 'table' or type(cfg.on) ~= 'table' then
+    return nil
+  end
+  return cfg
+end
+
+-- unnotify takes back run id's queued ev event, for every target: the run's
+-- record changed its final outcome (never_started, undo.lua).
+local function unnotify(base, id, ev)
+  local cfg = notify_subs(base)
+  local targets = cfg and cfg.on[ev]
+  if type(targets) ~= 'table' then
+    return
+  end
+  local q, d = base .. 'notify:q', base .. 'notify:d'
+  for _, t in ipairs(targets) do
+    local key = t .. ' ' .. id .. ':' .. ev
+    redis.call('ZREM', q, key)
+    redis.call('HDEL', d, key, key .. '\no', key .. '\nn')
+  end
+end
+
+local function notify(base, rec, ended)
+  local cfg = notify_subs(base)
+  if not cfg then
     return
   end
   local ev = rec.outcome
@@ -149,6 +184,10 @@ local function notify(base, rec, ended)
     return
   end
   local now = now_ms()
+  local due = now
+  if ev == 'lease_lost' then
+    due = now + LEASE_LOST_HOLD
+  end
   local q, d = base .. 'notify:q', base .. 'notify:d'
   local max = tonumber(cfg.max) or 1000
   local body = cjson.encode({event = ev, run = rec, queued = int(now)})
@@ -157,7 +196,7 @@ local function notify(base, rec, ended)
     if redis.call('ZCARD', q) >= max then
       -- Bounded: a receiver down for long must not grow Redis' memory.
       redis.call('HINCRBY', d, '#dropped', 1)
-    elseif redis.call('ZADD', q, 'NX', now, key) == 1 then
+    elseif redis.call('ZADD', q, 'NX', due, key) == 1 then
       redis.call('HSET', d, key, body)
     end
   end
@@ -383,13 +422,20 @@ local function never_started(base, rk, id, err, now)
   -- Not a failure of the job: out of the failure streak and the stats.
   unnote_lease_lost(base, redis.call('HGET', rk, 'finished'), now)
   local h = base .. 'history'
+  local entry
   for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
     local ok, e = pcall(cjson.decode, item)
     if ok and type(e) == 'table' and e.id == id then
       e.outcome, e.error = 'missed', err
       redis.call('LSET', h, k - 1, cjson.encode(e))
+      entry = e
       break
     end
+  end
+  -- One run, one event, the one its record says: missed, not lease_lost.
+  unnotify(base, id, 'lease_lost')
+  if entry then
+    notify(base, entry, 0)
   end
 end
 
@@ -445,6 +491,7 @@ local function reap(base, now)
         -- A manual run goes back to the pending requests, with its request
         -- time: someone asked for it, and another replica runs it.
         redis.call('DEL', rk)
+        redis.call('ZREM', base .. 'mqueue', id)
         redis.call('ZADD', base .. 'manual', w[3], id)
         redis.call('PEXPIRE', base .. 'manual', META_TTL)
       else
@@ -595,8 +642,11 @@ end
 -- Backfill (Control.Backfill): one request per job at a time, in the job's
 -- backfill hash (id, from, to, last instant, parallel, total, cursor: the
 -- latest instant taken, counts decided/started/skipped/already/succeeded/
--- failed, cancelled, created, finished, keep), and the ids of its runs in
--- flight in the job's bfruns set. claim.lua (kind b) takes the instants.
+-- failed, cancelled, error, created, finished, keep), the ids of its runs
+-- in flight in the job's bfruns set, and the instants taken back after
+-- the cursor passed them (undo.lua: min_replicas_ack) in its bfredo zset
+-- (instant ms -> instant ms), at most parallel of them. claim.lua (kind b)
+-- takes the instants.
 
 -- bf_prune drops the backfill's runs that ended from its set, counting how
 -- they ended, and returns how many are still in flight.
@@ -624,7 +674,8 @@ local function bf_settle(base, now)
   local bk = base .. 'backfill'
   local inflight = bf_prune(base)
   local b = redis.call('HMGET', bk, 'cursor', 'last', 'cancelled', 'finished', 'keep')
-  if b[1] and not b[4] and inflight == 0 and (b[3] == '1' or tonumber(b[1]) >= tonumber(b[2])) then
+  if b[1] and not b[4] and inflight == 0 and (b[3] == '1' or tonumber(b[1]) >= tonumber(b[2]) and
+      redis.call('EXISTS', base .. 'bfredo') == 0) then
     redis.call('HSET', bk, 'finished', int(now))
     redis.call('PEXPIRE', bk, tonumber(b[5]) or 86400000)
   end
