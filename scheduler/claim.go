@@ -285,6 +285,11 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 			backfillRefused(log(), res.reason)
 			return
 		}
+		if res.reason == reasonBeforeState {
+			// A new job's first instants: not a miss, nothing to report.
+			log().Debug("run not claimed", "reason", res.reason)
+			return
+		}
 		log().Warn("run not claimed", "reason", res.reason)
 	case answerRetry:
 		s.retryLater(ctx, r, res)

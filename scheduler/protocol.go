@@ -69,6 +69,11 @@ const (
 	answerMissed          = answer(Missed)
 )
 
+// reasonBeforeState is claim.lua's refusal of an instant due before the
+// job's state existed (a new job, as far as any replica that asked knows):
+// never the job's to run, and no miss. It is logged at DEBUG only.
+const reasonBeforeState = "due before the job's state existed"
+
 // decidedByUs reports whether a is a decision this replica recorded that
 // starts nothing (a skip or a miss).
 func (a answer) decidedByUs() bool {

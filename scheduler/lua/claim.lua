@@ -172,6 +172,14 @@ local function claim(meta, a)
     -- A backfill is asked for instant by instant: it trusts the records
     -- Redis holds (the floor guards the runs nobody asked for again).
     if sched < floor and kind ~= 'b' then
+      if unsure then
+        -- No replica that asked had seen the job: most likely a new job
+        -- (or cluster), whose instants before its state existed were never
+        -- its to run. The floor still keeps them from starting; nothing is
+        -- recorded, so no miss is counted, alerted or notified.
+        -- The reason is protocol.go's reasonBeforeState.
+        return {'refused', epoch, 'due before the job\'s state existed'}
+      end
       if now > sched + retention then
         return {'refused', epoch, 'too old to decide'}
       end
