@@ -14,7 +14,7 @@ import (
 
 // statOutcomes are the outcomes whose last time the store keeps per job
 // (common.lua's OUTCOMES, in the same order).
-var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused}
+var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout}
 
 // jobStats is what the store keeps about a job's runs for the metrics,
 // as the heartbeat last read it. Every replica reads the same values.
@@ -173,7 +173,7 @@ func (s *Scheduler) registerJobGauges() error {
 	g.clockOffset = f("solocron.replica.clock_offset", "This replica's clock minus Redis' clock, at its last heartbeat.", "s")
 	g.maxSkew = f("solocron.max_clock_skew", "The table's store.max_clock_skew.", "s")
 	g.fails = i("solocron.job.consecutive_failures", "Runs of the job in a row that ended failed, timed_out or lease_lost, from the store.", "{failure}")
-	g.paused = i("solocron.job.paused", "1 when the job is paused cluster-wide, else 0.", "")
+	g.paused = i("solocron.job.paused", "1 when the job is paused (cluster-wide, or paused: true in the table), else 0.", "")
 	g.info = i("solocron.replica.info", "1 for this replica, with its id, its version and the fingerprint of the job table it runs.", "")
 	if err != nil {
 		return err
@@ -212,8 +212,11 @@ func (s *Scheduler) registerJobGauges() error {
 				// wrong one.
 				continue
 			}
+			// Paused cluster-wide (pause, pause_after_failures) or by the
+			// table (paused: true): either way no run starts, and the
+			// alert rules leave the job alone.
 			var p int64
-			if paused {
+			if paused || j.Paused {
 				p = 1
 			}
 			o.ObserveInt64(g.paused, p, attrs)
