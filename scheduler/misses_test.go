@@ -2,7 +2,10 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -105,6 +108,68 @@ func TestNewClusterReportsNoMiss(t *testing.T) {
 			for _, p := range rcv.posts() {
 				t.Errorf("notification %s on a new cluster", p.delivery)
 			}
+		})
+	}
+}
+
+// Every replica down for a minute (Redis keeps its data): the first replica
+// back records each instant due meanwhile missed, saying no replica was up,
+// and runs none of them (catch-up is opt-in); the instant due as it starts
+// runs. With a catch-up window, the instant catch-up runs is not also
+// recorded missed.
+func TestOutageRecordedMissed(t *testing.T) {
+	for _, window := range []time.Duration{0, 30 * time.Second} {
+		t.Run(fmt.Sprintf("catchup_window=%v", window), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newCluster(t)
+				table := []scheduler.Job{{Name: "tick", Schedule: "@every 5s", Handler: c.ledger.Job(nil),
+					CatchupWindow: window, Catchup: scheduler.CatchupLatest}}
+				_, stop := c.replica("a", table)
+				time.Sleep(12 * time.Second) // runs at 5s and 10s
+				stop()
+				time.Sleep(60 * time.Second) // nobody up from 12s to 72s
+				c.replica("b", table)
+				time.Sleep(5 * time.Second)
+				c.stop()
+				if d := c.ledger.Duplicates(); len(d) > 0 {
+					t.Errorf("runs started twice: %v", d)
+				}
+				recs := map[string]scheduler.Run{}
+				for _, r := range c.history("tick") {
+					recs[r.ID] = r
+				}
+				starts := c.ledger.Starts()
+				at := func(s int64) string { return id("tick", time.Unix(946684800+s, 0)) }
+				// 15s..65s were due while nobody was up; 70s is the
+				// instant due when b starts (within its deadline): it runs.
+				var missed, ran int
+				for s := int64(15); s <= 65; s += 5 {
+					r, ok := recs[at(s)]
+					switch {
+					case starts[at(s)] > 0:
+						ran++
+						if window == 0 {
+							t.Errorf("%s ran after the outage without a catch-up window", at(s))
+						}
+					case !ok || r.Outcome != scheduler.Missed:
+						t.Errorf("%s: record %+v, want missed", at(s), r)
+					case !strings.Contains(r.Error, "no replica was up"):
+						t.Errorf("%s missed with %q, want it to say no replica was up", at(s), r.Error)
+					default:
+						missed++
+					}
+				}
+				wantRan := 0
+				if window > 0 {
+					wantRan = 1 // the latest instant inside the window
+				}
+				if ran != wantRan || missed != 11-wantRan {
+					t.Errorf("of the 11 instants due while nobody was up: %d ran, %d recorded missed; want %d and %d", ran, missed, wantRan, 11-wantRan)
+				}
+				if starts[at(70)] != 1 {
+					t.Errorf("the instant due as the replica started did not run: %v", starts)
+				}
+			})
 		})
 	}
 }
