@@ -273,8 +273,8 @@ local function claim(meta, a)
     return decide('skipped_paused', 'job paused')
   end
   if kind == 'o' then
-    return decide('missed', 'no replica was up to claim it before its starting deadline (every replica was down, ' ..
-      'or none could reach Redis); not run: a catchup_window runs such runs')
+    return decide('missed', 'no replica was up to run it (every replica was down, or none could reach Redis); ' ..
+      'not run: a catchup_window runs such runs')
   end
 
   -- Free slots, after reaping expired holders and waiters (only when there
