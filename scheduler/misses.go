@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 )
@@ -51,8 +52,17 @@ func outageInstants(j *jobState, last, until, started time.Time, limit int, runs
 	if last.IsZero() || limit <= 0 {
 		return nil
 	}
+	// Only the latest limit instants are kept: the scan starts no earlier
+	// than limit periods back (a job put back in the table after weeks
+	// away would otherwise walk every instant since).
+	from := last
+	if p := j.period(started); p > 0 && p < math.MaxInt64/time.Duration(limit+1) {
+		if h := started.Add(-time.Duration(limit+1) * p); h.After(from) {
+			from = h
+		}
+	}
 	var out []time.Time
-	for t := j.sched.Next(last); !t.IsZero() && (until.IsZero() && !j.fire(t).After(started) || t.Before(until)); t = j.sched.Next(t) {
+	for t := j.sched.Next(from); !t.IsZero() && (until.IsZero() && !j.fire(t).After(started) || t.Before(until)); t = j.sched.Next(t) {
 		if slices.ContainsFunc(runs, t.Equal) {
 			continue
 		}
