@@ -180,7 +180,7 @@ func (s *Scheduler) keepTrying(reqs []claimReq) []claimReq {
 			keep = append(keep, r)
 		case r.kind == kindBackfill:
 			// The next beat takes the instant again from the cursor.
-		case r.kind == kindMiss:
+		case r.kind == kindMiss || r.kind == kindOutage:
 			s.queueMiss(r)
 		case s.now().After(r.fire.Add(r.j.StartingDeadline)):
 			s.queueMiss(r)
@@ -285,10 +285,15 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 			backfillRefused(log(), res.reason)
 			return
 		}
+		if res.reason == reasonBeforeState {
+			// A new job's first instants: not a miss, nothing to report.
+			log().Debug("run not claimed", "reason", res.reason)
+			return
+		}
 		log().Warn("run not claimed", "reason", res.reason)
 	case answerRetry:
 		s.retryLater(ctx, r, res)
-		if r.kind == kindMiss {
+		if r.kind == kindMiss || r.kind == kindOutage {
 			s.queueMiss(r)
 		} else if r.kind != kindManual {
 			again := []claimReq{r}

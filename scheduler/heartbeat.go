@@ -154,7 +154,8 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		}
 		j.memo.mu.Lock()
 		j.memo.paused, j.memo.last, j.memo.touched = r.paused, r.last, time.Now()
-		catchup := trusted && j.CatchupWindow > 0 && !j.memo.caughtUp
+		gap := trusted && !j.memo.caughtUp
+		catchup := gap && j.CatchupWindow > 0
 		j.memo.caughtUp = j.memo.caughtUp || trusted
 		j.memo.mu.Unlock()
 		for k := 0; k+1 < len(r.manual); k += 2 {
@@ -166,11 +167,24 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 			at := time.UnixMilli(ms)
 			claims = append(claims, s.claimFor(j, id, at, at, kindManual))
 		}
+		var runs []time.Time
 		if catchup {
-			for _, t := range catchupInstants(j, r.last, now) {
+			runs = catchupInstants(j, r.last, now)
+			for _, t := range runs {
 				c := s.newClaim(j, t, kindCatchup)
 				c.base, c.readAt = r.last, server
 				claims = append(claims, c)
+			}
+		}
+		if gap {
+			// Instants nobody decided before this replica started: the
+			// whole cluster was down (or cut off from Redis). Recorded
+			// missed, never run; bounded by the history the job keeps.
+			until := s.first(j, s.runStart)
+			for _, t := range outageInstants(j, r.last, until, s.runStart, min(j.HistoryLimit, maxCatchup), runs) {
+				c := s.newClaim(j, t, kindOutage)
+				c.base, c.readAt = r.last, server
+				s.queueMiss(c)
 			}
 		}
 	}

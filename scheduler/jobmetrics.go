@@ -14,7 +14,7 @@ import (
 
 // statOutcomes are the outcomes whose last time the store keeps per job
 // (common.lua's OUTCOMES, in the same order).
-var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused}
+var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout}
 
 // jobStats is what the store keeps about a job's runs for the metrics,
 // as the heartbeat last read it. Every replica reads the same values.
@@ -131,7 +131,7 @@ func (j *jobState) period(now time.Time) time.Duration {
 // the last heartbeat read.
 type jobGauges struct {
 	lastSuccess, lastRun, nextRun, interval, deadline, clockOffset, maxSkew metric.Float64ObservableGauge
-	fails, paused, info                                                     metric.Int64ObservableGauge
+	fails, paused, pauseAfter, info                                         metric.Int64ObservableGauge
 }
 
 // registerJobGauges registers the gauges and their callback with the
@@ -173,7 +173,8 @@ func (s *Scheduler) registerJobGauges() error {
 	g.clockOffset = f("solocron.replica.clock_offset", "This replica's clock minus Redis' clock, at its last heartbeat.", "s")
 	g.maxSkew = f("solocron.max_clock_skew", "The table's store.max_clock_skew.", "s")
 	g.fails = i("solocron.job.consecutive_failures", "Runs of the job in a row that ended failed, timed_out or lease_lost, from the store.", "{failure}")
-	g.paused = i("solocron.job.paused", "1 when the job is paused cluster-wide, else 0.", "")
+	g.paused = i("solocron.job.paused", "1 when the job is paused (cluster-wide, or paused: true in the table), else 0.", "")
+	g.pauseAfter = i("solocron.job.pause_after_failures", "The job's pause_after_failures (0: never), from the table.", "")
 	g.info = i("solocron.replica.info", "1 for this replica, with its id, its version and the fingerprint of the job table it runs.", "")
 	if err != nil {
 		return err
@@ -207,13 +208,17 @@ func (s *Scheduler) registerJobGauges() error {
 				o.ObserveFloat64(g.interval, p.Seconds(), attrs)
 			}
 			o.ObserveFloat64(g.deadline, j.StartingDeadline.Seconds(), attrs)
+			o.ObserveInt64(g.pauseAfter, int64(j.PauseAfterFailures), attrs)
 			if !synced {
 				// Nothing read from the store yet: no value rather than a
 				// wrong one.
 				continue
 			}
+			// Paused cluster-wide (pause, pause_after_failures) or by the
+			// table (paused: true): either way no run starts, and the
+			// alert rules leave the job alone.
 			var p int64
-			if paused {
+			if paused || j.Paused {
 				p = 1
 			}
 			o.ObserveInt64(g.paused, p, attrs)
@@ -228,7 +233,7 @@ func (s *Scheduler) registerJobGauges() error {
 			}
 		}
 		return nil
-	}, g.lastSuccess, g.lastRun, g.nextRun, g.interval, g.deadline, g.clockOffset, g.maxSkew, g.fails, g.paused, g.info)
+	}, g.lastSuccess, g.lastRun, g.nextRun, g.interval, g.deadline, g.clockOffset, g.maxSkew, g.fails, g.paused, g.pauseAfter, g.info)
 	return err
 }
 

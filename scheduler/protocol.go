@@ -32,13 +32,18 @@ const (
 	// kindMiss records a scheduled run missed: the replica's clock says
 	// its deadline passed; Redis' decides (before it, it is claimed as s).
 	kindMiss runKind = 'x'
+	// kindOutage records missed a scheduled run due while no replica
+	// claimed it — every replica down, or none reaching Redis — found by
+	// the first heartbeat of a replica that starts after it (misses.go).
+	// It never starts the run.
+	kindOutage runKind = 'o'
 	// kindBackfill is an instant of a backfill (Control.Backfill).
 	kindBackfill runKind = 'b'
 )
 
 // record is how a run record spells the kind.
 func (k runKind) record() string {
-	if k == kindMiss {
+	if k == kindMiss || k == kindOutage {
 		return string(kindScheduled)
 	}
 	return string(k)
@@ -72,6 +77,11 @@ const (
 	answerSkippedBlackout = answer(SkippedBlackout)
 	answerMissed          = answer(Missed)
 )
+
+// reasonBeforeState is claim.lua's refusal of an instant due before the
+// job's state existed (a new job, as far as any replica that asked knows):
+// never the job's to run, and no miss. It is logged at DEBUG only.
+const reasonBeforeState = "due before the job's state existed"
 
 // decidedByUs reports whether a is a decision this replica recorded that
 // starts nothing (a skip or a miss).
@@ -256,7 +266,7 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = append(b, r.ticket...)
 	b = append(b, '|')
 	switch r.kind {
-	case kindCatchup:
+	case kindCatchup, kindOutage:
 		b = strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
 	case kindBackfill:
 		b = append(b, r.backfill...)

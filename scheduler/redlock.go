@@ -355,7 +355,7 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 				res.server = per[i][k].server
 			}
 		}
-	case r.kind == kindMiss:
+	case r.kind == kindMiss || r.kind == kindOutage:
 		// Recording a miss never starts anything: a split here is other
 		// replicas' claims in flight. Ask again later.
 		res.status, res.reason = answerRetry, "no quorum agrees yet on how the run was decided"

@@ -357,7 +357,10 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 			log.Warn("the cluster had already closed this run; its record keeps that outcome", "outcome_here", o)
 			return true
 		case c.err == nil && c.res == closeLost:
-			log.Warn("run record no longer ours (Redis lost it, or it expired)")
+			// Mostly a replica that was frozen (SIGSTOP, a VM pause, a long
+			// GC) or cut off from Redis past its lease: the cluster closed
+			// the run lease_lost and its record moved on.
+			log.Warn("run record no longer ours: the cluster closed this run while this replica could not renew its lease (the process was frozen, or cut off from Redis), or Redis lost the record")
 			return true
 		case c.err == nil && c.res == closeUnacked:
 			// Applied, but not on enough replicas yet: sent again (a close

@@ -44,6 +44,7 @@ type Scheduler struct {
 
 	reloaded chan struct{}
 	started  atomic.Bool
+	runStart time.Time // when Run began: instants due before it are an outage's (misses.go)
 
 	loops      sync.WaitGroup // dispatcher, heartbeat, claims, waiters, miss recorder
 	runs       sync.WaitGroup // started runs
@@ -215,6 +216,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return errors.New("scheduler: Run called more than once")
 	}
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.runStart = s.now()
 	defer func() {
 		if s.gauges != nil {
 			_ = s.gauges.Unregister()

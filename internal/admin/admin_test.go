@@ -71,7 +71,9 @@ func newFixture(t *testing.T, tok string) *fixture {
 		Ready:   func() error { return f.ready },
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "solocron_runs_total 1\n") }),
 	})
-	time.Sleep(3500 * time.Millisecond)
+	// tick's state is new: its instants under the data-loss floor (max
+	// skew + claim ahead, 2.5 s) are not its; 3s and 4s run.
+	time.Sleep(4500 * time.Millisecond)
 	_ = m
 	return f
 }

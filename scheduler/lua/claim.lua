@@ -19,17 +19,20 @@
 --   3 the claim's other terms, separated by '|':
 --      kind: s scheduled, c catch-up, m manual, x record missed (the
 --      replica's clock says its deadline passed; Redis' decides: before
---      it, x is claimed as s), b backfill (see claim_backfill) | scheduled
+--      it, x is claimed as s), o record missed for an outage (due while no
+--      replica claimed it; never started), b backfill (see
+--      claim_backfill) | scheduled
 --      instant, ms | fire instant (scheduled + jitter), ms | lease ms |
 --      concurrency | overlap: skip|wait|replace | max wait ms | starting
 --      deadline ms | record retention ms | history limit | paused by the
 --      replica's table: 1|0 | epoch the replica knows, or "" | highest
 --      fencing token the replica has seen | catch-up window ms | catch-up:
---      the last decided instant the replica saw when it found the gap, ms;
+--      (and outage) the last decided instant the replica saw when it found
+--      the gap, ms;
 --      backfill: the backfill's cursor the replica saw, ms |
 --      queue ticket if the run must wait, or "" for the next in arrival
 --      order (Redlock passes one derived from the run, so that every
---      master orders its queue alike) | catch-up: Redis' time when the
+--      master orders its queue alike) | catch-up and outage: Redis' time when the
 --      replica read the last decided instant, ms; backfill: the
 --      backfill's id (0 otherwise) |
 --      pause_after_failures (0: never), kept in the run's record as pf |
@@ -149,7 +152,7 @@ local function claim(meta, a, rerun)
   local epoch, floor, paused, last, fence_last, lost, unsure = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen, born)
 
   -- The run's record. id and job are not stored: they are in its key.
-  local rkind = kind == 'x' and 's' or kind
+  local rkind = (kind == 'x' or kind == 'o') and 's' or kind
   -- Manual and backfill runs leave the job's last decided instant alone:
   -- catch-up reads it as "everything up to here was decided".
   local moves_last = kind ~= 'm' and kind ~= 'b'
@@ -196,6 +199,14 @@ local function claim(meta, a, rerun)
     -- A backfill is asked for instant by instant: it trusts the records
     -- Redis holds (the floor guards the runs nobody asked for again).
     if sched < floor and kind ~= 'b' then
+      if unsure then
+        -- No replica that asked had seen the job: most likely a new job
+        -- (or cluster), whose instants before its state existed were never
+        -- its to run. The floor still keeps them from starting; nothing is
+        -- recorded, so no miss is counted, alerted or notified.
+        -- The reason is protocol.go's reasonBeforeState.
+        return {'refused', epoch, 'due before the job\'s state existed'}
+      end
       if now > sched + retention then
         return {'refused', epoch, 'too old to decide'}
       end
@@ -217,6 +228,22 @@ local function claim(meta, a, rerun)
           return {'refused', epoch, 'too old to decide'}
         end
         return decide('missed', 'not claimed before its starting deadline')
+      end
+    elseif kind == 'o' then
+      -- Due while no replica claimed it, before the instant the asking
+      -- replica's dispatcher began with (misses.go): recorded missed, never
+      -- started. As for catch-up, the replica's reading of the gap holds
+      -- only while the records decided since are kept. A record made
+      -- older than its instant's retention is kept its retention from now
+      -- (keep), and moves the last decided instant past it.
+      if fire > now then
+        return {'refused', epoch, 'not due yet on Redis\' clock'}
+      end
+      if sched <= cbase then
+        return {'refused', epoch, 'decided before the outage was read'}
+      end
+      if now > (tonumber(read_s) or 0) + retention - skew then
+        return {'refused', epoch, 'the gap was read longer ago than the record retention'}
       end
     elseif kind == 'b' then
       -- A backfill takes instants past on Redis' clock.
@@ -268,6 +295,10 @@ local function claim(meta, a, rerun)
       return {'later', epoch, now_s}
     end
     return decide('skipped_paused', 'job paused')
+  end
+  if kind == 'o' then
+    return decide('missed', 'no replica was up to run it (every replica was down, or none could reach Redis); ' ..
+      'not run: a catchup_window runs such runs')
   end
 
   -- Free slots, after reaping expired holders and waiters (only when there

@@ -518,9 +518,9 @@ end
 -- falls. Redis forgot things (a restart without persistence, a flush, a
 -- failover to a replica that missed writes) when:
 --   - the meta is missing: the job's state is created afresh. Whether this
---     is a brand-new job or one whose state was lost cannot be told apart,
---     so it is always treated as a loss (a new job simply starts with its
---     first instant past the floor);
+--     is a brand-new job or one whose state was lost cannot always be
+--     told apart, so a floor is placed either way (a new job simply starts
+--     with its first instant past the floor; see unsure below);
 --   - a replica remembers an epoch other than the store's;
 --   - a replica has seen a fencing token higher than the last one the store
 --     issued (seen; 0 when not checked): the store lost writes since.
@@ -536,7 +536,11 @@ end
 -- new job, and no floor is placed.
 -- unsure (kept in the meta): the floor was placed for a missing meta that
 -- the asking replica had never seen either — a new job, or a loss nobody
--- remembers (every replica restarted with it); the missed records say so.
+-- remembers (every replica restarted with it). The instants under such a
+-- floor are refused without a record (claim.lua): they were never the
+-- job's to run, and no miss is reported for them. A replica that remembers
+-- the job (another epoch, or a higher fencing token) makes it a sure loss:
+-- the rest of the floor is then recorded missed.
 -- Returns epoch, floor, paused, last, fence, lost, unsure.
 local function check_epoch(meta, known, now, margin, fresh, seen, born)
   local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day', 'lost', 'unsure')
@@ -558,14 +562,19 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
   elseif known ~= '' and known ~= epoch and m[3] ~= '1' then
     floor, lost, unsure = math.max(floor, now + margin), now, false
     redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1', 'lost', int(lost), 'unsure', '0')
+  elseif unsure and known ~= '' and known ~= epoch then
+    -- A replica that remembers another epoch: the state was lost, not new,
+    -- and the rest of the floor is recorded as the loss it is.
+    unsure = false
+    redis.call('HSET', meta, 'unsure', '0')
   end
   if seen > fence then
     if floor > now then
       -- A loss noticed less than a margin ago: the writes this replica saw
       -- were lost in it (they were made before it), and its floor covers
       -- them. Only the token catches up.
-      fence = seen
-      redis.call('HSET', meta, 'fence', int(fence))
+      fence, unsure = seen, false
+      redis.call('HSET', meta, 'fence', int(fence), 'unsure', '0')
     else
       epoch, floor, lost, fence, unsure = fresh, now + margin, now, seen, false
       redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
