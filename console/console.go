@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -482,14 +483,40 @@ func (c *Console) failed(client string) {
 	c.failures[client] = append(c.failures[client], time.Now())
 }
 
-// safeNext keeps a redirect inside the console: a path under the prefix,
-// never another host ("//evil", "/\evil").
+// safeNext keeps a redirect inside the console: next is parsed and rebuilt
+// as a path under the prefix (and its query), never another host. Browsers
+// drop TAB, CR and LF from a URL and read a backslash as a slash, so
+// "/<TAB>/evil.example" or "/\evil.example" would leave the site: anything with a control
+// character or a backslash, raw or percent-encoded, goes home instead, and
+// so do "//host", a scheme, and a path that cleans to outside the prefix.
 func (c *Console) safeNext(next string) string {
 	home := c.cfg.Prefix + "/"
-	if !strings.HasPrefix(next, home) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	bad := func(s string) bool {
+		return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' })
+	}
+	if next == "" || bad(next) || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
 		return home
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || bad(u.Path) {
+		return home
+	}
+	p := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && p != "/" {
+		p += "/"
+	}
+	if p != home && !strings.HasPrefix(p, home) {
+		return home
+	}
+	out := &url.URL{Path: p}
+	if q, err := url.ParseQuery(u.RawQuery); err == nil && len(q) > 0 {
+		out.RawQuery = q.Encode()
+	}
+	s := out.String()
+	if !strings.HasPrefix(s, home) || strings.HasPrefix(s, "//") || bad(s) {
+		return home
+	}
+	return s
 }
 
 func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
