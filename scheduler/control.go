@@ -61,13 +61,18 @@ func (c *Control) Trigger(ctx context.Context, job string) (string, error) {
 	if err := checkJob(job); err != nil {
 		return "", err
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	id := job + "@manual-" + strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
+	id := newManualID(job)
 	if err := c.store.trigger(ctx, job, id); err != nil {
 		return "", err
 	}
 	return id, nil
+}
+
+// newManualID draws a manual run's id: "<job>@manual-<unique suffix>".
+func newManualID(job string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return job + "@manual-" + strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
 }
 
 // Run is one run's record.
@@ -94,6 +99,15 @@ type Run struct {
 	// Paused is set on the run whose end paused its job
 	// (pause_after_failures), and says why.
 	Paused string `json:"paused,omitempty"`
+	// CancelledBy says who asked the run to stop (Control.Cancel); its
+	// outcome is cancelled unless it ended before it heard.
+	CancelledBy string `json:"cancelled_by,omitempty"`
+	// RetryOf is, for a manual run asked for by Control.Retry, the run it
+	// retries; RetriedAs the latest retry of this run; RetriedBy who asked.
+	// Filled in by Control.Get (the job's latest retries are kept).
+	RetryOf   string `json:"retry_of,omitempty"`
+	RetriedAs string `json:"retried_as,omitempty"`
+	RetriedBy string `json:"retried_by,omitempty"`
 }
 
 // Duration is how long a finished run ran, or 0.
@@ -161,7 +175,15 @@ func (c *Control) Get(ctx context.Context, runID string) (*Run, error) {
 	if !ok {
 		return nil, fmt.Errorf("scheduler: %q is not a run id", runID)
 	}
-	return c.store.get(ctx, job, suffix)
+	r, err := c.store.get(ctx, job, suffix)
+	if r == nil || err != nil {
+		return r, err
+	}
+	// Advisory: a run is shown without its links rather than not at all.
+	if links, err := c.store.retries(ctx, job); err == nil {
+		linkRetries(r, links)
+	}
+	return r, nil
 }
 
 func suffixOf(id string) string {

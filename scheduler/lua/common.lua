@@ -104,7 +104,7 @@ local function run_key(base, id)
 end
 
 local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 'fence',
-  'started', 'finished', 'attempts', 'error', 'output', 'paused', 'slot'}
+  'started', 'finished', 'attempts', 'error', 'output', 'paused', 'slot', 'cancelled_by'}
 
 -- Notifications (scheduler/notify.go; docs/monitoring.md). Per job:
 --   notify:on  string  JSON {"on": {event: [target, ...]}, "max": N}: who wants
