@@ -7,7 +7,7 @@
 // page cannot reach it through DNS rebinding. When a token is configured
 // every /api/v1 endpoint, reads included, requires "Authorization: Bearer
 // <token>" (or what Config.Authenticate accepts); /healthz, /readyz and
-// /metrics stay open. Mutations (trigger, pause, resume, backfill) refuse cross-origin
+// /metrics stay open. Mutations (trigger, pause, resume, backfill, cancel and retry of a run) refuse cross-origin
 // browser requests in any case. Each client (remote IP) gets a rate limit on
 // /api/v1. Config.Console, the operator console, answers the other paths
 // under the same Host check and rate limit. The command line refuses to
@@ -81,7 +81,7 @@ type Config struct {
 	StoreTimeout time.Duration
 	// Now tells the time for "next"; default time.Now.
 	Now func() time.Time
-	// ReadOnly refuses trigger, pause, resume and backfill (403).
+	// ReadOnly refuses trigger, pause, resume, backfill, cancel and retry (403).
 	ReadOnly bool
 	// Console, when set, serves every path outside /api/ that the API does
 	// not (the operator console, package console), behind the Host check,
@@ -151,6 +151,13 @@ type api struct {
 //	                                       bad range, 409 one goes on
 //	GET  /api/v1/jobs/{name}/backfill      200 its state; 404 none
 //	DELETE /api/v1/jobs/{name}/backfill    200 cancelled; 404 none goes on
+//	POST /api/v1/runs/{id}/cancel          202 {"run_id", "cancelled_by"}: its
+//	                                       replica stops it at its next
+//	                                       renewal; 404 no such run, 409 not
+//	                                       running
+//	POST /api/v1/runs/{id}/retry           202 {"run_id", "retry_of"}: a
+//	                                       manual run; 404, 409 not ended,
+//	                                       429 queue full
 //
 // Errors are {"error": "..."} with 400 (bad query), 401 (no bearer token),
 // 403 (wrong token, or a cross-origin browser request), 404 (no such job or
@@ -208,6 +215,8 @@ func NewHandler(cfg Config) http.Handler {
 	route("POST", "/api/v1/jobs/{name}/trigger", mutating(a.trigger))
 	route("POST", "/api/v1/jobs/{name}/pause", mutating(a.pause))
 	route("POST", "/api/v1/jobs/{name}/resume", mutating(a.resume))
+	route("POST", "/api/v1/runs/{id}/cancel", mutating(a.cancelRun))
+	route("POST", "/api/v1/runs/{id}/retry", mutating(a.retryRun))
 	// One path, three methods (backfill.go).
 	mux.Handle("GET /api/v1/jobs/{name}/backfill", read(a.getBackfill))
 	mux.Handle("POST /api/v1/jobs/{name}/backfill", mutating(a.startBackfill))
