@@ -46,7 +46,8 @@ type Config struct {
 	// exchanges it for a session cookie (or a request carries it as
 	// "Authorization: Bearer <token>").
 	Token string
-	// ReadOnly hides the actions (Run now, Pause, Resume) and refuses them.
+	// ReadOnly hides the actions (Run now, Pause, Resume, Cancel, Retry,
+	// backfill) and refuses them.
 	ReadOnly bool
 	// AllowedHosts, when not empty, turns on the Host check the daemon's
 	// admin listener makes (a defence against DNS rebinding): a request
@@ -87,6 +88,7 @@ type Config struct {
 //	GET  {prefix}/runs/{id}          one run's record
 //	GET  {prefix}/replicas           the live replicas
 //	POST {prefix}/jobs/{name}/trigger|pause|resume
+//	POST {prefix}/runs/{id}/cancel|retry
 //	GET, POST {prefix}/signin; POST {prefix}/signout
 //	GET  {prefix}/assets/...         the style sheet and script
 type Console struct {
@@ -191,6 +193,7 @@ func New(cfg Config) (*Console, error) {
 	m.Handle("GET "+p+"/runs/{id}", c.reader(http.HandlerFunc(c.runPage)))
 	m.Handle("GET "+p+"/replicas", c.reader(http.HandlerFunc(c.replicasPage)))
 	m.Handle("POST "+p+"/jobs/{name}/{action}", c.reader(post(c.act)))
+	m.Handle("POST "+p+"/runs/{id}/{action}", c.reader(post(c.actOnRun)))
 	m.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "No such page.")
 	})

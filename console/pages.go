@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -86,6 +87,10 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name,
 		p.Flash = "Paused cluster-wide."
 	case "resume":
 		p.Flash = "Resumed cluster-wide."
+	case "cancel":
+		p.Flash = "Cancel asked: the replica running it stops it at its next lease renewal."
+	case "retry":
+		p.Flash = "Retry requested: this new run is picked up within a heartbeat."
 	}
 	var buf bytes.Buffer
 	if err := c.pages[name].ExecuteTemplate(&buf, "layout.html", p); err != nil {
@@ -133,6 +138,8 @@ func outcomeOf(o scheduler.Outcome) outcomeView {
 		return outcomeView{"warn", "■", "interrupted"}
 	case scheduler.Replaced:
 		return outcomeView{"warn", "↻", "replaced"}
+	case scheduler.Cancelled:
+		return outcomeView{"warn", "⊘", "cancelled"}
 	case scheduler.SkippedOverlap:
 		return outcomeView{"skip", "–", "skipped (overlap)"}
 	case scheduler.SkippedPaused:
@@ -159,6 +166,7 @@ func runOutcome(r scheduler.Run) scheduler.Outcome {
 
 type runningView struct {
 	ID, Replica string
+	Cancelling  bool // an operator asked it to stop
 	Since       time.Time
 	Token       int64
 	LeaseLeft   string
@@ -217,7 +225,7 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 		row.Ratio = fmt.Sprintf("%d%% of %d", 100*o.KeptSucceeded/o.KeptStarted, o.KeptStarted)
 	}
 	for _, r := range o.Running {
-		v := runningView{ID: r.ID, Replica: r.Replica, Since: r.StartedAt, Token: r.FencingToken}
+		v := runningView{ID: r.ID, Replica: r.Replica, Since: r.StartedAt, Token: r.FencingToken, Cancelling: r.CancelledBy != ""}
 		if until, ok := o.LeaseUntil[r.ID]; ok {
 			v.LeaseLeft = human(max(until.Sub(now), 0))
 		}
@@ -379,6 +387,7 @@ type runView struct {
 	Known     bool   // the job is in this replica's table
 	TraceLink string // admin.trace_url with the run's trace id; "" for none
 	Expired   bool   // the live record is gone: this is its history entry
+	Pending   bool   // a manual run just requested, not claimed yet
 }
 
 // historyChunk is how many history records the run page reads at a time
@@ -420,11 +429,18 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 	case entry != nil:
 		run, v.Expired = entry, true
+	case strings.Contains(id, "@manual-") && r.URL.Query().Get("done") == "retry":
+		// Just requested (Retry): no replica has claimed it yet. The page
+		// refreshes into its record.
+		run, v.Pending = &scheduler.Run{ID: id, Job: job, Kind: scheduler.KindManual}, true
 	default:
 		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, expired, or not a run id.")
 		return
 	}
 	v.Run, v.Outcome, v.TraceLink = c.clean(*run), outcomeOf(runOutcome(*run)), c.traceLink(run.TraceID)
+	if v.Pending {
+		v.Outcome = outcomeView{"run", "…", "requested, not picked up yet"}
+	}
 	for _, j := range c.cfg.Jobs() {
 		v.Known = v.Known || j.Name == run.Job
 	}
@@ -509,12 +525,78 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "No such action.")
 		return
 	}
+	if errors.Is(err, scheduler.ErrQueueFull) {
+		c.queueFull(w, r, err)
+		return
+	}
 	if err != nil {
 		c.storeFailed(w, r, err)
 		return
 	}
 	c.forget()
 	http.Redirect(w, r, c.cfg.Prefix+"/jobs/"+url.PathEscape(j.Name)+"?done="+action, http.StatusSeeOther)
+}
+
+// actOnRun cancels a running run or retries an ended one, then sends the
+// browser to the run's page (cancel; the job's page when the form says
+// back=job) or the new run's (retry). The record
+// keeps who asked: "console from <address>".
+func (c *Console) actOnRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	who := "console from " + clientOf(r)
+	to, action := id, r.PathValue("action")
+	var err error
+	switch action {
+	case "cancel":
+		if err = c.cfg.Control.Cancel(ctx, id, who); err == nil {
+			c.log.Info("console: run cancel asked", "run_id", id, "remote", r.RemoteAddr)
+		}
+	case "retry":
+		if to, err = c.cfg.Control.Retry(ctx, id, who); err == nil {
+			c.log.Info("console: run retry asked", "run_id", id, "retry", to, "remote", r.RemoteAddr)
+		}
+	default:
+		c.fail(w, r, http.StatusNotFound, "No such action.")
+		return
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, scheduler.ErrNoRun):
+		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, or expired.")
+		return
+	case errors.Is(err, scheduler.ErrNotRunning):
+		c.fail(w, r, http.StatusConflict, "Run "+strconv.Quote(id)+" is not running any more: there is nothing to cancel.")
+		return
+	case errors.Is(err, scheduler.ErrStillRunning):
+		c.fail(w, r, http.StatusConflict, "Run "+strconv.Quote(id)+" has not ended: cancel it first, or wait.")
+		return
+	case errors.Is(err, scheduler.ErrQueueFull):
+		c.queueFull(w, r, err)
+		return
+	case errors.Is(err, scheduler.ErrBadRunID):
+		c.fail(w, r, http.StatusBadRequest, "Not a run id: "+strconv.Quote(id)+".")
+		return
+	default:
+		c.storeFailed(w, r, err)
+		return
+	}
+	c.forget()
+	if job, _, _ := strings.Cut(id, "@"); r.PostFormValue("back") == "job" && scheduler.ValidJobName(job) {
+		// Asked from the job's page: back there.
+		http.Redirect(w, r, c.cfg.Prefix+"/jobs/"+url.PathEscape(job)+"?done="+action, http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, c.cfg.Prefix+"/runs/"+url.PathEscape(to)+"?done="+action, http.StatusSeeOther)
+}
+
+// queueFull answers a manual request refused because the job's queue of
+// pending manual runs is full: 429, saying why and when to try again.
+func (c *Console) queueFull(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Retry-After", "5")
+	c.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("Not queued: %d manual runs of this job are waiting to be picked up already (%s). Try again once replicas have picked them up.",
+		scheduler.MaxPendingManual, strings.TrimPrefix(err.Error(), "scheduler: ")))
 }
 
 // forget drops the cached overview: an action shows at once.

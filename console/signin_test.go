@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -57,3 +58,13 @@ func TestSignInNextStaysInside(t *testing.T) {
 func consoleConfig(token string) console.Config {
 	return console.Config{Token: token, Logger: quiet}
 }
+
+// httpPost is a same-origin form POST to path.
+func httpPost(path string, form url.Values) *http.Request {
+	r := httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	return r
+}
+
+func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
