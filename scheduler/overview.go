@@ -88,7 +88,7 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 			for i := lo; i < hi; i++ {
 				j := jobs[i]
 				rs[i] = reads{
-					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last", "h:s", "h:ok"),
+					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last", "h:s", "h:ok", "paused_why", "fails"),
 					slots:   p.ZRangeWithScores(ctx, s.key(j, "slots"), 0, -1),
 					waiting: p.ZCard(ctx, s.key(j, "queue")),
 					manual:  p.ZCard(ctx, s.key(j, "manual")),
@@ -109,18 +109,22 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 	for i, r := range rs {
 		o := &out[i]
 		o.Status = Status{Job: jobs[i], Waiting: int(r.waiting.Val()), PendingManual: int(r.manual.Val()), Running: []Run{}}
-		if m := r.meta.Val(); len(m) == 4 {
+		if m := r.meta.Val(); len(m) == 6 {
 			o.Paused = m[0] == "1"
 			if v, ok := m[1].(string); ok {
 				o.LastScheduled = msTime(v)
 			}
 			o.KeptStarted, o.KeptSucceeded = metaInt(m[2]), metaInt(m[3])
+			if o.Paused {
+				o.PausedWhy, _ = m[4].(string)
+			}
+			o.ConsecutiveFailures = metaInt(m[5])
 		}
 		var err error
 		if o.History, err = decodeHistory(r.hist.Val()); err != nil {
 			return nil, err
 		}
-		if m := r.meta.Val(); len(m) != 4 || m[2] == nil {
+		if m := r.meta.Val(); len(m) != 6 || m[2] == nil {
 			// Not counted yet (a store from before the counts; the next
 			// record filed counts the list): the runs read.
 			o.KeptStarted, o.KeptSucceeded = countRuns(o.History)

@@ -140,7 +140,7 @@ var scriptSpecs = map[string]scriptSpec{
 	"sync":     {head: syncHead, perRun: syncFields},
 	"attempt":  {head: attemptArgs},
 	"trigger":  {head: triggerArgs},
-	"pause":    {head: 1},
+	"pause":    {head: 2},
 	"cancel":   {head: cancelArgs, answers: []string{string(cancelAsked), string(cancelEnded), string(cancelNone)}},
 	"retry":    {head: retryArgs, answers: []string{string(retryQueued), string(retryRunning), string(retryFull), string(retryNone)}},
 	// Encoded where their features live: notify.go, replicas.go, statuses.go.
@@ -574,11 +574,11 @@ func decodeRetry(v any) (retryAnswer, error) {
 	return retryAnswer(f[0]), nil
 }
 
-func pauseArgs(paused bool) []any {
+func pauseArgs(paused bool, why string) []any {
 	if paused {
-		return []any{"1"}
+		return []any{"1", why}
 	}
-	return []any{"0"}
+	return []any{"0", ""}
 }
 
 // Run records -------------------------------------------------------------

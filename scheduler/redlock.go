@@ -660,8 +660,8 @@ func (rl *redlock) write(ctx context.Context, op string, fn func(ctx context.Con
 	return err
 }
 
-func (rl *redlock) setPaused(ctx context.Context, job string, paused bool) error {
-	return rl.write(ctx, "pause", func(ctx context.Context, m *store) error { return m.setPaused(ctx, job, paused) })
+func (rl *redlock) setPaused(ctx context.Context, job string, paused bool, why string) error {
+	return rl.write(ctx, "pause", func(ctx context.Context, m *store) error { return m.setPaused(ctx, job, paused, why) })
 }
 
 func (rl *redlock) trigger(ctx context.Context, job, id string) error {

@@ -20,6 +20,9 @@ var (
 	ErrNotRunning = errors.New("scheduler: the run is not running")
 	// ErrStillRunning is the error of Retry for a run that has not ended.
 	ErrStillRunning = errors.New("scheduler: the run has not ended")
+	// ErrBadRunID is the error of Cancel and Retry for an id that is not
+	// "<job>@<suffix>" with a valid job name.
+	ErrBadRunID = errors.New("scheduler: not a run id")
 )
 
 // maxWho bounds the text saying who asked, as kept in a record.
@@ -50,7 +53,7 @@ func cleanWho(who string) string {
 func (c *Control) Cancel(ctx context.Context, runID, who string) error {
 	job, _, ok := splitRunID(runID)
 	if !ok {
-		return fmt.Errorf("scheduler: %q is not a run id", runID)
+		return fmt.Errorf("%w: %q", ErrBadRunID, runID)
 	}
 	a, outcome, err := c.store.cancel(ctx, job, runID, cleanWho(who))
 	switch {
@@ -72,7 +75,7 @@ func (c *Control) Cancel(ctx context.Context, runID, who string) error {
 func (c *Control) Retry(ctx context.Context, runID, who string) (string, error) {
 	job, _, ok := splitRunID(runID)
 	if !ok {
-		return "", fmt.Errorf("scheduler: %q is not a run id", runID)
+		return "", fmt.Errorf("%w: %q", ErrBadRunID, runID)
 	}
 	// A record expires before its history entry: an ended run found only
 	// in the history may be retried too.

@@ -12,8 +12,8 @@ import (
 
 // What Control asks of one Redis deployment.
 
-func (s *store) setPaused(ctx context.Context, job string, paused bool) error {
-	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.metaKey(job)}, args: pauseArgs(paused)}})
+func (s *store) setPaused(ctx context.Context, job string, paused bool, why string) error {
+	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.metaKey(job)}, args: pauseArgs(paused, why)}})
 	return err
 }
 

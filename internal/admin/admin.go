@@ -18,11 +18,14 @@
 package admin
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -144,7 +147,9 @@ type api struct {
 //	POST /api/v1/jobs/{name}/trigger       202 {"job", "run_id"}; 429 when
 //	                                       the job's pending manual runs
 //	                                       are at their bound (100)
-//	POST /api/v1/jobs/{name}/pause         200 {"job", "paused": true}
+//	POST /api/v1/jobs/{name}/pause         200 {"job", "paused": true, "why"};
+//	                                       body {"reason"} (or ?reason=),
+//	                                       optional
 //	POST /api/v1/jobs/{name}/resume        200 {"job", "paused": false}
 //	POST /api/v1/jobs/{name}/backfill      202 the backfill's state; body
 //	                                       {"from", "to", "parallel"}; 400
@@ -521,6 +526,14 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 type Paused struct {
 	Job    string `json:"job"`
 	Paused bool   `json:"paused"`
+	// Why is what the job's state keeps about the pause: the reason given
+	// and who asked (pause only).
+	Why string `json:"why,omitempty"`
+}
+
+// pauseBody is the optional body of POST /api/v1/jobs/{name}/pause.
+type pauseBody struct {
+	Reason string `json:"reason"`
 }
 
 func (a *api) pause(w http.ResponseWriter, r *http.Request)  { a.setPaused(w, r, true) }
@@ -534,15 +547,35 @@ func (a *api) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
 	defer cancel()
 	do, verb := a.cfg.Control.Resume, "resumed"
+	why := ""
 	if paused {
-		do, verb = a.cfg.Control.Pause, "paused"
+		// The reason: {"reason": "..."} in the body, or ?reason=.
+		var b pauseBody
+		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<10))
+		if err == nil && len(bytes.TrimSpace(raw)) > 0 {
+			err = json.Unmarshal(raw, &b)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, `the body must be empty or {"reason": "..."} (at most 4 KiB)`)
+			return
+		}
+		reason := cmp.Or(b.Reason, r.URL.Query().Get("reason"))
+		who := Who("api", r)
+		do, verb = func(ctx context.Context, job string) error {
+			return a.cfg.Control.PauseWithReason(ctx, job, reason, who)
+		}, "paused"
 	}
 	if err := do(ctx, j.Name); err != nil {
 		a.storeError(w, err)
 		return
 	}
-	a.log.Info("admin: job "+verb+" cluster-wide", "job", j.Name, "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, Paused{Job: j.Name, Paused: paused})
+	if paused {
+		if st, err := a.cfg.Control.Status(ctx, j.Name, 1); err == nil {
+			why = st.PausedWhy
+		}
+	}
+	a.log.Info("admin: job "+verb+" cluster-wide", "job", j.Name, "remote", r.RemoteAddr, "why", why)
+	writeJSON(w, http.StatusOK, Paused{Job: j.Name, Paused: paused, Why: why})
 }
 
 // lookup finds the job named in the path in the table in force.
