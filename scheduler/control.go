@@ -39,7 +39,9 @@ func checkJob(job string) error {
 // catch-up runs already queued for a slot (overlap: wait) when their turn
 // comes. Runs in flight go on, and manual runs (Trigger) still run: someone
 // asked for them.
-func (c *Control) Pause(ctx context.Context, job string) error { return c.setPaused(ctx, job, true, "") }
+func (c *Control) Pause(ctx context.Context, job string) error {
+	return c.setPaused(ctx, job, true, "")
+}
 
 // PauseWithReason is Pause that records why and who asked: Status's
 // PausedWhy, the console, `scheduler status` and the paused notification
@@ -69,7 +71,9 @@ func pauseWhy(reason, who string) string {
 // Resume undoes Pause, or a pause the cluster made by itself
 // (pause_after_failures), and clears the job's count of consecutive
 // failures.
-func (c *Control) Resume(ctx context.Context, job string) error { return c.setPaused(ctx, job, false, "") }
+func (c *Control) Resume(ctx context.Context, job string) error {
+	return c.setPaused(ctx, job, false, "")
+}
 
 func (c *Control) setPaused(ctx context.Context, job string, v bool, why string) error {
 	if err := checkJob(job); err != nil {
