@@ -184,6 +184,11 @@ type jobRow struct {
 	PoolHolders                       []string
 	Queued                            int
 	Paused, PausedInTable             bool
+	// PausedWhy is the reason the job is paused (an operator's, or
+	// pause_after_failures'); Failures its latest runs in a row that ended
+	// badly.
+	PausedWhy string
+	Failures  int
 }
 
 type jobsView struct {
@@ -201,7 +206,8 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 	row := jobRow{
 		Name: j.Name, Schedule: j.Schedule, Words: words(j.Schedule), Zone: cmp.Or(j.Timezone, "UTC"),
 		Kind: kindOf(j), Paused: o.Paused, PausedInTable: j.Paused, Queued: o.Waiting + o.PendingManual,
-		Slots: fmt.Sprintf("%d/%d", len(o.Running), max(j.Concurrency, 1)),
+		Slots:     fmt.Sprintf("%d/%d", len(o.Running), max(j.Concurrency, 1)),
+		PausedWhy: o.PausedWhy, Failures: o.ConsecutiveFailures,
 	}
 	if p := o.Pool; p != nil {
 		row.Pool, row.PoolHolders = fmt.Sprintf("%s %d/%d", p.Name, p.Used, p.Size), p.Holders
@@ -514,8 +520,9 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 			c.log.Info("console: manual run requested", "job", j.Name, "run_id", id, "remote", r.RemoteAddr)
 		}
 	case "pause":
-		if err = c.cfg.Control.Pause(ctx, j.Name); err == nil {
-			c.log.Info("console: job paused cluster-wide", "job", j.Name, "remote", r.RemoteAddr)
+		reason := r.PostFormValue("reason")
+		if err = c.cfg.Control.PauseWithReason(ctx, j.Name, reason, "console from "+clientOf(r)); err == nil {
+			c.log.Info("console: job paused cluster-wide", "job", j.Name, "reason", reason, "remote", r.RemoteAddr)
 		}
 	case "resume":
 		if err = c.cfg.Control.Resume(ctx, j.Name); err == nil {
