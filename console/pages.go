@@ -318,6 +318,8 @@ type jobView struct {
 	// Backfill is the job's backfill, going on or finished lately; nil
 	// if none (or the store cannot backfill).
 	Backfill *scheduler.Backfill
+	// Def is the job's definition, secrets masked.
+	Def definition
 }
 
 type nextView struct{ UTC, Local, In string }
@@ -360,7 +362,7 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := c.cfg.Now()
-	v := jobView{jobRow: c.row(j, ov[0], now), Job: j, Page: pg, Waiting: ov[0].Waiting, Manual: ov[0].PendingManual}
+	v := jobView{jobRow: c.row(j, ov[0], now), Job: j, Page: pg, Waiting: ov[0].Waiting, Manual: ov[0].PendingManual, Def: defineJob(j)}
 	if len(hist) > historyPage {
 		hist, v.NextPage = hist[:historyPage], pg+1
 	}
