@@ -87,6 +87,8 @@ type Config struct {
 //	GET  {prefix}/jobs/{name}        a job: timeline, next instants, history (?page=N)
 //	GET  {prefix}/runs/{id}          one run's record
 //	GET  {prefix}/replicas           the live replicas
+//	GET  {prefix}/runs               every job's latest runs (?outcome=failed&since=1h)
+//	GET  {prefix}/pools              the pools: size, in use, holders, waiting
 //	POST {prefix}/jobs/{name}/trigger|pause|resume
 //	POST {prefix}/runs/{id}/cancel|retry
 //	GET, POST {prefix}/signin; POST {prefix}/signout
@@ -192,6 +194,8 @@ func New(cfg Config) (*Console, error) {
 	m.Handle("GET "+p+"/jobs/{name}", c.reader(http.HandlerFunc(c.jobPage)))
 	m.Handle("GET "+p+"/runs/{id}", c.reader(http.HandlerFunc(c.runPage)))
 	m.Handle("GET "+p+"/replicas", c.reader(http.HandlerFunc(c.replicasPage)))
+	m.Handle("GET "+p+"/runs", c.reader(http.HandlerFunc(c.runsPage)))
+	m.Handle("GET "+p+"/pools", c.reader(http.HandlerFunc(c.poolsPage)))
 	m.Handle("POST "+p+"/jobs/{name}/{action}", c.reader(post(c.act)))
 	m.Handle("POST "+p+"/runs/{id}/{action}", c.reader(post(c.actOnRun)))
 	m.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {

@@ -50,6 +50,8 @@ var funcs = template.FuncMap{
 	"outcome": outcomeOf,
 	"add":     func(a, b int) int { return a + b },
 	// offset says a clock offset: "+1.2ms" ahead of Redis, "-30ms" behind.
+	"runs":     runsLink,
+	"lastline": lastLine,
 	"offset": func(d time.Duration) string {
 		if d >= 0 {
 			return "+" + d.Round(100*time.Microsecond).String()
@@ -64,7 +66,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, err
 	}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"jobs", "job", "run", "replicas", "signin", "error"} {
+	for _, name := range []string{"jobs", "job", "run", "replicas", "signin", "error", "runs", "pools"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFiles, "templates/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -198,6 +200,7 @@ type jobsView struct {
 	OutcomeFilters []string
 	Replicas       int // live replicas
 	Differ         int // of which run a different job table
+	Summary        summary
 }
 
 var outcomeFilters = []string{"", "succeeded", "failed", "running", "paused", "never"}
@@ -270,7 +273,8 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := c.cfg.Now()
-	v := jobsView{Total: len(tab), Query: q, Outcome: want, OutcomeFilters: outcomeFilters, Rows: []jobRow{}, Replicas: len(rs)}
+	v := jobsView{Total: len(tab), Query: q, Outcome: want, OutcomeFilters: outcomeFilters, Rows: []jobRow{}, Replicas: len(rs),
+		Summary: summarize(tab, ov, now)}
 	for _, x := range rs {
 		if x.TableDiffers {
 			v.Differ++
