@@ -117,8 +117,9 @@ type Console struct {
 const (
 	historyPage       = 25 // runs per page of a job's history
 	timelineRuns      = 60 // runs drawn on a job's timeline
-	jobsRecent        = 1  // runs per job the jobs page reads: the last one
+	jobsRecent        = 3  // runs per job the jobs page reads: the last one not a backfill's, likely
 	nextInstants      = 10
+	backfillRereads   = 20 // jobs per refresh of the jobs page read further past a backfill's runs
 	signinFailures    = 10 // failed sign-ins per minute before 429
 	sessionCookieName = "solocron_session"
 )
@@ -543,6 +544,18 @@ func (c *Console) overview(ctx context.Context, names []string) ([]scheduler.Ove
 	ov, err := c.cfg.Control.Overview(ctx, names, jobsRecent)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Right after a backfill, a job's latest runs are all the backfill's
+	// (instants of last week): read further for its last run of its own,
+	// for a few jobs per refresh.
+	extra := 0
+	for i := range ov {
+		if h := ov[i].History; len(h) == jobsRecent && lastRun(h).Kind == scheduler.KindBackfill && extra < backfillRereads {
+			extra++
+			if more, err := c.cfg.Control.HistoryPage(ctx, names[i], 0, historyChunk); err == nil {
+				ov[i].History = more
+			}
+		}
 	}
 	// The registry, for the banner when replicas disagree about the table:
 	// advisory, so a failure to read it only hides the banner.

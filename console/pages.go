@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,10 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name,
 		p.Flash = "Paused cluster-wide."
 	case "resume":
 		p.Flash = "Resumed cluster-wide."
+	case "backfill":
+		p.Flash = "Backfill started: replicas run its instants within a heartbeat."
+	case "backfill-cancel":
+		p.Flash = "Backfill cancelled: runs it started go on to their end."
 	case "cancel":
 		p.Flash = "Cancel asked: the replica running it stops it at its next lease renewal."
 	case "retry":
@@ -223,10 +228,10 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 		}
 	}
 	row.LastOutcome = outcomeOf("")
-	if len(o.History) > 0 {
-		last := c.clean(o.History[0]) // a copy: the cache keeps the record
+	if h := lastRun(o.History); h != nil {
+		last := c.clean(*h) // a copy: the cache keeps the record
 		row.Last = &last
-		row.LastOutcome = outcomeOf(runOutcome(o.History[0]))
+		row.LastOutcome = outcomeOf(runOutcome(*h))
 	}
 	// Over the job's whole kept history, counted by the store: not the few
 	// records read here.
@@ -241,6 +246,21 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 		row.Running = append(row.Running, v)
 	}
 	return row
+}
+
+// lastRun is the run a job's "Last run" shows: the latest of hist (newest
+// first) that is not a backfill's, whose instant may be last week's; a
+// backfill's only when hist holds nothing else.
+func lastRun(hist []scheduler.Run) *scheduler.Run {
+	for i := range hist {
+		if hist[i].Kind != scheduler.KindBackfill {
+			return &hist[i]
+		}
+	}
+	if len(hist) > 0 {
+		return &hist[0]
+	}
+	return nil
 }
 
 func kindOf(j scheduler.Job) string {
@@ -376,6 +396,10 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 	for i := range hist {
 		hist[i] = c.clean(hist[i])
 	}
+	// By scheduled instant, newest first: a backfill's runs, closed now
+	// for instants of last week, go where their instants are (the store
+	// keeps the history in the order runs ended).
+	sort.SliceStable(hist, func(i, k int) bool { return hist[i].ScheduledAt.After(hist[k].ScheduledAt) })
 	v.History = hist
 	if b, err := c.cfg.Control.BackfillStatus(ctx, j.Name); err == nil {
 		v.Backfill = b
@@ -533,6 +557,17 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	case "resume":
 		if err = c.cfg.Control.Resume(ctx, j.Name); err == nil {
 			c.log.Info("console: job resumed cluster-wide", "job", j.Name, "remote", r.RemoteAddr)
+		}
+	case "backfill":
+		if !c.backfill(w, r, j) {
+			return
+		}
+	case "backfill-cancel":
+		if _, err = c.cfg.Control.CancelBackfill(ctx, j.Name); errors.Is(err, scheduler.ErrNoBackfill) {
+			c.fail(w, r, http.StatusConflict, "No backfill of "+j.Name+" is going on.")
+			return
+		} else if err == nil {
+			c.log.Info("console: backfill cancelled", "job", j.Name, "remote", r.RemoteAddr)
 		}
 	default:
 		c.fail(w, r, http.StatusNotFound, "No such action.")

@@ -39,7 +39,9 @@
     pause: "Paused cluster-wide.",
     resume: "Resumed cluster-wide.",
     cancel: "Cancel asked: the replica running it stops it at its next lease renewal.",
-    retry: "Retry requested: this new run is picked up within a heartbeat."
+    retry: "Retry requested: this new run is picked up within a heartbeat.",
+    backfill: "Backfill started: replicas run its instants within a heartbeat.",
+    "backfill-cancel": "Backfill cancelled: runs it started go on to their end."
   };
 
   function flash(msg) {
