@@ -17,6 +17,8 @@
 --   manual        zset  run id -> request time: manual runs not yet decided
 --   backfill      hash  the job's backfill (see bf_prune below)
 --   bfruns        set   run ids of the backfill's runs in flight
+--   retries       zset  "<new run id>\n<run id>\n<who>" -> request time: the
+--                       job's latest retries (retry.lua), at most 100
 --
 -- All times are the server's (TIME), never a replica's, except the scheduled
 -- instants themselves, which every replica computes identically.

@@ -33,6 +33,10 @@ redis.call('ZADD', manual, now, ARGV[2])
 redis.call('PEXPIRE', manual, META_TTL)
 local retries = base .. 'retries'
 redis.call('ZADD', retries, now, ARGV[2] .. '\n' .. ARGV[1] .. '\n' .. ARGV[4])
-redis.call('ZREMRANGEBYRANK', retries, 0, -RETRIES - 1)
+-- Trimmed with the commands every script uses (the documented ACL user's).
+local n = redis.call('ZCARD', retries)
+if n > RETRIES then
+  redis.call('ZREM', retries, unpack(redis.call('ZRANGE', retries, 0, n - RETRIES - 1)))
+end
 redis.call('PEXPIRE', retries, META_TTL)
 return {'queued', int(now)}
