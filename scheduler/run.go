@@ -315,7 +315,11 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		level = slog.LevelWarn
 	}
 	if log.Enabled(ctx, level) { // else the arguments would be boxed for nothing
-		log.Log(ctx, level, "run ended", "outcome", outcome, "attempts", attempt, "duration", d.Round(time.Millisecond), "err", errText)
+		args := []any{"outcome", outcome, "attempts", attempt, "duration", d.Round(time.Millisecond)}
+		if errText != "" { // a run that succeeded has nothing to say here
+			args = append(args, "err", errText)
+		}
+		log.Log(ctx, level, "run ended", args...)
 	}
 }
 

@@ -148,8 +148,8 @@ type api struct {
 //	                                       the job's pending manual runs
 //	                                       are at their bound (100)
 //	POST /api/v1/jobs/{name}/pause         200 {"job", "paused": true, "why"};
-//	                                       body {"reason"} (or ?reason=),
-//	                                       optional
+//	                                       body {"reason", "by"} (or
+//	                                       ?reason=), optional
 //	POST /api/v1/jobs/{name}/resume        200 {"job", "paused": false}
 //	POST /api/v1/jobs/{name}/backfill      202 the backfill's state; body
 //	                                       {"from", "to", "parallel"}; 400
@@ -534,6 +534,9 @@ type Paused struct {
 // pauseBody is the optional body of POST /api/v1/jobs/{name}/pause.
 type pauseBody struct {
 	Reason string `json:"reason"`
+	// By names who asks, for a client acting for someone (the command
+	// line: "cli user@host"); the record says "<by> via api from <address>".
+	By string `json:"by"`
 }
 
 func (a *api) pause(w http.ResponseWriter, r *http.Request)  { a.setPaused(w, r, true) }
@@ -561,6 +564,9 @@ func (a *api) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
 		}
 		reason := cmp.Or(b.Reason, r.URL.Query().Get("reason"))
 		who := Who("api", r)
+		if b.By != "" {
+			who = b.By + " via " + who
+		}
 		do, verb = func(ctx context.Context, job string) error {
 			return a.cfg.Control.PauseWithReason(ctx, job, reason, who)
 		}, "paused"
