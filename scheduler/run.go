@@ -409,8 +409,14 @@ func (s *Scheduler) closer(in <-chan closeReq) {
 		res, err := s.store.complete(ctx, reqs)
 		cancel()
 		if err == nil {
-			for _, r := range reqs {
-				s.statsChanged(r.r.j.Name)
+			for i, r := range reqs {
+				if res[i] == closeOK {
+					// The close answered the statistics it left (the
+					// store put them in the memo; Redlock's do not).
+					s.statsKnown(r.r.j)
+				} else {
+					s.statsChanged(r.r.j.Name)
+				}
 			}
 		}
 		for i, c := range batch {
