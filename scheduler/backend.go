@@ -45,8 +45,15 @@ type backend interface {
 	sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error)
 
 	// What Control needs.
-	setPaused(ctx context.Context, job string, paused bool) error
+	// setPaused sets or clears the pause flag; why is kept as paused_why.
+	setPaused(ctx context.Context, job string, paused bool, why string) error
 	trigger(ctx context.Context, job, id string) error
+	// cancel asks run id to stop (cancel.lua); retry queues newID as a
+	// manual run retrying id (retry.lua); retries lists the job's latest
+	// retries, oldest first.
+	cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error)
+	retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error)
+	retries(ctx context.Context, job string) ([]retryLink, error)
 	// manualHints returns the jobs with manual requests made since
 	// h.since, and those whose run statistics changed since h.changedSince
 	// (a hint: the heartbeat then syncs those jobs to find the requests, and

@@ -170,6 +170,10 @@ type Notification struct {
 	Job NotificationJob `json:"job"`
 	// Run is the run's record as it was closed; nil for paused.
 	Run *Run `json:"run,omitempty"`
+	// Reason is, for paused, why: the reason the operator gave and who
+	// asked (Control.PauseWithReason), or why the cluster paused the job
+	// (pause_after_failures); "" when none was given.
+	Reason string `json:"reason,omitempty"`
 	// At is when the event happened (Redis' clock).
 	At time.Time `json:"at"`
 }
@@ -451,6 +455,8 @@ func (n *notifier) send(ctx context.Context, j *jobState, it takenItem) {
 	if body.Event != notify.Paused {
 		r := ev.Run.run()
 		body.Run = &r
+	} else {
+		body.Reason = ev.Run.Paused
 	}
 	raw, _ := json.Marshal(body)
 	err := notify.Post(ctx, n.s.cfg.notify.client, t, body.Event, delivery, raw)

@@ -100,6 +100,9 @@ const (
 	leaseOK       leaseAnswer = "ok"
 	leaseLost     leaseAnswer = "lost"
 	leaseReplaced leaseAnswer = "replaced"
+	// leaseCancelled: an operator cancelled the run (renewed all the same:
+	// the holder closes it once its job has stopped).
+	leaseCancelled leaseAnswer = "cancelled"
 	// leaseUnacked: renewed where it was sent, but not acknowledged by
 	// enough replicas or masters: a failed renewal, not a lost lease.
 	leaseUnacked leaseAnswer = "unacked"
@@ -145,13 +148,15 @@ var scriptSpecs = map[string]scriptSpec{
 		string(answerExpired), string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
 	"admit": {head: admitHead, perRun: admitFields, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
 		string(answerSkippedPaused), string(answerMissed), string(answerExpired), string(answerLost)}},
-	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced)}},
+	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced), string(leaseCancelled)}},
 	"complete": {perRun: completeFields, answers: []string{string(closeOK), string(closeClosed), string(closeLost)}},
 	"undo":     {perRun: undoFields, answers: []string{string(undoDropped), string(undoRequeued), string(undoKept)}},
 	"sync":     {head: syncHead, perRun: syncFields},
 	"attempt":  {head: attemptArgs},
 	"trigger":  {head: triggerArgs},
-	"pause":    {head: 1},
+	"pause":    {head: 2},
+	"cancel":   {head: cancelArgs, answers: []string{string(cancelAsked), string(cancelEnded), string(cancelNone)}},
+	"retry":    {head: retryArgs, answers: []string{string(retryQueued), string(retryRunning), string(retryFull), string(retryNone)}},
 	// Encoded where their features live: notify.go, replicas.go, statuses.go.
 	"notify_take":     {head: 3},
 	"notify_done":     {head: 3, answers: []string{"ok", "lost"}},
@@ -563,11 +568,60 @@ func decodeTrigger(v any) (full bool, err error) {
 	return false, nil
 }
 
-func pauseArgs(paused bool) []any {
-	if paused {
-		return []any{"1"}
+// Cancel and retry of one run (cancel.lua, retry.lua) ---------------------
+
+type (
+	cancelAnswer string
+	retryAnswer  string
+)
+
+const (
+	cancelAsked cancelAnswer = "asked" // its holder stops it at its next renewal
+	cancelEnded cancelAnswer = "ended" // not running
+	cancelNone  cancelAnswer = "none"  // no record
+
+	retryQueued  retryAnswer = "queued"
+	retryRunning retryAnswer = "running" // not ended yet
+	retryFull    retryAnswer = "full"    // MaxPendingManual pending
+	retryNone    retryAnswer = "none"    // no such run
+)
+
+// cancelArgs and retryArgs are the numbers of the scripts' arguments.
+const (
+	cancelArgs = 2
+	retryArgs  = 5
+)
+
+func cancelCall(metaKey, id, who string) call {
+	return call{keys: []string{metaKey}, args: []any{id, who}}
+}
+
+// decodeCancel reads cancel.lua's answer and, for "ended", the outcome.
+func decodeCancel(v any) (cancelAnswer, Outcome, error) {
+	f := strs(v)
+	if len(f) == 0 {
+		return "", "", fmt.Errorf("scheduler: unexpected cancel reply %v", v)
 	}
-	return []any{"0"}
+	return cancelAnswer(f[0]), Outcome(at(f, 1)), nil
+}
+
+func retryCall(metaKey, id, newID, who string, ended bool) call {
+	return call{keys: []string{metaKey}, args: []any{id, newID, MaxPendingManual, who, boolInt(ended)}}
+}
+
+func decodeRetry(v any) (retryAnswer, error) {
+	f := strs(v)
+	if len(f) == 0 {
+		return "", fmt.Errorf("scheduler: unexpected retry reply %v", v)
+	}
+	return retryAnswer(f[0]), nil
+}
+
+func pauseArgs(paused bool, why string) []any {
+	if paused {
+		return []any{"1", why}
+	}
+	return []any{"0", ""}
 }
 
 // Run records -------------------------------------------------------------
@@ -599,6 +653,8 @@ type wireRun struct {
 	Trace    string `json:"trace"`
 	Paused   string `json:"paused"`
 	Slot     string `json:"slot"`
+	// CancelledBy says who asked the run to stop (cancel.lua).
+	CancelledBy string `json:"cancelled_by"`
 }
 
 // holderFields are the record's fields no script keeps in the run's hash:
@@ -622,6 +678,7 @@ func (w wireRun) run() Run {
 		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
 		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
 		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace, Paused: w.Paused,
+		CancelledBy: w.CancelledBy,
 	}
 }
 
@@ -640,6 +697,7 @@ func runFromHash(id string, h map[string]string) Run {
 		ID: id, Job: job, Kind: h["kind"], Sched: h["sched"], Decision: h["decision"],
 		Outcome: h["outcome"], Replica: h["replica"], Fence: h["fence"], Started: h["started"],
 		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"], Paused: h["paused"], Slot: slot,
+		CancelledBy: h["cancelled_by"],
 	}.run()
 }
 
@@ -729,6 +787,8 @@ var (
 	syncScript     = script("sync")
 	triggerScript  = script("trigger")
 	pauseScript    = script("pause")
+	cancelScript   = script("cancel")
+	retryScript    = script("retry")
 	undoScript     = script("undo")
 	backfillScript = script("backfill")
 	forgetScript   = script("backfill_forget")

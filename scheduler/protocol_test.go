@@ -116,7 +116,9 @@ func TestProtocolEncoders(t *testing.T) {
 	check("sync", syncHeadArgs(time.Second, time.Second, 0, false), appendSync(nil, &syncReq{j: j}, "r", true))
 	check("attempt", attemptCall(j, r.id, r.owner, 2, 0).args, nil)
 	check("trigger", triggerCall(j.metaKey, "j@manual-1", time.Second, false).args, nil)
-	check("pause", pauseArgs(true), nil)
+	check("pause", pauseArgs(true, "why"), nil)
+	check("cancel", cancelCall(j.metaKey, r.id, "who").args, nil)
+	check("retry", retryCall(j.metaKey, r.id, "j@manual-1", "who", false).args, nil)
 	// claim.lua reads the terms as '|'-separated fields: 20 of them.
 	if n := len(strings.Split(string(r.appendTerms(nil)), "|")); n != 20 {
 		t.Errorf("claim terms: %d fields, claim.lua reads 20", n)

@@ -514,7 +514,7 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 	}
 	out := make([]leaseAnswer, len(reqs))
 	for k := range reqs {
-		var ok, replaced, lost int
+		var ok, replaced, cancelled, lost int
 		for i, res := range per {
 			if errs[i] != nil {
 				continue
@@ -524,11 +524,17 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 				ok++
 			case leaseReplaced:
 				replaced++
+			case leaseCancelled:
+				// Renewed on that master: it counts toward the lease.
+				ok++
+				cancelled++
 			default:
 				lost++
 			}
 		}
 		switch {
+		case ok >= rl.quorum && cancelled > 0:
+			out[k] = leaseCancelled
 		case ok >= rl.quorum:
 			out[k] = leaseOK
 		case quorum.Hopeless(len(rl.masters), replaced+lost) && replaced > 0:
@@ -670,12 +676,83 @@ func (rl *redlock) write(ctx context.Context, op string, fn func(ctx context.Con
 	return err
 }
 
-func (rl *redlock) setPaused(ctx context.Context, job string, paused bool) error {
-	return rl.write(ctx, "pause", func(ctx context.Context, m *store) error { return m.setPaused(ctx, job, paused) })
+func (rl *redlock) setPaused(ctx context.Context, job string, paused bool, why string) error {
+	return rl.write(ctx, "pause", func(ctx context.Context, m *store) error { return m.setPaused(ctx, job, paused, why) })
 }
 
 func (rl *redlock) trigger(ctx context.Context, job, id string) error {
 	return rl.write(ctx, "trigger", func(ctx context.Context, m *store) error { return m.trigger(ctx, job, id) })
+}
+
+// cancel asks every master: the run stops when a quorum's renewals say so,
+// and any one master's answer that it is running is enough to ask.
+func (rl *redlock) cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error) {
+	type res struct {
+		a cancelAnswer
+		o Outcome
+	}
+	per, errs, err := each(ctx, rl, "cancel", func(ctx context.Context, _ int, m *store) (res, error) {
+		a, o, err := m.cancel(ctx, job, id, who)
+		return res{a, o}, err
+	})
+	if err != nil {
+		return "", "", err
+	}
+	out := res{a: cancelNone}
+	for i, r := range per {
+		switch {
+		case errs[i] != nil:
+		case r.a == cancelAsked:
+			return cancelAsked, "", nil
+		case r.a == cancelEnded:
+			out = r
+		}
+	}
+	return out.a, out.o, nil
+}
+
+// retry queues the retry on every master, as trigger does; a master that
+// lacks the run's record (it missed its close) follows the others.
+func (rl *redlock) retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error) {
+	per, errs, err := each(ctx, rl, "retry", func(ctx context.Context, _ int, m *store) (retryAnswer, error) {
+		return m.retry(ctx, job, id, newID, who, ended)
+	})
+	if err != nil {
+		return "", err
+	}
+	n := map[retryAnswer]int{}
+	for i, a := range per {
+		if errs[i] == nil {
+			n[a]++
+		}
+	}
+	for _, a := range []retryAnswer{retryRunning, retryFull, retryQueued} {
+		if n[a] > 0 && (a != retryQueued || n[a] >= rl.quorum) {
+			return a, nil
+		}
+	}
+	return retryNone, nil
+}
+
+// retries is the union of the masters' lists.
+func (rl *redlock) retries(ctx context.Context, job string) ([]retryLink, error) {
+	per, errs, err := each(ctx, rl, "retries", func(ctx context.Context, _ int, m *store) ([]retryLink, error) {
+		return m.retries(ctx, job)
+	})
+	if err != nil {
+		return nil, err
+	}
+	seen := map[retryLink]bool{}
+	var out []retryLink
+	for i, links := range per {
+		for _, l := range links {
+			if errs[i] == nil && !seen[l] {
+				seen[l] = true
+				out = append(out, l)
+			}
+		}
+	}
+	return out, nil
 }
 
 // manualHints is the union of the masters' hints (any one may have a

@@ -62,6 +62,9 @@ func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) erro
 	case leaseReplaced:
 		l.s.tel.renewed(ctx, renewReplaced)
 		return ErrReplaced
+	case leaseCancelled:
+		l.s.tel.renewed(ctx, renewCancel)
+		return ErrCancelled
 	case leaseUnacked:
 		// Renewed where it was sent, but a failover could lose it: it does
 		// not count, and the watchdog tries again.
@@ -186,7 +189,8 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	defer cancelJob(context.Canceled)
 
 	// A lost lease cancels the job (on_lease_lost: cancel), or is logged and
-	// counted and the job goes on (continue). Being replaced always cancels.
+	// counted and the job goes on (continue). Being replaced or cancelled by
+	// an operator always cancels.
 	// The watch runs only once the keepalive's context ends: no goroutine
 	// waits for it while the job runs.
 	watched := make(chan struct{})
@@ -196,14 +200,19 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		if !errors.Is(cause, lockprovider.ErrLeaseLost) {
 			return
 		}
-		if !errors.Is(cause, ErrReplaced) {
+		stopped := errors.Is(cause, ErrReplaced) || errors.Is(cause, ErrCancelled)
+		if !stopped {
 			s.tel.leaseLost.Add(context.WithoutCancel(ctx), 1, jobAttr)
 		}
-		if j.OnLeaseLost == LeaseLostContinue && !errors.Is(cause, ErrReplaced) {
+		if j.OnLeaseLost == LeaseLostContinue && !stopped {
 			log.Warn("lease lost; the job goes on (on_lease_lost: continue) — another replica may now start this job", "cause", cause)
 			return
 		}
-		log.Warn("lease lost: cancelling the job", "cause", cause)
+		if errors.Is(cause, ErrCancelled) {
+			log.Warn("an operator cancelled the run: cancelling the job")
+		} else {
+			log.Warn("lease lost: cancelling the job", "cause", cause)
+		}
 		cancelJob(cause)
 	})
 
@@ -505,6 +514,8 @@ func classify(err error, jobCtx context.Context, lost error) (Outcome, string) {
 		switch {
 		case errors.Is(cause, ErrReplaced):
 			return Replaced, text
+		case errors.Is(cause, ErrCancelled):
+			return Cancelled, "cancelled by an operator; the job then ended: " + text
 		case errors.Is(cause, lockprovider.ErrLeaseLost):
 			return LeaseLost, text
 		case errors.Is(cause, ErrShutdown):
@@ -512,6 +523,12 @@ func classify(err error, jobCtx context.Context, lost error) (Outcome, string) {
 		case errors.Is(cause, ErrTimeout):
 			return TimedOut, text
 		}
+	}
+	if errors.Is(lost, ErrCancelled) { // the job ignored its context
+		if err == nil {
+			return Cancelled, "cancelled by an operator; the job then ended without an error"
+		}
+		return Cancelled, "cancelled by an operator; the job then ended: " + text
 	}
 	if lost != nil { // on_lease_lost: continue
 		if err == nil {

@@ -25,6 +25,11 @@ var (
 	// of its job replaced it (overlap: replace). It wraps
 	// lockprovider.ErrLeaseLost: the run no longer holds its slot.
 	ErrReplaced = fmt.Errorf("%w: replaced by a newer run", lockprovider.ErrLeaseLost)
+	// ErrCancelled is the cause with which a run is cancelled when an
+	// operator asked it to stop (Control.Cancel). Its outcome is cancelled.
+	// It wraps lockprovider.ErrLeaseLost, as ErrReplaced does: the lease's
+	// watchdog stops there, and a job that checks for a lost lease stops.
+	ErrCancelled = fmt.Errorf("%w: cancelled by an operator", lockprovider.ErrLeaseLost)
 )
 
 // Scheduler runs one replica's share of a job table: at each scheduled

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,9 +13,41 @@ import (
 
 // What Control asks of one Redis deployment.
 
-func (s *store) setPaused(ctx context.Context, job string, paused bool) error {
-	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.metaKey(job)}, args: pauseArgs(paused)}})
+func (s *store) setPaused(ctx context.Context, job string, paused bool, why string) error {
+	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.metaKey(job)}, args: pauseArgs(paused, why)}})
 	return err
+}
+
+func (s *store) cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error) {
+	v, err := s.exec(ctx, cancelScript, []call{cancelCall(s.metaKey(job), id, who)})
+	if err != nil {
+		return "", "", err
+	}
+	return decodeCancel(v[0])
+}
+
+func (s *store) retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error) {
+	v, err := s.execHint(ctx, retryScript, retryCall(s.metaKey(job), id, newID, who, ended), s.hintKey(), job)
+	if err != nil {
+		return "", err
+	}
+	return decodeRetry(v)
+}
+
+// retries reads the job's list of retries (retry.lua): "<new id>\n<run
+// id>\n<who>" per entry, oldest first.
+func (s *store) retries(ctx context.Context, job string) ([]retryLink, error) {
+	raw, err := s.c.ZRange(ctx, s.key(job, "retries"), 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]retryLink, 0, len(raw))
+	for _, e := range raw {
+		if f := strings.SplitN(e, "\n", 3); len(f) == 3 {
+			out = append(out, retryLink{id: f[0], of: f[1], by: f[2]})
+		}
+	}
+	return out, nil
 }
 
 // hintKey is the store-wide set of jobs with recent manual requests

@@ -15,19 +15,20 @@ const ScopeName = "github.com/solocron/solocron/scheduler"
 
 // Claim results, the "result" attribute of solocron.claims.
 const (
-	claimWon      = "won"      // this replica started the run
-	claimTaken    = "taken"    // another replica had decided it
-	claimWaiting  = "waiting"  // queued for a slot (overlap: wait)
-	claimRefused  = "refused"  // outside its window or before a data loss
-	claimError    = "error"    // Redis could not be asked
-	claimDecided  = "decided"  // this replica recorded a skip or a miss
-	claimEarly    = "early"    // this replica's clock runs ahead; retried later
-	claimLater    = "later"    // claimed ahead, not startable yet; decided at the instant
-	claimUndone   = "undone"   // claimed, then taken back (too few replicas or masters); retried
-	renewOK       = "ok"       // lease renewed
-	renewFailed   = "error"    // renewal call failed
-	renewLostCode = "lost"     // renewal found the lease gone
-	renewReplaced = "replaced" // renewal found the run replaced
+	claimWon      = "won"       // this replica started the run
+	claimTaken    = "taken"     // another replica had decided it
+	claimWaiting  = "waiting"   // queued for a slot (overlap: wait)
+	claimRefused  = "refused"   // outside its window or before a data loss
+	claimError    = "error"     // Redis could not be asked
+	claimDecided  = "decided"   // this replica recorded a skip or a miss
+	claimEarly    = "early"     // this replica's clock runs ahead; retried later
+	claimLater    = "later"     // claimed ahead, not startable yet; decided at the instant
+	claimUndone   = "undone"    // claimed, then taken back (too few replicas or masters); retried
+	renewOK       = "ok"        // lease renewed
+	renewFailed   = "error"     // renewal call failed
+	renewLostCode = "lost"      // renewal found the lease gone
+	renewReplaced = "replaced"  // renewal found the run replaced
+	renewCancel   = "cancelled" // renewal found the run cancelled by an operator
 )
 
 type telemetry struct {

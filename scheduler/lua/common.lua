@@ -20,6 +20,8 @@
 --   backfill      hash  the job's backfill (see bf_prune below)
 --   bfruns        set   run ids of the backfill's runs in flight
 --   bfredo        zset  instants of the backfill taken back, to take again
+--   retries       zset  "<new run id>\n<run id>\n<who>" -> request time: the
+--                       job's latest retries (retry.lua), at most 100
 --
 -- All times are the server's (TIME), never a replica's, except the scheduled
 -- instants themselves, which every replica computes identically.
@@ -107,7 +109,7 @@ local function run_key(base, id)
 end
 
 local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 'fence',
-  'started', 'finished', 'attempts', 'error', 'output', 'paused', 'slot'}
+  'started', 'finished', 'attempts', 'error', 'output', 'paused', 'slot', 'cancelled_by'}
 
 -- Notifications (scheduler/notify.go; docs/monitoring.md). Per job:
 --   notify:on  string  JSON {"on": {event: [target, ...]}, "max": N}: who wants

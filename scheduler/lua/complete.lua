@@ -23,7 +23,8 @@ for i = 1, #KEYS do
   local id, owner, outcome = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local base = string.sub(KEYS[i], 1, -5)
   local rk = run_key(base, id)
-  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'error', 'closed_by', 'decision', 'fence', 'started', 'sched', 'pf')
+  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'error', 'closed_by', 'decision', 'fence', 'started', 'sched', 'pf',
+    'cancelled_by')
   if rec[1] ~= owner then
     out[i] = 'lost'
   elseif rec[4] == 'holder' then
@@ -80,6 +81,9 @@ for i = 1, #KEYS do
           notify(base, {id = job .. '@paused-' .. int(us), job = job, outcome = 'paused', finished = int(ms), paused = why})
         end
       end
+    end
+    if rec[10] then -- an operator asked it to stop (cancel.lua)
+      paused = paused .. ',"cancelled_by":' .. cjson.encode(rec[10])
     end
     local entry = ARGV[a + 6] .. ',"decision":"' .. decision .. '","fence":"' .. (rec[6] or '') ..
       '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"' .. paused .. '}'
