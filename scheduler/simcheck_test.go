@@ -155,6 +155,7 @@ type simObs struct {
 	handed   map[string]time.Time   // run id|owner -> when the store took the claim back (hand back)
 	heard    map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
 	attempts []simAttempt
+	calls    []string // every store call as the store ran it, with its answer (the replay trace)
 }
 
 func newSimObs() simObs {

@@ -205,14 +205,20 @@ func simCall[T any](w *simStore, ctx context.Context, op, key string, exec func(
 			world.tracef("%s %s %s: gave up on a stalled store; the call runs when the stall ends", in, op, key)
 			world.bg.Go(func() {
 				time.Sleep(time.Until(until))
-				_, _ = exec(context.Background())
+				world.seq.do(fmt.Sprintf("%s %s %s", in, op, key), false, func() { _, _ = exec(context.Background()) })
 			})
 			return zero, ctx.Err()
 		}
 	}
-	done := world.inFlight(fmt.Sprintf("%s %s %s", in, op, key))
-	v, err := exec(context.WithoutCancel(ctx))
-	done()
+	// The store runs the calls of one instant one at a time, in an order
+	// drawn from the seed (simSequencer).
+	var v T
+	var err error
+	world.seq.do(fmt.Sprintf("%s %s %s", in, op, key), false, func() {
+		done := world.inFlight(fmt.Sprintf("%s %s %s", in, op, key))
+		v, err = exec(context.WithoutCancel(ctx))
+		done()
+	})
 	switch f {
 	case faultLost:
 		world.tracef("%s %s %s: ran on the store; answer lost", in, op, key)
@@ -259,8 +265,10 @@ func (w *simStore) preload(ctx context.Context) error {
 
 func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
 	key := ""
-	if len(reqs) > 0 {
-		key = reqs[0].id
+	for i, r := range reqs {
+		if i == 0 || r.id < key {
+			key = r.id // the batch's name: its order may vary
+		}
 	}
 	for _, r := range reqs {
 		if r.kind == 'c' {
@@ -275,6 +283,11 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	reqs = slices.Clone(reqs)
 	res, err := simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
 		res, err := w.backend.claim(ctx, replica, skew, waiterTTL, reqs)
+		w.traceCall("claim", err, func(b *strings.Builder) {
+			for i, c := range res {
+				fmt.Fprintf(b, " %s:%c:%s/%d/%d/%s", reqs[i].id, reqs[i].kind, c.status, c.fence, c.slot, c.outcome)
+			}
+		})
 		if err == nil {
 			for i, c := range res {
 				w.in.r.w.noteClaim(w.in, &reqs[i], c)
@@ -303,6 +316,7 @@ func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 	sent := *r // as claim's: the call works on a copy, r gets its slot back
 	a, err := simCall(w, ctx, "admit", r.id, func(ctx context.Context) (admitted, error) {
 		st, n, err := w.backend.admit(ctx, &sent, waiterTTL, fenceFloor)
+		w.traceCall("admit", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s %s %d slot %d", sent.id, st, n, sent.slot) })
 		if err == nil {
 			w.in.r.w.noteAdmit(w.in, &sent, st, n)
 			if st == "started" {
@@ -322,11 +336,23 @@ func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Durati
 
 func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
 	key := ""
-	if len(reqs) > 0 {
-		key = reqs[0].id
+	for i, r := range reqs {
+		if i == 0 || r.id < key {
+			key = r.id // the batch's name: its order may vary
+		}
 	}
 	return simCall(w, ctx, "renew", key, func(ctx context.Context) ([]leaseAnswer, error) {
 		res, err := w.backend.renew(ctx, reqs)
+		w.traceCall("renew", err, func(b *strings.Builder) {
+			// In the order of the run ids: the engine batches its
+			// renewals from a map, and each is answered on its own.
+			var items []string
+			for i, v := range res {
+				items = append(items, fmt.Sprintf(" %s:%s", reqs[i].id, v))
+			}
+			slices.Sort(items)
+			b.WriteString(strings.Join(items, ""))
+		})
 		if err == nil {
 			for i, v := range res {
 				if v == "ok" {
@@ -341,6 +367,7 @@ func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 func (w *simStore) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
 	return simCall(w, ctx, "attempt", id, func(ctx context.Context) (int64, error) {
 		t, err := w.backend.attempt(ctx, j, id, owner, n, fenceFloor)
+		w.traceCall("attempt", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s #%d token %d", id, n, t) })
 		if err == nil && t > 0 {
 			w.in.r.w.noteToken(w.in, j.Name, id, t, fmt.Sprintf("attempt %d", n))
 		}
@@ -350,11 +377,21 @@ func (w *simStore) attempt(ctx context.Context, j *jobState, id, owner string, n
 
 func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
 	key := ""
-	if len(reqs) > 0 {
-		key = reqs[0].r.id
+	for i, r := range reqs {
+		if i == 0 || r.r.id < key {
+			key = r.r.id // the batch's name: its order may vary
+		}
 	}
 	return simCall(w, ctx, "complete", key, func(ctx context.Context) ([]closeAnswer, error) {
 		res, err := w.backend.complete(ctx, reqs)
+		w.traceCall("complete", err, func(b *strings.Builder) {
+			var items []string
+			for i, c := range reqs {
+				items = append(items, fmt.Sprintf(" %s:%s:%s", c.r.id, c.outcome, res[i]))
+			}
+			slices.Sort(items)
+			b.WriteString(strings.Join(items, ""))
+		})
 		if err == nil {
 			for i, c := range reqs {
 				w.in.r.w.notef(c.r.id, "%s complete %s (%s): %s", w.in, c.outcome, c.errText, res[i])
@@ -371,6 +408,7 @@ func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAns
 func (w *simStore) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
 	return simCall(w, ctx, "handback", r.id, func(ctx context.Context) (bool, error) {
 		ok, err := w.backend.handBack(ctx, r, waiterTTL)
+		w.traceCall("handback", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s %v", r.id, ok) })
 		if err == nil {
 			w.in.r.w.notef(r.id, "%s hand back -> %v", w.in, ok)
 			if ok {
@@ -422,7 +460,13 @@ func (w *simStore) noteRenewed(j *jobState, id, owner string) {
 
 func (w *simStore) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
 	return simCall(w, ctx, "sync", "", func(ctx context.Context) ([]syncRes, error) {
-		return w.backend.sync(ctx, replica, skew, manualTTL, reqs)
+		res, err := w.backend.sync(ctx, replica, skew, manualTTL, reqs)
+		w.traceCall("sync", err, func(b *strings.Builder) {
+			for i, r := range res {
+				fmt.Fprintf(b, " %s:%d/%v/%s/%v", reqs[i].j.Name, r.fence, r.paused, r.last.UTC().Format(time.RFC3339), r.manual)
+			}
+		})
+		return res, err
 	})
 }
 
@@ -433,7 +477,21 @@ func (w *simStore) manualHints(ctx context.Context, h hintReq) ([]string, time.T
 	}
 	a, err := simCall(w, ctx, "hints", "", func(ctx context.Context) (answer, error) {
 		hs, s, err := w.backend.manualHints(ctx, h)
+		w.traceCall("hints", err, func(b *strings.Builder) { fmt.Fprintf(b, " %v", hs) })
 		return answer{hs, s}, err
 	})
 	return a.hints, a.server, err
+}
+
+// traceCall adds a call the store ran to the replay trace: the replica,
+// the operation, and its answer (what) or its error.
+func (w *simStore) traceCall(op string, err error, what func(b *strings.Builder)) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", w.in, op)
+	if err != nil {
+		fmt.Fprintf(&b, " error %v", err)
+	} else {
+		what(&b)
+	}
+	w.in.r.w.noteCall("%s", b.String())
 }
