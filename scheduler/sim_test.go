@@ -301,7 +301,7 @@ func newSimWorld(t *testing.T, plan *simPlan) *simWorld {
 		t.Fatal(err)
 	}
 	var table []Job
-	for _, sj := range plan.jobs {
+	for _, sj := range plan.allJobs() {
 		table = append(table, sj.Job)
 	}
 	ctl.UseTable(table) // the pooled jobs' keys
@@ -360,8 +360,9 @@ func (w *simWorld) tracef(format string, args ...any) {
 // handlers log to the ledger, die with the incarnation and cannot start
 // while it is frozen.
 func (w *simWorld) table(in *simInc) []Job {
-	out := make([]Job, len(w.plan.jobs))
-	for i, sj := range w.plan.jobs {
+	tab := w.plan.table(in.ver)
+	out := make([]Job, len(tab))
+	for i, sj := range tab {
 		j := sj.Job
 		body := w.ledger.Job(func(ctx context.Context) error {
 			info, _ := jobs.FromContext(ctx)
@@ -409,7 +410,7 @@ func (w *simWorld) startReplica(r *simReplica) {
 	r.incs++
 	n := r.incs
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &simInc{r: r, n: n, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{})}
+	in := &simInc{r: r, n: n, ver: r.ver, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{})}
 	r.cur = in // taken: a second restart of r now finds it up
 	r.mu.Unlock()
 	cfg, err := newConfig([]Option{WithReplicaID(r.id), WithClock(ClockFunc(r.now)), WithMaxClockSkew(w.plan.skew),
@@ -500,6 +501,19 @@ func (w *simWorld) run() {
 	}
 	time.Sleep(time.Until(w.start.Add(simFaultsUntil)))
 	w.bg.Wait() // every fault is over (the plan ends each before simFaultsUntil)
+	if len(w.plan.tables) > 1 {
+		// The calm period runs one table: the last deploy's.
+		w.seq.do("align tables", true, func() {
+			for _, r := range w.reps {
+				r.mu.Lock()
+				same := r.ver == w.plan.final && (r.cur == nil || r.cur.ver == w.plan.final)
+				r.mu.Unlock()
+				if !same {
+					w.reloadTo(r, w.plan.final)
+				}
+			}
+		})
+	}
 	time.Sleep(time.Until(w.start.Add(simLength)))
 	var downs []*simInc
 	w.seq.do("stop", true, func() {
@@ -625,6 +639,10 @@ func (w *simWorld) apply(e simEvent) {
 		case evPause:
 			w.pause(e.job, true)
 			w.after(e.dur, func() { w.pause(e.job, false) })
+		case evDeploy:
+			w.deploy(e.ver, e.dur)
+		case evReloadTo:
+			w.reloadTo(r, e.ver)
 		case evReload:
 			r.mu.Lock()
 			in := r.cur
@@ -701,7 +719,7 @@ func (w *simWorld) pause(job string, v bool) {
 // and at the end).
 func (w *simWorld) collect() {
 	ctx := context.Background()
-	for _, j := range w.plan.jobs {
+	for _, j := range w.plan.allJobs() {
 		h, err := w.ctl.History(ctx, j.Name, 100000)
 		if err != nil {
 			w.t.Errorf("history %s: %v", j.Name, err)

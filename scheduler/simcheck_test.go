@@ -405,8 +405,8 @@ func (w *simWorld) check() []simViolation {
 		}
 	}
 	deadline := map[string]time.Duration{}
-	for _, j := range w.plan.jobs {
-		deadline[j.Name] = j.withDefaults().StartingDeadline
+	for _, j := range w.plan.allJobs() {
+		deadline[j.Name] = w.plan.deadline(j.Name)
 	}
 
 	// At most one start per run id.
@@ -579,6 +579,9 @@ func (w *simWorld) check() []simViolation {
 		if o.lossBetween(m.at, end, false) {
 			continue // the store lost the request with its data
 		}
+		if first == nil && !w.plan.inTable(m.job, w.plan.final) {
+			continue // the job left the table: no replica is there to run it, the request waits
+		}
 		if first != nil && o.impaired(first.in, first.at, w.start.Add(simLength)) {
 			continue // granted to a replica that was killed or frozen
 		}
@@ -675,7 +678,7 @@ func (w *simWorld) check() []simViolation {
 	// fails, so every instant is decided, and not missed for want of a
 	// claim.
 	from, to := w.start.Add(simFaultsUntil+20*time.Second), w.start.Add(simLength-20*time.Second)
-	for _, sj := range w.plan.jobs {
+	for _, sj := range w.plan.table(w.plan.final) {
 		j, err := newJobState(sj.Job.withDefaults(), "", &memo{}, w.plan.skew)
 		if err != nil {
 			add(invLiveness, "", "job %s: %v", sj.Name, err)
@@ -718,9 +721,10 @@ func (w *simWorld) checkLeases() []simViolation {
 	add := func(inv, run, format string, args ...any) {
 		vs = append(vs, simViolation{invariant: inv, run: run, detail: fmt.Sprintf(format, args...)})
 	}
+	// While two tables are live the limits are the largest in force.
 	limit := map[string]int{}
-	for _, j := range w.plan.jobs {
-		limit[j.Name] = max(1, j.withDefaults().Concurrency)
+	for _, j := range w.plan.allJobs() {
+		limit[j.Name] = w.plan.limit(j.Name)
 	}
 	// Each lease's spans, cut and merged: a renewal overlapping the span
 	// it extends is one validity.
@@ -779,11 +783,11 @@ func (w *simWorld) checkLeases() []simViolation {
 		overlaps(invHolders, fmt.Sprintf("job %s (concurrency %d)", job, limit[job]), limit[job], byJob[job])
 	}
 	// A run of a pooled job holds its pool's slot under the same lease.
-	byPool, poolSize := map[string][]simSpan{}, map[string]int{}
-	for _, j := range w.plan.jobs {
-		if j.Pool != "" {
-			byPool[j.Pool] = append(byPool[j.Pool], byJob[j.Name]...)
-			poolSize[j.Pool] = j.PoolSize
+	byPool := map[string][]simSpan{}
+	poolSize, members := w.plan.poolSizes()
+	for p, names := range members {
+		for _, name := range names {
+			byPool[p] = append(byPool[p], byJob[name]...)
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(byPool)) {

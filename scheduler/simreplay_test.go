@@ -111,9 +111,25 @@ func (w *simWorld) replayTrace() []string {
 		}
 		return s
 	}
+	// The calls of one instant, sorted: two calls a replica makes from two
+	// goroutines woken at the same instant (two runs ending together, whose
+	// contexts Go cancels in the order of a map) may reach the store in
+	// either order; what a replay must repeat is every call and its answer
+	// at its instant.
 	var out []string
-	for _, c := range w.obs.calls {
-		out = append(out, norm(c))
+	for i := 0; i < len(w.obs.calls); {
+		at, _, _ := strings.Cut(w.obs.calls[i], " ")
+		k := i
+		for k < len(w.obs.calls) && strings.HasPrefix(w.obs.calls[k], at+" ") {
+			k++
+		}
+		group := make([]string, 0, k-i)
+		for _, c := range w.obs.calls[i:k] {
+			group = append(group, norm(c))
+		}
+		slices.Sort(group)
+		out = append(out, group...)
+		i = k
 	}
 	var as []string
 	for _, e := range w.ledger.Entries() {

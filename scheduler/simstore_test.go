@@ -33,6 +33,7 @@ var (
 type simInc struct {
 	r      *simReplica
 	n      int
+	ver    int // the job table it runs (simtable_test.go)
 	s      *Scheduler
 	cancel context.CancelFunc
 	done   chan struct{} // Run returned
@@ -62,6 +63,7 @@ type simReplica struct {
 	frozen  bool
 	changed chan struct{} // closed and replaced when frozen changes
 	offset  time.Duration // clock offset
+	ver     int           // the job table it starts with (simtable_test.go)
 	// faults on this replica's calls, until these times
 	lossyUntil time.Time
 	lateUntil  time.Time
@@ -343,16 +345,12 @@ func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 	}
 	return simCall(w, ctx, "renew", key, func(ctx context.Context) ([]leaseAnswer, error) {
 		res, err := w.backend.renew(ctx, reqs)
-		w.traceCall("renew", err, func(b *strings.Builder) {
-			// In the order of the run ids: the engine batches its
-			// renewals from a map, and each is answered on its own.
-			var items []string
-			for i, v := range res {
-				items = append(items, fmt.Sprintf(" %s:%s", reqs[i].id, v))
-			}
-			slices.Sort(items)
-			b.WriteString(strings.Join(items, ""))
-		})
+		// One line per renewal: which renewals share a call depends on
+		// the order the runs' watchdogs woke at one instant, and each is
+		// answered on its own.
+		for i := range reqs {
+			w.traceCall("renew", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s:%s", reqs[i].id, res[i]) })
+		}
 		if err == nil {
 			for i, v := range res {
 				if v == "ok" {
@@ -384,14 +382,9 @@ func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAns
 	}
 	return simCall(w, ctx, "complete", key, func(ctx context.Context) ([]closeAnswer, error) {
 		res, err := w.backend.complete(ctx, reqs)
-		w.traceCall("complete", err, func(b *strings.Builder) {
-			var items []string
-			for i, c := range reqs {
-				items = append(items, fmt.Sprintf(" %s:%s:%s", c.r.id, c.outcome, res[i]))
-			}
-			slices.Sort(items)
-			b.WriteString(strings.Join(items, ""))
-		})
+		for i, c := range reqs { // one line per close, as renewals
+			w.traceCall("complete", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s:%s:%s", c.r.id, c.outcome, res[i]) })
+		}
 		if err == nil {
 			for i, c := range reqs {
 				w.in.r.w.notef(c.r.id, "%s complete %s (%s): %s", w.in, c.outcome, c.errText, res[i])
