@@ -514,7 +514,12 @@ func (w *simWorld) run() {
 			}
 		})
 	}
+	if b := w.plan.backfill; b != nil {
+		time.Sleep(time.Until(w.start.Add(simFaultsUntil + b.at)))
+		w.seq.do("backfill", true, w.requestBackfill)
+	}
 	time.Sleep(time.Until(w.start.Add(simLength)))
+	w.seq.do("read backfill", true, w.readBackfill)
 	var downs []*simInc
 	w.seq.do("stop", true, func() {
 		for _, r := range w.reps {

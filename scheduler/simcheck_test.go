@@ -156,6 +156,10 @@ type simObs struct {
 	heard    map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
 	attempts []simAttempt
 	calls    []string // every store call as the store ran it, with its answer (the replay trace)
+	// the plan's backfill (simbackfill_test.go): when asked, and its state at the end
+	backfillAt  time.Time
+	backfillEnd *Backfill
+	backfillErr error
 }
 
 func newSimObs() simObs {
@@ -673,6 +677,7 @@ func (w *simWorld) check() []simViolation {
 	}
 
 	vs = append(vs, w.checkLeases()...)
+	vs = append(vs, w.checkBackfill()...)
 
 	// Calm liveness: in the settle period every replica is up and nothing
 	// fails, so every instant is decided, and not missed for want of a

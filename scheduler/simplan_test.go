@@ -109,6 +109,9 @@ type simPlan struct {
 	tables  [][]simJob
 	changes []string
 	final   int
+	// backfill is the backfill the operator asks for, if any
+	// (simbackfill_test.go).
+	backfill *simBackfill
 }
 
 func (p *simPlan) String() string {
@@ -132,6 +135,9 @@ func (p *simPlan) String() string {
 	}
 	for _, e := range p.events {
 		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	if p.backfill != nil {
+		fmt.Fprintf(&b, "  %s\n", p.backfill)
 	}
 	return b.String()
 }
@@ -252,6 +258,7 @@ func newSimPlan(seed uint64) *simPlan {
 		p.jobs = append(p.jobs, sj)
 	}
 	p.drawTables()
+	p.drawBackfill()
 	// Events are applied in time order; equal times keep the drawn order.
 	for i := 1; i < len(p.events); i++ {
 		for k := i; k > 0 && p.events[k].at < p.events[k-1].at; k-- {

@@ -488,3 +488,39 @@ func (w *simStore) traceCall(op string, err error, what func(b *strings.Builder)
 	}
 	w.in.r.w.noteCall("%s", b.String())
 }
+
+func (w *simStore) backfill(ctx context.Context, job string, args []any) (string, *Backfill, error) {
+	type answer struct {
+		a  string
+		st *Backfill
+	}
+	v, err := simCall(w, ctx, "backfill", job, func(ctx context.Context) (answer, error) {
+		a, st, err := w.backend.backfill(ctx, job, args)
+		w.traceCall("backfill", err, func(b *strings.Builder) {
+			fmt.Fprintf(b, " %s %v %s", job, args[0], a)
+			if st != nil {
+				fmt.Fprintf(b, " decided %d/%d started %d in flight %d done %v", st.Decided, st.Total, st.Started, st.InFlight, st.Done())
+			}
+		})
+		return answer{a, st}, err
+	})
+	return v.a, v.st, err
+}
+
+func (w *simStore) backfillJobs(ctx context.Context) ([]string, error) {
+	return simCall(w, ctx, "backfilljobs", "", func(ctx context.Context) ([]string, error) {
+		jobs, err := w.backend.backfillJobs(ctx)
+		slices.Sort(jobs) // a set: its order is the store's
+		w.traceCall("backfilljobs", err, func(b *strings.Builder) { fmt.Fprintf(b, " %v", jobs) })
+		return jobs, err
+	})
+}
+
+func (w *simStore) backfillForget(ctx context.Context, job string) error {
+	_, err := simCall(w, ctx, "backfillforget", job, func(ctx context.Context) (struct{}, error) {
+		err := w.backend.backfillForget(ctx, job)
+		w.traceCall("backfillforget", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s", job) })
+		return struct{}{}, err
+	})
+	return err
+}
