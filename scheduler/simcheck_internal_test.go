@@ -67,6 +67,30 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// As the jobs saw it: a run granted at 0 s (token 10) and replaced at
+	// 2 s by one with token 20 that starts at once; the first starts at
+	// 3 s. A break of slot-tokens-rise — unless the answer that granted
+	// the first reached its holder only at 3 s, after the replace: a
+	// stale holder, which its token fences (seeds 105, 153, 205).
+	for _, late := range []bool{false, true} {
+		w := world()
+		a := lease(w, r0, "j@a", "o0", 1, 10, 0, 5*time.Second)
+		a.cut(t0.Add(2 * time.Second))
+		lease(w, r1, "j@b", "o1", 1, 20, 2*time.Second, 7*time.Second)
+		heard := t0
+		if late {
+			heard = t0.Add(3 * time.Second)
+		}
+		w.obs.heard["j@a|o0"] = heard
+		w.obs.heard["j@b|o1"] = t0.Add(2 * time.Second)
+		w.obs.attempts = []simAttempt{{job: "j", id: "j@b", attempt: 1, slot: 1, token: 20, in: r1, start: t0.Add(2 * time.Second)},
+			{job: "j", id: "j@a", attempt: 1, slot: 1, token: 10, in: r0, start: t0.Add(3 * time.Second)}}
+		want := map[bool]int{false: 1, true: 0}[late]
+		if vs := w.check(); count(vs, invSlotTokens) != want {
+			t.Errorf("grant heard late %v: %d %s violations, want %d: %v", late, count(vs, invSlotTokens), invSlotTokens, want, vs)
+		}
+	}
+
 	// One slot's tokens must rise in order of grant.
 	w := world()
 	lease(w, r0, "j@a", "o0", 1, 20, 0, time.Second)

@@ -855,11 +855,11 @@ func (w *simWorld) checkLeases() []simViolation {
 		}
 		var end time.Time
 		for _, sp := range l.spans {
-			if sp[0].Before(heard) && sp[1].After(end) {
+			if !sp[0].After(heard) && sp[1].After(end) {
 				end = sp[1]
 			}
 		}
-		if !end.After(heard) {
+		if !end.IsZero() && !end.After(heard) {
 			staleOnArrival[fmt.Sprintf("%s|%s", l.id, l.in)] = true
 		}
 	}
