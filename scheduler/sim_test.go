@@ -439,7 +439,11 @@ func (w *simWorld) startReplica(r *simReplica) {
 	r.mu.Lock()
 	in.s = s
 	r.mu.Unlock()
-	go func() { _ = s.Run(ctx); close(in.done) }()
+	go func() {
+		_ = s.Run(ctx)
+		w.noteExit(in)
+		close(in.done)
+	}()
 	w.mu.Lock()
 	w.incs = append(w.incs, in)
 	w.mu.Unlock()

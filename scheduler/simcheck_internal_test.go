@@ -91,6 +91,26 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// A run granted at 0 s to a replica stopping since -1 s, never run,
+	// closed lease_lost by the cluster at 3 s: a break of
+	// lease-lost-means-ran — unless the replica was gone (its shutdown
+	// grace over) before the call could time out (seed 221).
+	for _, gone := range []bool{false, true} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		w.obs.stopped[r0] = t0.Add(-time.Second)
+		if gone {
+			w.obs.exited[r0] = t0.Add(4 * time.Second)
+		}
+		want := map[bool]int{false: 1, true: 0}[gone]
+		if vs := w.check(); count(vs, invLeaseLostRan) != want {
+			t.Errorf("replica gone %v: %d %s violations, want %d: %v", gone, count(vs, invLeaseLostRan), invLeaseLostRan, want, vs)
+		}
+	}
+
 	// One slot's tokens must rise in order of grant.
 	w := world()
 	lease(w, r0, "j@a", "o0", 1, 20, 0, time.Second)
