@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"go/build"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,15 +81,27 @@ func TestNextMarksBlackouts(t *testing.T) {
 	}
 }
 
+// version, --version and -v print the version, commit and build date the
+// binary was stamped with, and need no table.
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	r := runCLI(t, nil, env(), "version")
-	r.want(t, 0, "version")
-	for _, want := range []string{`(?m)^solocron ` + regexp.QuoteMeta(testVersion) + `$`,
-		`(?m)^go: +` + regexp.QuoteMeta(runtime.Version()) + ` ` + runtime.GOOS + `/` + runtime.GOARCH + `$`,
-		`(?m)^module: +github\.com/solocron/solocron `} {
-		if !regexp.MustCompile(want).MatchString(r.stdout) {
-			t.Errorf("version output does not match %s:\n%s", want, r.stdout)
+	var first string
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-v"}, {"version", "--log-level", "debug"}} {
+		r := runCLI(t, nil, env(), args...)
+		r.want(t, 0, args...)
+		for _, want := range []string{`\Asolocron ` + regexp.QuoteMeta(testVersion) + "\n",
+			`(?m)^commit: +` + testCommit + `$`,
+			`(?m)^built: +` + regexp.QuoteMeta(testDate) + `$`,
+			`(?m)^go: +` + regexp.QuoteMeta(runtime.Version()) + ` ` + runtime.GOOS + `/` + runtime.GOARCH + `$`,
+			`(?m)^module: +github\.com/solocron/solocron `} {
+			if !regexp.MustCompile(want).MatchString(r.stdout) {
+				t.Errorf("scheduler %q output does not match %s:\n%s", args, want, r.stdout)
+			}
+		}
+		if first == "" {
+			first = r.stdout
+		} else if r.stdout != first {
+			t.Errorf("scheduler %q printed\n%s\nscheduler version printed\n%s", args, r.stdout, first)
 		}
 	}
 }
@@ -116,6 +130,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"history", "--limit", "0", "x"}, 2, "", "--limit"},
 		{[]string{"trigger", "--wait", "-1s", "x"}, 2, "", "--wait"},
 		{[]string{"version", "extra"}, 2, "", "unexpected arguments"},
+		{[]string{"--version", "extra"}, 2, "", "unexpected arguments"},
+		// schema and version read no table: --config is no flag of theirs.
+		{[]string{"version", "--config", "solocron.yaml"}, 2, "", "flag provided but not defined: -config"},
+		{[]string{"schema", "--config", "solocron.yaml"}, 2, "", "flag provided but not defined: -config"},
+		{[]string{"help", "version"}, 0, "-log-format", ""},
 	} {
 		r := runCLI(t, nil, env(), tc.args...)
 		if r.code != tc.code || (tc.stdout == "") != (r.stdout == "") || !strings.Contains(r.stdout, tc.stdout) || !strings.Contains(r.stderr, tc.stderr) {
@@ -129,7 +148,7 @@ func TestUsage(t *testing.T) {
 // byte for byte, needing no table.
 func TestSchema(t *testing.T) {
 	t.Parallel()
-	r := runCLI(t, nil, env(), "schema", "--config", "/nonexistent/solocron.yaml")
+	r := runCLI(t, nil, env(), "schema")
 	r.want(t, 0, "schema")
 	if r.stdout != string(config.JSONSchema()) {
 		t.Errorf("scheduler schema printed something else than config.JSONSchema():\n%.300s", r.stdout)
@@ -140,4 +159,18 @@ func TestSchema(t *testing.T) {
 	}
 	r = runCLI(t, nil, env(), "schema", "extra")
 	r.want(t, 2, "schema extra")
+}
+
+// The time-zone database is compiled in, so that a table's timezone: works
+// in an image or on a host without one (the container build checks it for
+// real, in a root file system without /usr/share/zoneinfo).
+func TestTimeZoneDatabaseEmbedded(t *testing.T) {
+	t.Parallel()
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pkg.Imports, "time/tzdata") {
+		t.Errorf("cmd/scheduler does not import time/tzdata (imports: %v)", pkg.Imports)
+	}
 }

@@ -16,7 +16,7 @@
 //	scheduler <command> [flags] [args]
 //
 // Flags may come before or after the arguments ("history lottery --limit 5").
-// Every command takes:
+// Every command takes (schema and version read no table, so no --config):
 //
 //	--config FILE        the job table; default ./solocron.yaml
 //	--log-format FORMAT  text (default) or json; logs go to stderr
@@ -163,10 +163,12 @@
 // schema prints the JSON Schema (draft 2020-12) of the job table, the one
 // docs/solocron.schema.json holds, for editors; it needs no table.
 //
-// version prints the version (set at build time with -ldflags "-X
-// main.version=v1.2.3"; otherwise the module version Go recorded), the Go
-// version and platform, the module and its checksum when known, and the VCS
-// revision when the build recorded one.
+// version (also --version and -v) prints the version, the commit and the
+// build date, stamped at build time with -ldflags "-X main.version=v1.2.3
+// -X main.commit=... -X main.date=..." as the release builds and the
+// Dockerfile do (otherwise the module version, VCS revision and commit time
+// Go recorded, or "unknown"), then the Go version and platform and the
+// module and its checksum when known.
 //
 // help, -h and --help print the usage; "help COMMAND" and "COMMAND -h" print
 // a command's flags.

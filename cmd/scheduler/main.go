@@ -92,6 +92,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	name := args[0]
 	switch name {
+	case "-v", "-version", "--version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "scheduler %s: unexpected arguments %q\n", name, args[1:])
+			return exitUsage
+		}
+		printVersion(stdout)
+		return exitOK
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && name == "help" {
 			if cmd, ok := lookup(args[1]); ok {
@@ -146,11 +153,17 @@ func newFlagSet(cmd command, c *cli) (*flag.FlagSet, func([]string) int) {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are printed by Main, usage on request
 	fs.Usage = func() {}
-	fs.StringVar(&c.config, "config", "solocron.yaml", "the job table `FILE`")
+	if takesTable(cmd.name) {
+		fs.StringVar(&c.config, "config", "solocron.yaml", "the job table `FILE`")
+	}
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return fs, cmd.flags(fs, c)
 }
+
+// takesTable reports whether a command reads the job table (--config):
+// every one but schema and version, which answer without one.
+func takesTable(name string) bool { return name != "schema" && name != "version" }
 
 // parseInterspersed parses flags anywhere among the arguments, so that
 // "history JOB --limit 5" works as well as "history --limit 5 JOB". After
@@ -206,8 +219,10 @@ Commands:
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-Every command takes --config FILE (default ./solocron.yaml), --log-format
-text|json and --log-level debug|info|warn|error.
+Every command takes --log-format text|json and --log-level
+debug|info|warn|error; all but schema and version read the job table named
+by --config FILE (default ./solocron.yaml). scheduler --version (or -v)
+prints the version, commit and build date.
 Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
 
 Run 'scheduler help <command>' for a command's flags.

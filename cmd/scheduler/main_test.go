@@ -29,8 +29,13 @@ import (
 	"github.com/solocron/solocron/internal/testkit"
 )
 
-// testVersion is set with -ldflags when the binary is built.
-const testVersion = "v0.0.0-e2e"
+// testVersion, testCommit and testDate are stamped with -ldflags when the
+// binary is built, as the release tooling does.
+const (
+	testVersion = "v0.0.0-e2e"
+	testCommit  = "0123456789abcdef0123456789abcdef01234567"
+	testDate    = "2026-11-26T10:00:00Z"
+)
 
 var bin string
 
@@ -46,7 +51,7 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	bin = filepath.Join(dir, "scheduler")
-	args := []string{"build", "-o", bin, "-ldflags", "-X main.version=" + testVersion}
+	args := []string{"build", "-o", bin, "-ldflags", "-X main.version=" + testVersion + " -X main.commit=" + testCommit + " -X main.date=" + testDate}
 	if raceEnabled {
 		args = append(args, "-race")
 	}

@@ -3,65 +3,105 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 )
 
-// version is the release, set at build time with
+// Build stamps, set at build time by the release tooling (.goreleaser.yaml,
+// the Containerfile) with
 //
-//	go build -ldflags "-X main.version=v1.2.3" ./cmd/scheduler
+//	go build -ldflags "-X main.version=v1.2.3 -X main.commit=$(git rev-parse HEAD) \
+//	  -X main.date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" ./cmd/scheduler
 //
-// Left empty, it is the module version Go recorded (a tagged version when
-// installed with go install ...@v1.2.3, "(devel)" for a local build).
-var version = ""
+// Left empty, version is the module version Go recorded (a tagged version
+// when installed with go install ...@v1.2.3, "(devel)" for a local build),
+// and commit and date are the VCS revision and commit time Go recorded, when
+// it recorded them (a build in a git checkout without -buildvcs=false).
+var (
+	version = ""
+	commit  = ""
+	date    = ""
+)
 
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
+// buildInfo is what version prints.
+type buildInfo struct {
+	version, commit, date string
+	modified              bool // the VCS tree had uncommitted changes
+	module                string
+	race                  bool
 }
+
+func readBuildInfo() buildInfo {
+	b := buildInfo{version: version, commit: commit, date: date}
+	bi, ok := debug.ReadBuildInfo()
+	if ok {
+		b.module = bi.Main.Path + " " + bi.Main.Version
+		if bi.Main.Sum != "" {
+			b.module += " " + bi.Main.Sum
+		}
+		if b.version == "" {
+			b.version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if b.commit == "" {
+					b.commit = s.Value
+				}
+			case "vcs.time":
+				if b.date == "" {
+					b.date = s.Value
+				}
+			case "vcs.modified":
+				b.modified = s.Value == "true"
+			case "-race":
+				b.race = s.Value == "true"
+			}
+		}
+	}
+	if b.version == "" {
+		b.version = "(devel)"
+	}
+	return b
+}
+
+func versionString() string { return readBuildInfo().version }
 
 func versionFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 	return func(pos []string) int {
 		if len(pos) > 0 {
 			return c.usageError("version", "unexpected arguments %q", pos)
 		}
-		w := c.stdout
-		fmt.Fprintf(w, "solocron %s\n", versionString())
-		fmt.Fprintf(w, "go:       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-		bi, ok := debug.ReadBuildInfo()
-		if !ok {
-			return exitOK
-		}
-		mod := bi.Main.Path + " " + bi.Main.Version
-		if bi.Main.Sum != "" {
-			mod += " " + bi.Main.Sum
-		}
-		fmt.Fprintf(w, "module:   %s\n", mod)
-		var rev, at, modified string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.time":
-				at = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					modified = " (modified)"
-				}
-			case "-race":
-				if s.Value == "true" {
-					fmt.Fprintln(w, "build:    -race")
-				}
-			}
-		}
-		if rev != "" {
-			fmt.Fprintf(w, "revision: %s %s%s\n", rev, at, modified)
-		}
+		printVersion(c.stdout)
 		return exitOK
 	}
+}
+
+// printVersion prints the version, commit and build date first (one per
+// line, "unknown" when neither the build stamps nor Go recorded them), then
+// the toolchain and the module.
+func printVersion(w io.Writer) {
+	b := readBuildInfo()
+	fmt.Fprintf(w, "solocron %s\n", b.version)
+	commit := orUnknown(b.commit)
+	if b.modified {
+		commit += " (modified)"
+	}
+	fmt.Fprintf(w, "commit:   %s\n", commit)
+	fmt.Fprintf(w, "built:    %s\n", orUnknown(b.date))
+	fmt.Fprintf(w, "go:       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if b.module != "" {
+		fmt.Fprintf(w, "module:   %s\n", b.module)
+	}
+	if b.race {
+		fmt.Fprintln(w, "build:    -race")
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
