@@ -111,6 +111,25 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// The same run, its replica up, its holder's "never started" close
+	// reaching the store at 5 s: a break — unless the store lost its data
+	// at 4 s, with the record (seed 27).
+	for _, lost := range []bool{false, true} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		w.obs.never[id+"|o0"] = t0.Add(5 * time.Second)
+		if lost {
+			w.obs.losses = []simLoss{{at: t0.Add(4 * time.Second), what: "flush"}}
+		}
+		want := map[bool]int{false: 1, true: 0}[lost]
+		if vs := w.check(); count(vs, invLeaseLostRan) != want {
+			t.Errorf("record lost %v: %d %s violations, want %d: %v", lost, count(vs, invLeaseLostRan), invLeaseLostRan, want, vs)
+		}
+	}
+
 	// One slot's tokens must rise in order of grant.
 	w := world()
 	lease(w, r0, "j@a", "o0", 1, 20, 0, time.Second)

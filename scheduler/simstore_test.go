@@ -388,6 +388,9 @@ func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAns
 		if err == nil {
 			for i, c := range reqs {
 				w.in.r.w.notef(c.r.id, "%s complete %s (%s): %s", w.in, c.outcome, c.errText, res[i])
+				if c.outcome == Missed {
+					w.in.r.w.noteNeverStarted(c.r.id, c.r.owner)
+				}
 				w.in.r.w.endLease(c.r.id, c.r.owner, "closed by its holder")
 			}
 		}
