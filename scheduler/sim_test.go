@@ -92,21 +92,46 @@ func simPlay(t *testing.T, plan *simPlan, verbose bool) (violations []simViolati
 	// No other test runs meanwhile (TestSimulation is not parallel).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var world atomic.Pointer[simWorld]
-	// A call that never returns (a script that loops) stops fake
-	// time: the watchdog, on the real clock, says which.
-	watchdog := time.AfterFunc(simWatchdog, func() {
-		var calls []string
-		if w := world.Load(); w != nil {
-			w.flightMu.Lock()
-			for _, c := range w.flight {
-				calls = append(calls, c)
+	// A call that never returns (a script that loops) stops fake time:
+	// the watchdog, on the real clock, says which once the sequencer has
+	// run nothing for simWatchdog (a slow machine, or -race, only makes
+	// a seed take longer).
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(simWatchdog / 12)
+		defer tick.Stop()
+		var last uint64
+		since := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				var ran uint64
+				if w := world.Load(); w != nil {
+					ran = w.seq.ran.Load()
+				}
+				if ran != last {
+					last, since = ran, now
+					continue
+				}
+				if now.Sub(since) < simWatchdog {
+					continue
+				}
+				var calls []string
+				if w := world.Load(); w != nil {
+					w.flightMu.Lock()
+					for _, c := range w.flight {
+						calls = append(calls, c)
+					}
+					w.flightMu.Unlock()
+				}
+				panic(fmt.Sprintf("simulation seed %d: no progress for %s of real time; calls still running on the store: %q\nplan of %s",
+					plan.seed, simWatchdog, calls, plan))
 			}
-			w.flightMu.Unlock()
 		}
-		panic(fmt.Sprintf("simulation seed %d: no progress after %s of real time; calls still running on the store: %q\nplan of %s",
-			plan.seed, simWatchdog, calls, plan))
-	})
-	defer watchdog.Stop()
+	}()
 	synctest.Test(t, func(t *testing.T) {
 		w := newSimWorld(t, plan)
 		world.Store(w)
@@ -120,8 +145,8 @@ func simPlay(t *testing.T, plan *simPlan, verbose bool) (violations []simViolati
 	return violations, report, trace
 }
 
-// simWatchdog bounds one seed's real time (it takes about a second);
-// SOLOCRON_SIM_WATCHDOG changes it.
+// simWatchdog bounds the real time a seed may make no progress for (a
+// seed takes about a second); SOLOCRON_SIM_WATCHDOG changes it.
 var simWatchdog = 3 * time.Minute
 
 // simKnownDefect is a scheduler defect the search finds that is not fixed

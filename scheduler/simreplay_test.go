@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -180,6 +181,7 @@ type simSequencer struct {
 	mu   sync.Mutex
 	q    []*simItem
 	n    uint64
+	ran  atomic.Uint64 // items run: the watchdog's measure of progress
 	wake chan struct{}
 	stop chan struct{}
 	quit chan struct{}
@@ -241,6 +243,7 @@ func (q *simSequencer) loop() {
 			q.q = slices.Delete(q.q, best, best+1)
 			q.mu.Unlock()
 			it.run()
+			q.ran.Add(1)
 			close(it.done)
 		}
 	}
