@@ -172,7 +172,9 @@ var simKnownDefects = map[string]simKnownDefect{
 	// remedy; the search has no Redis replicas, so it cannot use it.
 	"D3-failover-window": {
 		name:       "issue 12 defect 3, documented window: a failover to a stale copy before a replica that saw the lost writes talks to it",
-		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises, invLeaseLostRan},
+		// A backfill judges an instant by its record: one the copy lost
+		// with the writes it missed runs again (seed 12).
+		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises, invLeaseLostRan, invBackfillUndecided},
 		match: func(v simViolation) bool {
 			return strings.Contains(v.detail, "failover to the copy")
 		},
