@@ -23,6 +23,9 @@ const (
 	// DefaultMinReplicasAckTimeout is how long a claim waits for its
 	// replicas' acknowledgement when min_replicas_ack is set.
 	DefaultMinReplicasAckTimeout = time.Second
+	// DefaultKillGrace is a command job's kill_grace when the table does
+	// not say, unless a third of the job's lease is shorter.
+	DefaultKillGrace = 10 * time.Second
 )
 
 // MaxFileSize is the largest job table Load and Parse accept. A real table of
@@ -81,6 +84,12 @@ type Store struct {
 	// claim too few acknowledged is taken back and its run not started.
 	MinReplicasAck        int
 	MinReplicasAckTimeout time.Duration
+	// DataDir is where the embedded store (no URL) keeps its state, as
+	// written in the file with a relative path made relative to the file's
+	// directory; "" when the file does not say, and the daemon picks the
+	// default (storeconn.DefaultDataDir: $STATE_DIRECTORY, else
+	// "<table name>.data" beside the table).
+	DataDir string
 }
 
 // TLS is how the store's connections use TLS. Paths are read when the store
@@ -218,6 +227,9 @@ func (s Store) String() string {
 	if r.MinReplicasAck > 0 {
 		out += fmt.Sprintf(" MinReplicasAck:%d MinReplicasAckTimeout:%v", r.MinReplicasAck, r.MinReplicasAckTimeout)
 	}
+	if r.DataDir != "" {
+		out += " DataDir:" + r.DataDir
+	}
 	return out + "}"
 }
 
@@ -227,8 +239,15 @@ func (s Store) GoString() string { return "config.Store" + s.String() }
 // LogValue logs s with its passwords redacted.
 func (s Store) LogValue() slog.Value {
 	r := s.Redacted()
-	attrs := []slog.Attr{slog.String("mode", r.Mode), slog.String("key_prefix", r.KeyPrefix),
+	mode := r.Mode
+	if r.URL == "" && mode == DefaultMode {
+		mode = "embedded"
+	}
+	attrs := []slog.Attr{slog.String("mode", mode), slog.String("key_prefix", r.KeyPrefix),
 		slog.Duration("max_clock_skew", r.MaxClockSkew)}
+	if r.DataDir != "" {
+		attrs = append(attrs, slog.String("data_dir", r.DataDir))
+	}
 	if r.URL != "" {
 		attrs = append(attrs, slog.String("url", r.URL))
 	}

@@ -55,6 +55,7 @@
 //	  max_clock_skew: 2s
 //	  min_replicas_ack: 0
 //	  min_replicas_ack_timeout: 1s
+//	  data_dir: /var/lib/solocron   # embedded store only
 //
 // The fields:
 //
@@ -68,6 +69,13 @@
 //     of the same name is required in sentinel (master and at least one
 //     addr), cluster (at least one addr) and redlock mode (at least 3
 //     distinct urls); a section for another mode is an error.
+//   - data_dir: where the embedded store (no url) keeps its state, durably:
+//     a start is on disk before the job starts, and a restart or kill -9
+//     loses nothing decided. A relative path is relative to the table's
+//     directory. Default: $STATE_DIRECTORY when set (systemd's
+//     StateDirectory=), else "<table name>.data" beside the table
+//     (solocron.yaml: solocron.data). One daemon per directory: a second
+//     one refuses to start. An error with url (Redis keeps its own data).
 //   - sentinel.username and sentinel.password authenticate to the sentinels.
 //   - key_prefix starts every Redis key; default solocron. It must not be
 //     empty or contain '{', '}' or whitespace, which would break the Redis
@@ -151,7 +159,8 @@
 //	dir                string               ""        command jobs: working directory
 //	env                mapping of strings   {}        command jobs: added to the few variables
 //	                                                  inherited (PATH, HOME, LANG, TZ, LC_*, ...)
-//	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL; at most lease/2
+//	kill_grace         duration             10s       command jobs: SIGTERM to SIGKILL; at most
+//	                                                  lease/2; default 10s or lease/3, the shorter
 //	log_output         debug|info           debug     command jobs: log level of output lines
 //	concurrency        integer              1         runs in flight at once, across replicas
 //	overlap            skip|wait|replace    skip      what a run does when every slot is busy

@@ -216,13 +216,12 @@ jobs:
   - name: b
     schedule: "@hourly"
     command: [x]
-    lease: 10s
+    lease: 10s              # valid: kill_grace, not written, is then lease/3
     history_limit: 10001
     pause_after_failures: -2
 `,
 		want: []string{
 			`6:5: jobs[0].kill_grace: 3s leaves no room inside the lease (4s): at most half of it, so that the job's processes are killed before its slot can be given away; lower kill_grace or raise lease`,
-			`7:5: jobs[1].kill_grace: 10s leaves no room inside the lease (10s): at most half of it, so that the job's processes are killed before its slot can be given away; lower kill_grace or raise lease`,
 			`11:5: jobs[1].history_limit: must be at most 10000: the history is kept in Redis' memory (got 10001)`,
 			`12:5: jobs[1].pause_after_failures: must not be negative (got -2); 0 never pauses`,
 		},

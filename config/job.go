@@ -583,6 +583,16 @@ func (d *decoder) handler(j *draft) {
 		// recorded timed_out), the request too.
 		j.job.Timeout = jobs.DefaultHTTPTimeout
 	}
+	if kind == "command" && j.killGrace == 0 {
+		// Not written: the shorter of 10s and a third of the lease, so
+		// that a table saying only "lease: 3s" is valid (kill_grace may be
+		// at most half the lease).
+		lease := j.job.Lease
+		if lease == 0 {
+			lease = scheduler.DefaultLease
+		}
+		j.killGrace = min(DefaultKillGrace, (lease / 3).Truncate(time.Millisecond))
+	}
 	j.job.Handler = j.build(kind)
 }
 

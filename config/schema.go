@@ -195,6 +195,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"max_clock_skew":           {desc: "The clock difference between replicas that must still give exactly once. Greater than 0.", schema: duration, def: DefaultMaxClockSkew.String()},
 		"min_replicas_ack":         {desc: "A claim or renewal counts only once this many replicas of the primary acknowledged it (Redis WAIT). 0 is off. Not with redlock or the embedded store.", schema: integer(0), def: 0},
 		"min_replicas_ack_timeout": {desc: "How long to wait for min_replicas_ack acknowledgements.", schema: duration, def: DefaultMinReplicasAckTimeout.String()},
+		"data_dir":                 {desc: "Embedded store only (no url): the directory where it keeps its state; relative to the table's directory. Default $STATE_DIRECTORY (systemd), else <table name>.data beside the table. One daemon per directory.", schema: text},
 	},
 	"tls": {
 		"ca_file":              {desc: "PEM file of the CA that signed Redis' certificate; default the system's roots.", schema: text},
@@ -240,7 +241,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"func":              {desc: "A Go function registered by a program embedding Solocron (config.WithFuncs); not available in the daemon. Exactly one of command, http or func.", schema: text},
 		"dir":               {desc: "Command jobs: the working directory; default the scheduler's.", schema: text},
 		"env":               {desc: "Command jobs: variables added to the environment. SOLOCRON_* variables are set by the scheduler.", schema: strMap()},
-		"kill_grace":        {desc: "Command jobs: time between SIGTERM and SIGKILL to the process group when a run is stopped; at most lease/2 (a lost lease is declared kill_grace + 0.5s early so the group is gone before the slot can be given away).", schema: duration},
+		"kill_grace":        {desc: "Command jobs: time between SIGTERM and SIGKILL to the process group when a run is stopped; default the shorter of 10s and lease/3; at most lease/2 (a lost lease is declared kill_grace + 0.5s early so the group is gone before the slot can be given away).", schema: duration},
 		"concurrency":       {desc: "Runs of this job in flight at once, across all replicas (0 means the default). 1 with store mode redlock.", schema: integer(0), def: scheduler.DefaultConcurrency},
 		"overlap":           {desc: "When all slots are busy: skip the run, wait (first in, first out, up to max_wait), or replace the oldest run in flight of an earlier instant (none: the run is skipped).", schema: enum(scheduler.OverlapSkip, scheduler.OverlapWait, scheduler.OverlapReplace), def: scheduler.OverlapSkip},
 		"max_wait":          {desc: "overlap: wait only: how long a run may queue for a slot; default starting_deadline.", schema: duration},

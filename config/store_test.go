@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/config"
+	"github.com/solocron/solocron/jobs"
 )
 
 func TestStoreModes(t *testing.T) {
@@ -241,5 +242,41 @@ jobs: []
 			}
 			wantErrors(t, err, tc.want...)
 		})
+	}
+}
+
+func TestStoreDataDir(t *testing.T) {
+	const jobs = "jobs:\n  - {name: a, schedule: \"@hourly\", command: [x]}\n"
+	f, err := config.Parse("/etc/solocron/table.yaml", []byte("store: {data_dir: state}\n"+jobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Store.DataDir != "/etc/solocron/state" {
+		t.Errorf("relative data_dir = %q, want it beside the table: /etc/solocron/state", f.Store.DataDir)
+	}
+	if f, err = config.Parse("t.yaml", []byte("store: {data_dir: /var/lib/x}\n"+jobs)); err != nil || f.Store.DataDir != "/var/lib/x" {
+		t.Errorf("absolute data_dir = %q, %v", f.Store.DataDir, err)
+	}
+	_, err = config.Parse("t.yaml", []byte("store: {url: \"redis://h:6379\", data_dir: x}\n"+jobs))
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:1:") || !strings.Contains(err.Error(), "store.data_dir: is used only by the embedded store") {
+		t.Errorf("data_dir with a url: %v", err)
+	}
+}
+
+// A table that says only "lease: 3s" is valid: kill_grace, not written,
+// is then a third of the lease (at most 10s).
+func TestKillGraceDefault(t *testing.T) {
+	f, err := config.Parse("t.yaml", []byte(`jobs:
+  - {name: short, schedule: "@hourly", command: [x], lease: 3s}
+  - {name: long, schedule: "@hourly", command: [x], lease: 5m}
+  - {name: set, schedule: "@hourly", command: [x], lease: 3s, kill_grace: 200ms}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []time.Duration{time.Second, 10 * time.Second, 200 * time.Millisecond} {
+		if g := f.Jobs[i].Handler.(*jobs.Command).StopGrace(); g != want {
+			t.Errorf("%s: kill_grace %s, want %s", f.Jobs[i].Name, g, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,7 @@ import (
 
 var (
 	topFields      = []string{"replica_id", "store", "admin", "notifications", "pools", "defaults", "jobs"}
-	storeFields    = []string{"url", "mode", "sentinel", "cluster", "redlock", "tls", "key_prefix", "max_clock_skew", "min_replicas_ack", "min_replicas_ack_timeout"}
+	storeFields    = []string{"url", "mode", "sentinel", "cluster", "redlock", "tls", "key_prefix", "max_clock_skew", "min_replicas_ack", "min_replicas_ack_timeout", "data_dir"}
 	tlsFields      = []string{"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify"}
 	sentinelFields = []string{"master", "addrs", "username", "password"}
 	clusterFields  = []string{"addrs"}
@@ -219,6 +220,18 @@ func (d *decoder) store(s *Store, n *yaml.Node, path string) (modeOK bool) {
 			default:
 				s.MinReplicasAckTimeout = t
 			}
+		case "data_dir":
+			v := d.resolve(p.val)
+			dir, ok := d.str(v, fp)
+			switch {
+			case !ok:
+			case dir == "":
+				d.errorf(v, fp, "must not be empty (leave it out for the default: $STATE_DIRECTORY, else beside the table)")
+			case !filepath.IsAbs(dir) && d.file != "":
+				s.DataDir = filepath.Join(filepath.Dir(d.file), dir)
+			default:
+				s.DataDir = dir
+			}
 		default:
 			return false
 		}
@@ -297,6 +310,9 @@ func (d *decoder) storeExtras(s *Store, keys map[string]*yaml.Node, path string)
 		case s.Mode == "redlock":
 			d.errorf(k, field(path, "min_replicas_ack"), "is not used with mode: redlock: its masters are independent; a majority of them is the acknowledgement")
 		}
+	}
+	if k := keys["data_dir"]; k != nil && !embedded {
+		d.errorf(k, field(path, "data_dir"), "is used only by the embedded store (no store.url); Redis keeps its own data")
 	}
 	if k := keys["min_replicas_ack_timeout"]; k != nil && s.MinReplicasAck == 0 {
 		d.errorf(k, field(path, "min_replicas_ack_timeout"), "is used only with min_replicas_ack above 0")

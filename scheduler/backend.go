@@ -48,11 +48,11 @@ type backend interface {
 	trigger(ctx context.Context, job, id string) error
 	// manualHints returns the jobs with manual requests made since
 	// h.since, and those whose run statistics changed since h.changedSince
-	// (a hint: the heartbeat then syncs those jobs to find the requests and
-	// the statistics); it first publishes h.changed. It also returns Redis'
-	// clock as it answered: the replica checks its own clock against it
-	// (one round trip for all).
-	manualHints(ctx context.Context, h hintReq) (hints []string, server time.Time, err error)
+	// (a hint: the heartbeat then syncs those jobs to find the requests, and
+	// reads the statistics); it first publishes h.changed. It also returns
+	// Redis' clock as it answered: the replica checks its own clock against
+	// it (one round trip for all).
+	manualHints(ctx context.Context, h hintReq) (hints, time.Time, error)
 	history(ctx context.Context, job string, limit int) ([]Run, error)
 	status(ctx context.Context, job string, limit int) (*Status, error)
 	// get returns a run's record, or nil if the store has none.

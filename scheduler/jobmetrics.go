@@ -267,33 +267,78 @@ func (t *telemetry) zero(job string, m *memo) {
 }
 
 // statsChanged notes that this replica changed (or saw a change of) the
-// job's run statistics in the store; the next heartbeat tells the others.
+// job's run statistics in the store, without knowing them as changed: the
+// next heartbeat tells the others, which read them.
 func (s *Scheduler) statsChanged(job string) {
-	s.changedMu.Lock()
-	if s.changed == nil {
-		s.changed = map[string]struct{}{}
-	}
-	s.changed[job] = struct{}{}
-	s.changedMu.Unlock()
+	s.noteChanged(job, nil)
 }
 
-// takeChanged returns and forgets the jobs statsChanged noted.
+// statsKnown notes that j's memo holds its statistics as changed (a close
+// answered them, a heartbeat read a change): the next heartbeat publishes
+// them, and the others take them without reading the job's meta.
+func (s *Scheduler) statsKnown(j *jobState) {
+	s.noteChanged(j.Name, j.memo)
+}
+
+func (s *Scheduler) noteChanged(job string, m *memo) {
+	s.changedMu.Lock()
+	defer s.changedMu.Unlock()
+	if s.changed == nil {
+		s.changed = map[string]*memo{}
+	}
+	if old, ok := s.changed[job]; ok && old == nil {
+		// A change not known stays one: the others must read the job.
+		return
+	}
+	s.changed[job] = m
+}
+
+// takeChanged returns and forgets what statsChanged and statsKnown noted,
+// as the heartbeat publishes it (statsEntry).
 func (s *Scheduler) takeChanged() []string {
 	s.changedMu.Lock()
 	defer s.changedMu.Unlock()
 	out := make([]string, 0, len(s.changed))
-	for j := range s.changed {
-		out = append(out, j)
+	for j, m := range s.changed {
+		entry := j
+		if m != nil {
+			if raw, at := m.statsValue(); at > 0 {
+				entry = statsEntry(j, at, raw)
+			}
+		}
+		out = append(out, entry)
 	}
 	clear(s.changed)
 	return out
 }
 
-// unTakeChanged puts back what a failed heartbeat could not publish.
-func (s *Scheduler) unTakeChanged(jobs []string) {
-	for _, j := range jobs {
-		s.statsChanged(j)
+// unTakeChanged puts back what a failed heartbeat could not publish, as
+// changes the others must read.
+func (s *Scheduler) unTakeChanged(entries []string) {
+	for _, e := range entries {
+		job, _, _ := strings.Cut(e, "|")
+		s.statsChanged(job)
 	}
+}
+
+// statsEntry is a published change of a job's statistics with their value:
+// "<job>|<server time µs>|<stats>" (job names hold no '|'). A change
+// published as the job's name alone has the others read them.
+func statsEntry(job string, at int64, raw string) string {
+	return job + "|" + strconv.FormatInt(at, 10) + "|" + raw
+}
+
+// parseStatsEntry reads statsEntry; ok is false for a name alone.
+func parseStatsEntry(e string) (job string, at int64, raw string, ok bool) {
+	f := strings.SplitN(e, "|", 3)
+	if len(f) != 3 {
+		return e, 0, "", false
+	}
+	at, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || at <= 0 {
+		return f[0], 0, "", false
+	}
+	return f[0], at, f[2], true
 }
 
 // changedLookback is how far back a heartbeat reads the jobs whose

@@ -291,17 +291,23 @@ func (n *notifier) subscription(j *jobState) string {
 }
 
 // subscribe writes the table's subscriptions, one pipeline: set for the
-// jobs with notifications, deleted for the others.
+// jobs with notifications, deleted for the others, and the flag in each
+// job's meta (common.lua's notify) that says which.
 func (n *notifier) subscribe(ctx context.Context, tab []*jobState) error {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
 	_, err := n.st.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, j := range tab {
-			k := n.st.key(j.Name, "notify:on")
+			// The meta's flag tells the scripts that close runs whether
+			// to look for a subscription: a job without one never reads
+			// the notification keys.
+			k, meta := n.st.key(j.Name, "notify:on"), n.st.metaKey(j.Name)
 			if sub := n.subscription(j); sub != "" {
 				p.Set(ctx, k, sub, notifySubTTL)
+				p.HSet(ctx, meta, "notify", "1")
 			} else {
 				p.Del(ctx, k)
+				p.HDel(ctx, meta, "notify")
 			}
 		}
 		return nil

@@ -451,6 +451,10 @@ type syncReq struct {
 	j     *jobState
 	known string
 	fence int64 // the highest fencing token the replica has seen
+	// statsOnly: read the job's statistics and what the replica knows of
+	// its epoch only (sync.lua syncs it whole when the epoch or the token
+	// says Redis lost data).
+	statsOnly bool
 }
 
 // syncRes is what a heartbeat learns about a job.
@@ -461,15 +465,19 @@ type syncRes struct {
 	floor  time.Time
 	fence  int64
 	stats  jobStats
-	manual []string // pending manual run ids
+	// statsRaw is stats as sync.lua packed them, statsAt the server time
+	// (µs) of the reading; 0 when unknown (Redlock merges masters').
+	statsRaw string
+	statsAt  int64
+	manual   []string // pending manual run ids
 }
 
 // syncHead and syncFields are the numbers of sync.lua's own ARGV fields
 // and of those per job; syncLeast the fewest fields of its answer per job.
 const (
 	syncHead   = 5
-	syncFields = 5
-	syncLeast  = 6
+	syncFields = 6
+	syncLeast  = 7
 )
 
 func syncHeadArgs(skew, manualTTL, ahead time.Duration, born bool) []any {
@@ -482,12 +490,17 @@ func appendSync(args []any, r *syncReq, replica string, fenceCheck bool) []any {
 	if fenceCheck {
 		seen = strconv.FormatInt(r.fence, 10)
 	}
-	return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen)
+	mode := "f"
+	if r.statsOnly {
+		mode = "s"
+	}
+	return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen, mode)
 }
 
 // decodeSync reads sync.lua's answer for one job.
 func decodeSync(f []string) syncRes {
-	r := syncRes{epoch: f[0], paused: f[1] == "1", stats: parseStats(f[5]), manual: f[6:]}
+	r := syncRes{epoch: f[0], paused: f[1] == "1", stats: parseStats(f[5]), statsRaw: f[5], manual: f[7:]}
+	r.statsAt, _ = strconv.ParseInt(f[6], 10, 64)
 	if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
 		r.last = time.UnixMilli(ms)
 	}

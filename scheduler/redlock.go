@@ -665,9 +665,9 @@ func (rl *redlock) trigger(ctx context.Context, job, id string) error {
 // manualHints is the union of the masters' hints (any one may have a
 // request the others missed). Redis' clock is the median of the masters'
 // that answered: one master with a wrong clock does not move it.
-func (rl *redlock) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
+func (rl *redlock) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
 	type answer struct {
-		hints []string
+		hints hints
 		at    time.Time
 	}
 	per, err := read(ctx, rl, "hints", func(ctx context.Context, m *store) (answer, error) {
@@ -675,19 +675,23 @@ func (rl *redlock) manualHints(ctx context.Context, h hintReq) ([]string, time.T
 		return answer{hs, at}, err
 	})
 	if err != nil {
-		return nil, time.Time{}, err
+		return hints{}, time.Time{}, err
 	}
-	var out []string
+	var out hints
 	seen := map[string]bool{}
+	union := func(to *[]string, kind string, js []string) {
+		for _, j := range js {
+			if !seen[kind+j] {
+				seen[kind+j] = true
+				*to = append(*to, j)
+			}
+		}
+	}
 	clocks := make([]time.Time, 0, len(per))
 	for _, a := range per {
 		clocks = append(clocks, a.at)
-		for _, j := range a.hints {
-			if !seen[j] {
-				seen[j] = true
-				out = append(out, j)
-			}
-		}
+		union(&out.manual, "m", a.hints.manual)
+		union(&out.changed, "c", a.hints.changed)
 	}
 	slices.SortFunc(clocks, time.Time.Compare)
 	return out, clocks[len(clocks)/2], nil

@@ -307,7 +307,11 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		level = slog.LevelWarn
 	}
 	if log.Enabled(ctx, level) { // else the arguments would be boxed for nothing
-		log.Log(ctx, level, "run ended", "outcome", outcome, "attempts", attempt, "duration", d.Round(time.Millisecond), "err", errText)
+		args := []any{"outcome", outcome, "attempts", attempt, "duration", d.Round(time.Millisecond)}
+		if errText != "" { // a run that succeeded has nothing to say here
+			args = append(args, "err", errText)
+		}
+		log.Log(ctx, level, "run ended", args...)
 	}
 }
 
@@ -397,8 +401,14 @@ func (s *Scheduler) closer(in <-chan closeReq) {
 		res, err := s.store.complete(ctx, reqs)
 		cancel()
 		if err == nil {
-			for _, r := range reqs {
-				s.statsChanged(r.r.j.Name)
+			for i, r := range reqs {
+				if res[i] == closeOK {
+					// The close answered the statistics it left (the
+					// store put them in the memo; Redlock's do not).
+					s.statsKnown(r.r.j)
+				} else {
+					s.statsChanged(r.r.j.Name)
+				}
 			}
 		}
 		for i, c := range batch {

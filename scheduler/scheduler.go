@@ -68,9 +68,10 @@ type Scheduler struct {
 	lastDownAt atomic.Int64 // when the last "store unreachable" was logged
 
 	// changed: jobs whose run statistics this replica changed, published
-	// at its next heartbeat (see sync).
+	// at its next heartbeat (see sync), with their memo when it holds the
+	// statistics as changed (nil: the others read them).
 	changedMu sync.Mutex
-	changed   map[string]struct{}
+	changed   map[string]*memo
 	gauges    metric.Registration // the job gauges' callback; see registerJobGauges
 }
 

@@ -466,9 +466,9 @@ func (w *simStore) sync(ctx context.Context, replica string, skew, manualTTL tim
 	})
 }
 
-func (w *simStore) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
+func (w *simStore) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
 	type answer struct {
-		hints  []string
+		hints  hints
 		server time.Time
 	}
 	a, err := simCall(w, ctx, "hints", "", func(ctx context.Context) (answer, error) {

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -201,12 +203,39 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 	if err != nil {
 		return nil, err
 	}
-	return scatter("complete", replies, groups, len(reqs), func(gi int, v closeAnswer) closeAnswer {
+	out, err := scatter("complete", replies, groups, len(reqs), func(gi int, v closeAnswer) closeAnswer {
+		v, stats := closeStats(v)
 		if acks != nil && !acks[gi].ok() && (v == closeOK || v == closeClosed) {
 			return closeUnacked
 		}
-		return v
+		return v + stats
 	})
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range out {
+		var stats closeAnswer
+		out[i], stats = closeStats(v)
+		if stats == "" || !s.fenceCheck {
+			// A Redlock master's statistics are one of several: the
+			// replica merges them at its heartbeat.
+			continue
+		}
+		at, raw, _ := strings.Cut(string(stats[1:]), "|")
+		if us, err := strconv.ParseInt(at, 10, 64); err == nil {
+			reqs[i].r.j.memo.setStats(raw, parseStats(raw), us)
+		}
+	}
+	return out, nil
+}
+
+// closeStats splits complete.lua's answer "ok|<µs>|<stats>" into the answer
+// and the rest ("|<µs>|<stats>").
+func closeStats(v closeAnswer) (closeAnswer, closeAnswer) {
+	if i := strings.IndexByte(string(v), '|'); i >= 0 {
+		return v[:i], v[i:]
+	}
+	return v, ""
 }
 
 func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {

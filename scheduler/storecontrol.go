@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -43,7 +44,9 @@ func (s *store) trigger(ctx context.Context, job, id string) error {
 // Its hash tag is its own (Redis Cluster), never a job's.
 func (s *store) changedKey() string { return s.prefix + ":{changed}" }
 
-// changedTTL is how long an entry of changedKey is kept.
+// changedTTL is how long changedKey lives after its last change, and how
+// long an entry of it is kept when the heartbeat does not say
+// (hintReq.changedKeep).
 const changedTTL = time.Minute
 
 // hintReq is what a heartbeat's first round trip reads and writes, besides
@@ -52,16 +55,25 @@ type hintReq struct {
 	since time.Time     // manual requests made since
 	ttl   time.Duration // manual hints older than that are dropped
 	// changedSince: jobs whose statistics changed since; changed: those
-	// this replica changed since its last heartbeat.
+	// this replica changed since its last heartbeat (statsEntry);
+	// changedKeep: how long a published change is kept (older ones are
+	// dropped).
 	changedSince time.Time
 	changed      []string
+	changedKeep  time.Duration
+}
+
+// hints is what a heartbeat's first round trip learns: the jobs with
+// manual requests, and the jobs whose run statistics changed.
+type hints struct {
+	manual, changed []string
 }
 
 // manualHints returns the jobs with manual requests since h.since, and
 // those whose statistics changed since h.changedSince (after adding
 // h.changed), and drops the hints older than their time to live. One
 // round trip.
-func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
+func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
 	var jobs, changed, backfills *redis.StringSliceCmd
 	var now *redis.TimeCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -82,7 +94,8 @@ func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time
 		}
 		if !h.changedSince.IsZero() {
 			changed = p.ZRangeByScore(ctx, s.changedKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.changedSince.UnixMilli(), 10), Max: "+inf"})
-			p.ZRemRangeByScore(ctx, s.changedKey(), "-inf", strconv.FormatInt(time.Now().Add(-changedTTL).UnixMilli(), 10))
+			keep := cmp.Or(h.changedKeep, changedTTL)
+			p.ZRemRangeByScore(ctx, s.changedKey(), "-inf", strconv.FormatInt(time.Now().Add(-keep).UnixMilli(), 10))
 		}
 		return nil
 	})
@@ -90,9 +103,9 @@ func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time
 		bf := backfills.Val()
 		s.backfillSeen.Store(&bf)
 	}
-	out := jobs.Val()
+	out := hints{manual: jobs.Val()}
 	if changed != nil {
-		out = append(out, changed.Val()...)
+		out.changed = changed.Val()
 	}
 	return out, now.Val(), err
 }

@@ -35,20 +35,46 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// parseInstant reads a --from/--to value: RFC 3339, or a date (midnight UTC).
-func parseInstant(s string) (time.Time, error) {
+// parseInstant reads a --from/--to value: RFC 3339, or a date. A date
+// names the whole day (UTC): as --from its first second, as --to (end)
+// its last, so that "--from 2026-11-01 --to 2026-11-25" includes the 25th.
+func parseInstant(s string, end bool) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		if end {
+			t = t.Add(24*time.Hour - time.Second)
+		}
 		return t, nil
 	}
-	return time.Time{}, fmt.Errorf("%q is not a time: want RFC 3339 (2026-11-01T00:00:00Z) or a date (2026-11-01, midnight UTC)", s)
+	return time.Time{}, fmt.Errorf("%q is not a time: want RFC 3339 (2026-11-01T00:00:00Z) or a date (2026-11-01: the whole day, UTC)", s)
+}
+
+// errText is err's message without the "scheduler: " its package puts
+// first: the command prints its own "scheduler <command>:".
+func errText(err error) string { return strings.TrimPrefix(err.Error(), "scheduler: ") }
+
+// parallelWarning says when --parallel asks for more runs at a time than
+// the job's concurrency or its pool allows ("" when it does not).
+func parallelWarning(f *config.File, j scheduler.Job, parallel int) string {
+	conc := max(j.Concurrency, 1)
+	limit, what := conc, fmt.Sprintf("its concurrency is %d", conc)
+	if j.Pool != "" {
+		if size := f.Pools[j.Pool]; size > 0 && size < limit {
+			limit, what = size, fmt.Sprintf("its pool %s has %d %s", j.Pool, size, plural(size, "slot", "slots"))
+		}
+	}
+	if parallel <= limit {
+		return ""
+	}
+	return fmt.Sprintf("note: --parallel %d, but %s: at most %d of the backfill's runs go at a time (the rest wait their turn)", parallel, what, limit)
 }
 
 func backfillFlags(fs *flag.FlagSet, c *cli) func([]string) int {
-	fromS := fs.String("from", "", "first instant of the range (RFC 3339, or a date: midnight UTC); required")
-	toS := fs.String("to", "", "last instant of the range, included (RFC 3339, or a date); required")
+	c.adminFlag(fs)
+	fromS := fs.String("from", "", "first instant of the range (RFC 3339, or a date: from its midnight UTC); required")
+	toS := fs.String("to", "", "last instant of the range, included (RFC 3339, or a date: the whole day is included, to 23:59:59 UTC); required")
 	parallel := fs.Int("parallel", 1, fmt.Sprintf("at most this many of the backfill's runs at a time, across the cluster (1..%d)", scheduler.MaxBackfillParallel))
 	detach := fs.Bool("detach", false, "start the backfill and return; follow it with scheduler status JOB")
 	cancel := fs.Bool("cancel", false, "cancel the job's backfill going on (what started finishes, the rest is dropped)")
@@ -59,17 +85,17 @@ func backfillFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 				return c.usageError("backfill", "--from and --to are both required")
 			}
 			var err error
-			if from, err = parseInstant(*fromS); err != nil {
+			if from, err = parseInstant(*fromS, false); err != nil {
 				return c.usageError("backfill", "--from: %v", err)
 			}
-			if to, err = parseInstant(*toS); err != nil {
+			if to, err = parseInstant(*toS, true); err != nil {
 				return c.usageError("backfill", "--to: %v", err)
 			}
 			if *parallel < 1 || *parallel > scheduler.MaxBackfillParallel {
 				return c.usageError("backfill", "--parallel must be within 1..%d", scheduler.MaxBackfillParallel)
 			}
 		}
-		return c.withControl("backfill", pos, true, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+		return c.withControl("backfill", pos, true, func(ctx context.Context, f *config.File, ctl controls, job string) int {
 			if *cancel {
 				tctx, stop := context.WithTimeout(ctx, storeTimeout)
 				defer stop()
@@ -86,18 +112,21 @@ func backfillFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 				return exitOK
 			}
 			j, _ := findJob(f, job)
+			if w := parallelWarning(f, j, *parallel); w != "" {
+				fmt.Fprintln(c.stderr, w)
+			}
 			tctx, stop := context.WithTimeout(ctx, storeTimeout)
 			b, err := ctl.Backfill(tctx, j, from, to, *parallel)
 			stop()
 			switch {
 			case errors.Is(err, scheduler.ErrBackfillRange):
-				fmt.Fprintf(c.stderr, "scheduler backfill: %v\n", err)
+				fmt.Fprintf(c.stderr, "scheduler backfill: %v\n", errText(err))
 				return exitUsage
 			case errors.Is(err, scheduler.ErrBackfillBusy):
-				fmt.Fprintf(c.stderr, "scheduler backfill: %v\n(scheduler backfill %s --cancel stops it)\n", err, job)
+				fmt.Fprintf(c.stderr, "scheduler backfill: %v\n(scheduler backfill %s --cancel stops it)\n", errText(err), job)
 				return exitFailure
 			case errors.Is(err, scheduler.ErrBackfillUnsupported):
-				fmt.Fprintf(c.stderr, "scheduler backfill: %v\n", err)
+				fmt.Fprintf(c.stderr, "scheduler backfill: %v\n", errText(err))
 				return exitFailure
 			case err != nil:
 				return c.storeFailed("backfill", f, err)
@@ -116,7 +145,7 @@ func backfillFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 // (Ctrl-C) cancels it: what started finishes, the rest is dropped. A
 // second Ctrl-C stops waiting for the runs in flight. The exit code is 0
 // when every instant ran (or had run before) and succeeded.
-func (c *cli) followBackfill(ctx context.Context, f *config.File, ctl *scheduler.Control, job string, b *scheduler.Backfill) int {
+func (c *cli) followBackfill(ctx context.Context, f *config.File, ctl controls, job string, b *scheduler.Backfill) int {
 	tty := isTerminal(c.rawStdout)
 	start, lastLine, lastMove := time.Now(), time.Now(), time.Now()
 	decided, hinted := b.Decided, false
@@ -199,9 +228,6 @@ func (c *cli) followBackfill(ctx context.Context, f *config.File, ctl *scheduler
 func progressText(b *scheduler.Backfill, elapsed time.Duration) string {
 	const width = 30
 	fill := 0
-	if b.Total > 0 {
-		fill = b.Decided * width / b.Total
-	}
 	rate := 0.0
 	if s := elapsed.Seconds(); s > 0 {
 		rate = float64(b.Decided) / s
@@ -210,9 +236,12 @@ func progressText(b *scheduler.Backfill, elapsed time.Duration) string {
 	if rate > 0 {
 		eta = (time.Duration(float64(b.Total-b.Decided)/rate) * time.Second).Round(time.Second).String()
 	}
+	// Done are the instants decided and, if they started, ended: 100%
+	// only once every run has finished.
 	pct := 0
-	if b.Total > 0 {
-		pct = b.Decided * 100 / b.Total
+	if done := b.Decided - b.InFlight; b.Total > 0 {
+		pct = done * 100 / b.Total
+		fill = done * width / b.Total
 	}
 	return fmt.Sprintf("[%s%s] %d/%d %3d%%  %.1f/s  ETA %s  (%d running)", strings.Repeat("#", fill), strings.Repeat("-", width-fill),
 		b.Decided, b.Total, pct, rate, eta, b.InFlight)

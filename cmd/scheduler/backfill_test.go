@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solocron/solocron/config"
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/schedtest"
 	"github.com/solocron/solocron/internal/testkit"
@@ -204,5 +205,58 @@ jobs:
 	}
 	if !strings.Contains(p.stdout.String(), "bf: backfill cancelled: 2 of 60 instants ran (2 succeeded, 0 failed), 0 had run before, 0 skipped, 58 dropped") {
 		t.Errorf("interrupted backfill:\n%s", p.output())
+	}
+}
+
+// A date as --to includes that day; as --from it starts it.
+func TestParseInstantDates(t *testing.T) {
+	from, err := parseInstant("2026-11-01", false)
+	if err != nil || !from.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("--from 2026-11-01 = %v, %v", from, err)
+	}
+	to, err := parseInstant("2026-11-25", true)
+	if err != nil || !to.Equal(time.Date(2026, 11, 25, 23, 59, 59, 0, time.UTC)) {
+		t.Errorf("--to 2026-11-25 = %v, %v; want the day's last second", to, err)
+	}
+	if to, _ := parseInstant("2026-11-25T10:00:00Z", true); !to.Equal(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("--to RFC 3339 moved: %v", to)
+	}
+}
+
+// 100% only once every run of the backfill has finished.
+func TestProgressTextCountsFinishedRuns(t *testing.T) {
+	b := &scheduler.Backfill{Total: 10, Decided: 10, InFlight: 2}
+	if p := progressText(b, time.Second); strings.Contains(p, "100%") || !strings.Contains(p, " 80%") {
+		t.Errorf("10 decided, 2 still running: %q", p)
+	}
+	b.InFlight = 0
+	if p := progressText(b, time.Second); !strings.Contains(p, "100%") || !strings.Contains(p, "[##############################]") {
+		t.Errorf("all finished: %q", p)
+	}
+}
+
+func TestParallelWarning(t *testing.T) {
+	f := &config.File{Pools: map[string]int{"exports": 2}}
+	for _, tc := range []struct {
+		job      scheduler.Job
+		parallel int
+		want     string
+	}{
+		{scheduler.Job{Name: "a"}, 1, ""},
+		{scheduler.Job{Name: "a"}, 4, "its concurrency is 1: at most 1 of the backfill's runs"},
+		{scheduler.Job{Name: "a", Concurrency: 5}, 5, ""},
+		{scheduler.Job{Name: "a", Concurrency: 5, Pool: "exports"}, 3, "its pool exports has 2 slots: at most 2"},
+	} {
+		got := parallelWarning(f, tc.job, tc.parallel)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%+v --parallel %d: %q, want %q", tc.job, tc.parallel, got, tc.want)
+		}
+	}
+}
+
+func TestErrTextDropsThePackagePrefix(t *testing.T) {
+	err := fmt.Errorf("%w: from is after to", scheduler.ErrBackfillRange)
+	if s := "scheduler backfill: " + errText(err); strings.Contains(s, "scheduler: scheduler") || strings.Count(s, "scheduler") != 1 {
+		t.Errorf("%q", s)
 	}
 }

@@ -416,7 +416,7 @@ jobs:
 func TestConsoleEmbedded(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
-	start(t, nil, "embedded", env(), "run", "--config", "../../config.example.yaml", "--admin-listen", addr, "--log-format", "json")
+	start(t, nil, "embedded", env("STATE_DIRECTORY="+t.TempDir()), "run", "--config", "../../config.example.yaml", "--admin-listen", addr, "--log-format", "json")
 	base := "http://" + addr
 	testkit.WaitFor(t, 60*time.Second, "ready", func() bool { return testkit.HTTPStatus(base+"/readyz") == 200 })
 	testkit.WaitFor(t, 20*time.Second, "the replica registered", func() bool {

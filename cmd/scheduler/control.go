@@ -22,10 +22,11 @@ import (
 // storeTimeout bounds each command's work with the store.
 const storeTimeout = 15 * time.Second
 
-// withControl loads the table, opens the store it names and calls fn with
-// the cluster's controls. With the embedded store there is nothing to reach:
-// it lives inside the run process.
-func (c *cli) withControl(cmd string, pos []string, needJob bool, fn func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int) int {
+// withControl loads the table and calls fn with the cluster's controls:
+// those of the store the table names or, for a daemon on the embedded
+// store (which lives inside its daemon) or with --admin URL, the daemon's
+// admin API, at admin.listen with admin.token.
+func (c *cli) withControl(cmd string, pos []string, needJob bool, fn func(ctx context.Context, f *config.File, ctl controls, job string) int) int {
 	f, code := c.loadTable()
 	if code != exitOK {
 		return code
@@ -42,32 +43,49 @@ func (c *cli) withControl(cmd string, pos []string, needJob bool, fn func(ctx co
 			return code
 		}
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if c.admin != "" || f.Store.URL == "" && f.Store.Mode == config.DefaultMode {
+		raw := c.admin
+		if raw == "" {
+			var err error
+			if raw, err = adminURL(f); err != nil {
+				fmt.Fprintf(c.stderr, "scheduler %s: %s names no store.url: its store is embedded in the daemon (scheduler run), which this command reaches through its admin API, and %v.\n"+
+					"Set admin.listen in the table (the daemon serves it there), or pass --admin http://HOST:PORT.\n", cmd, f.Path, err)
+				return exitUsage
+			}
+		}
+		ctl, err := newAdminControl(raw, f.Admin.Token)
+		if err != nil {
+			return c.usageError(cmd, "%v", err)
+		}
+		c.where = "the daemon's admin API at " + ctl.base.Redacted()
+		return fn(ctx, f, ctl, job)
+	}
 	conn, err := storeconn.Open(f.Store)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "%s: %v\n", f.Path, err)
 		return exitUsage
 	}
 	defer conn.Close()
-	c.where = conn.Where
-	if conn.Embedded != nil {
-		fmt.Fprintf(c.stderr, "scheduler %s: %s names no store.url, so its store is the embedded one, which lives inside the `scheduler run` process: no other process can reach it.\n"+
-			"Use that replica's admin API instead (admin.listen or --admin-listen; e.g. curl http://127.0.0.1:9090/api/v1/jobs), or configure store.url to share a Redis.\n", cmd, f.Path)
-		return exitFailure
-	}
+	c.where = "store " + conn.Where
 	ctl, err := conn.NewControl()
 	if err != nil {
 		fmt.Fprintf(c.stderr, "scheduler %s: %v\n", cmd, err)
 		return exitFailure
 	}
 	ctl.UseTable(f.Jobs) // pooled jobs' keys are under their pool's tag
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return fn(ctx, f, ctl, job)
+}
+
+// adminFlag registers --admin, for the commands that reach the cluster.
+func (c *cli) adminFlag(fs *flag.FlagSet) {
+	fs.StringVar(&c.admin, "admin", "", "reach the cluster through the daemon's admin API at `URL` (http://HOST:PORT) instead of the store; the default for a table on the embedded store is its admin.listen; the token is the table's admin.token")
 }
 
 // storeFailed reports an error of the store and returns exitFailure.
 func (c *cli) storeFailed(cmd string, f *config.File, err error) int {
-	fmt.Fprintf(c.stderr, "scheduler %s: store %s: %v\n", cmd, c.where, err)
+	fmt.Fprintf(c.stderr, "scheduler %s: %s: %s\n", cmd, c.where, errText(err))
 	return exitFailure
 }
 
@@ -79,13 +97,14 @@ type jobState struct {
 }
 
 func statusFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	c.adminFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON: one object for JOB, an array for every job")
 	limit := fs.Int("limit", 5, "how many recent runs to show per job")
 	return func(pos []string) int {
 		if *limit < 1 {
 			return c.usageError("status", "--limit must be at least 1")
 		}
-		return c.withControl("status", pos, false, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+		return c.withControl("status", pos, false, func(ctx context.Context, f *config.File, ctl controls, job string) int {
 			table := f.Jobs
 			if job != "" {
 				j, _ := findJob(f, job)
@@ -259,13 +278,14 @@ func printRuns(w io.Writer, runs []scheduler.Run, indent string) {
 }
 
 func historyFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	c.adminFlag(fs)
 	asJSON := fs.Bool("json", false, "print the records as a JSON array")
 	limit := fs.Int("limit", 20, "how many records, newest first")
 	return func(pos []string) int {
 		if *limit < 1 {
 			return c.usageError("history", "--limit must be at least 1")
 		}
-		return c.withControl("history", pos, true, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+		return c.withControl("history", pos, true, func(ctx context.Context, f *config.File, ctl controls, job string) int {
 			ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 			defer cancel()
 			runs, err := ctl.History(ctx, job, *limit)
@@ -289,12 +309,13 @@ func historyFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 }
 
 func triggerFlags(fs *flag.FlagSet, c *cli) func([]string) int {
-	wait := fs.Duration("wait", 10*time.Second, "wait this long for the run to end and report it; 0 returns at once")
+	c.adminFlag(fs)
+	wait := fs.Duration("wait", 10*time.Second, "wait this long for the run to end and report it; exit 0 only if it succeeded, 1 if it failed, timed out, was not started or has not ended by then; 0 returns at once")
 	return func(pos []string) int {
 		if *wait < 0 {
 			return c.usageError("trigger", "--wait must not be negative")
 		}
-		return c.withControl("trigger", pos, true, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+		return c.withControl("trigger", pos, true, func(ctx context.Context, f *config.File, ctl controls, job string) int {
 			tctx, cancel := context.WithTimeout(ctx, storeTimeout)
 			id, err := ctl.Trigger(tctx, job)
 			cancel()
@@ -317,7 +338,7 @@ func triggerFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 
 // awaitRun polls a triggered run's record until it is decided and, if it
 // started, ended; or until wait passes.
-func (c *cli) awaitRun(ctx context.Context, f *config.File, ctl *scheduler.Control, job, id string, wait time.Duration) int {
+func (c *cli) awaitRun(ctx context.Context, f *config.File, ctl controls, job, id string, wait time.Duration) int {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -338,7 +359,10 @@ func (c *cli) awaitRun(ctx context.Context, f *config.File, ctl *scheduler.Contr
 		}
 		if last != nil && last.Outcome != scheduler.Running && last.Outcome != scheduler.Waiting && last.Outcome != "" {
 			c.reportRun(*last)
-			return exitOK
+			if last.Outcome == scheduler.Succeeded {
+				return exitOK
+			}
+			return exitFailure // failed, timed out, skipped, missed, cancelled...
 		}
 		select {
 		case <-ctx.Done():
@@ -354,7 +378,9 @@ func (c *cli) awaitRun(ctx context.Context, f *config.File, ctl *scheduler.Contr
 				fmt.Fprintf(c.stdout, "%s: running on %s since %s (fencing token %d); not finished after %s\n",
 					id, last.Replica, stamp(last.StartedAt), last.FencingToken, wait)
 			}
-			return exitOK
+			// Not seen succeed: a script must not read this as success.
+			// The run itself goes on (scheduler history shows its end).
+			return exitFailure
 		case <-tick.C:
 		}
 	}
@@ -374,15 +400,17 @@ func (c *cli) reportRun(r scheduler.Run) {
 }
 
 func pauseFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	c.adminFlag(fs)
 	return func(pos []string) int { return c.setPaused("pause", pos, true) }
 }
 
 func resumeFlags(fs *flag.FlagSet, c *cli) func([]string) int {
+	c.adminFlag(fs)
 	return func(pos []string) int { return c.setPaused("resume", pos, false) }
 }
 
 func (c *cli) setPaused(cmd string, pos []string, paused bool) int {
-	return c.withControl(cmd, pos, true, func(ctx context.Context, f *config.File, ctl *scheduler.Control, job string) int {
+	return c.withControl(cmd, pos, true, func(ctx context.Context, f *config.File, ctl controls, job string) int {
 		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		defer cancel()
 		do := ctl.Resume

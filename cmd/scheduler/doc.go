@@ -60,12 +60,16 @@
 // lets a run start twice. If CONFIG GET is disabled it says it could not
 // check.
 //
-// Without store.url the store is embedded in the run process (an in-memory
-// Redis): good for trying Solocron out on one machine, wrong for several
-// replicas, which would not see each other. run says so in a WARN line at
-// start. No other process can reach that store, so status, history,
-// trigger, pause and resume fail (exit 1) with a note pointing to the admin
-// API.
+// Without store.url the store is embedded in the run process: a real
+// single-node scheduler whose state lives in a data directory
+// (store.data_dir; default $STATE_DIRECTORY, else "<table name>.data"
+// beside the table), every start on disk (fsynced) before the job starts, so
+// that a restart or kill -9 loses nothing decided. The directory is locked:
+// a second run on it exits 1. It listens on no port; status, history,
+// trigger, pause, resume, backfill and replicas reach it through the
+// daemon's admin API, at the table's admin.listen with its admin.token (or
+// --admin URL, which also works for a daemon on Redis). Wrong for several
+// replicas, which would not see each other: give them a Redis (store.url).
 //
 // validate checks the file and prints each problem on stderr as
 //
@@ -110,7 +114,9 @@
 // (JOB@manual-<suffix>). Within a heartbeat (1s) one replica that has JOB in
 // its table claims it; manual runs ignore the pause flag but respect the
 // job's concurrency and overlap policy. With --wait D (default 10s; 0 returns
-// at once) it then waits up to D for the run to end and prints who ran it.
+// at once) it then waits up to D for the run to end and prints who ran it;
+// it exits 0 only if the run succeeded, 1 if it failed, timed out, was not
+// started (skipped, missed) or had not ended within D (the run goes on).
 // A job has at most 100 manual runs waiting to be picked up: beyond that,
 // trigger fails (exit 1) and says so (the admin API answers 429):
 //
@@ -176,8 +182,9 @@
 // # Exit codes
 //
 //	0  success (for run: a clean shutdown after SIGINT/SIGTERM)
-//	1  runtime failure: the store cannot be reached, the admin port cannot be
-//	   bound, the embedded store cannot be reached from another process
+//	1  runtime failure: the store or admin API cannot be reached, the admin
+//	   port cannot be bound, the data directory is locked by another daemon;
+//	   trigger: the run did not succeed (or had not ended within --wait)
 //	2  usage or configuration error: bad flags, unknown command or job, a
 //	   table with problems, a store the build cannot use, an exposed admin API
 //	   without a token

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/config"
 	"github.com/solocron/solocron/internal/redact"
@@ -67,7 +70,8 @@ type cli struct {
 	logFormat string
 	logLevel  string
 	log       *slog.Logger
-	where     string // the store, without secrets, once opened
+	where     string // the store or admin API, without secrets, once opened
+	admin     string // --admin URL
 	// redact masks the scheduler's secrets in everything printed or
 	// logged; learnSecrets fills it when a table is loaded.
 	redact *redact.Redactor
@@ -197,13 +201,34 @@ func (c *cli) setupLog() error {
 	case "text":
 		h = slog.NewTextHandler(c.stderr, opts)
 	case "json":
+		opts.ReplaceAttr = readableDurations
 		h = slog.NewJSONHandler(c.stderr, opts)
 	default:
 		return fmt.Errorf("--log-format %q: want text or json", c.logFormat)
 	}
 	c.log = slog.New(h)
 	slog.SetDefault(c.log)
+	// go-redis logs connection trouble on its own: into our log, in its
+	// format, at debug level (the scheduler reports an unreachable store
+	// itself, once, at error).
+	redis.SetLogger(redisLogger{c.log})
 	return nil
+}
+
+// readableDurations writes durations in JSON logs as Go durations ("30s"),
+// as the text format and the table do, not as nanoseconds.
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
+}
+
+// redisLogger routes go-redis's internal log lines into slog.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Debug("redis client: " + strings.TrimSpace(fmt.Sprintf(format, v...)))
 }
 
 func usage(w io.Writer) {

@@ -21,11 +21,12 @@ type replicasAnswer struct {
 
 func replicasFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 	asJSON := fs.Bool("json", false, "print JSON")
+	c.adminFlag(fs)
 	return func(pos []string) int {
 		if len(pos) > 0 {
 			return c.usageError("replicas", "takes no arguments, got %q", pos)
 		}
-		return c.withControl("replicas", nil, false, func(ctx context.Context, f *config.File, ctl *scheduler.Control, _ string) int {
+		return c.withControl("replicas", nil, false, func(ctx context.Context, f *config.File, ctl controls, _ string) int {
 			tctx, cancel := context.WithTimeout(ctx, storeTimeout)
 			defer cancel()
 			rs, err := ctl.Replicas(tctx)

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -97,12 +96,12 @@ func (c *cli) run(o runOptions) int {
 		}
 	}
 
-	// go-redis logs connection trouble on its own; into our log, at debug
-	// level: the scheduler reports an unreachable store once, at error.
-	redis.SetLogger(redisLogger{log})
-	conn, err := storeconn.Open(f.Store)
+	conn, err := storeconn.Open(storeOf(f), storeconn.WithLogger(log))
 	if err != nil {
 		log.Error("cannot use the store", "err", err)
+		if f.Store.URL == "" {
+			return exitFailure // the data directory: locked, unreadable...
+		}
 		return exitUsage
 	}
 	defer conn.Close()
@@ -143,17 +142,20 @@ func (c *cli) run(o runOptions) int {
 	}
 
 	log.Info("solocron starting", "version", versionString(), "replica", replica, "config", f.Path,
-		"jobs", len(f.Jobs), "store", f.Store, "where", conn.Where, "admin_listen", listen,
+		"jobs", len(f.Jobs), "store", storeOf(f), "where", conn.Where, "admin_listen", listen,
 		"admin_token_set", f.Admin.Token != "", "admin_tls", f.Admin.TLS != nil, "tracing", tel.tracing, "shutdown_grace", o.grace)
 	if conn.Embedded != nil {
-		hint := "use this replica's admin API (admin.listen or --admin-listen) to see or change state"
+		hint := "the other commands (status, history, trigger, pause, resume, backfill) reach it through this daemon's admin API"
 		if listen == "" {
-			hint = "set admin.listen or --admin-listen to see or change state through the admin API"
+			hint = "set admin.listen (or --admin-listen) so that the other commands (status, history, trigger, pause, resume, backfill) can reach it"
 		}
-		log.Warn("EMBEDDED STORE: the table names no store.url, so runs are coordinated in this process's memory. " +
-			"Run ONE replica only: other replicas would not see this one and every run would start once per replica. " +
-			"The other commands (status, history, trigger, pause, resume) cannot reach this store; " + hint +
-			". State is lost when the process exits. Set store.url to a Redis shared by all replicas for production.")
+		log.Info("embedded store: the table names no store.url, so this daemon is a single-node scheduler; its state is kept in its data directory, locked for this process. "+
+			"Run ONE replica per data directory: replicas on other stores would not see this one. For several replicas, set store.url to a Redis they share. "+hint,
+			"data_dir", conn.Embedded.Dir(), "fresh", conn.Embedded.Fresh())
+		if lost := conn.Embedded.Lost(); lost != "" {
+			log.Error("embedded store: the newest state on disk is damaged or missing; loaded the best one left and treating it as a data loss: runs scheduled before now are not started again (recorded missed), fencing tokens keep rising",
+				"data_dir", conn.Embedded.Dir(), "why", lost)
+		}
 	} else {
 		servers := conn.Masters // redlock: every master matters
 		if conn.Client != nil {
@@ -273,6 +275,17 @@ wait:
 	return exitOK
 }
 
+// storeOf is the table's store section with the embedded store's data
+// directory defaulted (storeconn.DefaultDataDir). The table itself keeps
+// what it says, so that a reload compares like with like.
+func storeOf(f *config.File) config.Store {
+	s := f.Store
+	if s.URL == "" && s.Mode == config.DefaultMode && s.DataDir == "" {
+		s.DataDir = storeconn.DefaultDataDir(f.Path, os.Getenv)
+	}
+	return s
+}
+
 // reload reads the table file again and, if it is good, puts its jobs in
 // force. A bad file changes nothing. Sections other than jobs and defaults
 // are fixed at start; changes there are reported and wait for a restart.
@@ -340,13 +353,6 @@ func difference(a, b []string) []string {
 // adminMTLS reports whether the admin API requires client certificates,
 // which authenticate its clients as a token does.
 func adminMTLS(f *config.File) bool { return f.Admin.TLS != nil && f.Admin.TLS.ClientCAFile != "" }
-
-// redisLogger routes go-redis's internal log lines into slog.
-type redisLogger struct{ log *slog.Logger }
-
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.Debug("redis client: " + fmt.Sprintf(format, v...))
-}
 
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {

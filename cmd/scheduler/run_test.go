@@ -257,15 +257,20 @@ func TestRunBadTable(t *testing.T) {
 	}
 }
 
-// The example table runs out of the box on the embedded store: a loud
-// warning, the heartbeat job every 5 seconds, a clean exit on SIGTERM.
+// The example table runs out of the box on the embedded store: the
+// heartbeat job every 5 seconds, its line in the log, the other commands
+// through the admin API, a clean exit on SIGTERM.
 func TestExampleRunsEmbedded(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
-	p := start(t, nil, "example", env(), "run", "--config", "../../config.example.yaml", "--admin-listen", addr, "--log-format", "json")
-	w := p.waitLog(60*time.Second, "EMBEDDED STORE", 1)[0]
-	if w["level"] != "WARN" || !strings.Contains(w["msg"].(string), "ONE replica") {
-		t.Errorf("embedded-store warning: %v", w)
+	e := env("STATE_DIRECTORY=" + t.TempDir()) // not config.example.data in the repository
+	p := start(t, nil, "example", e, "run", "--config", "../../config.example.yaml", "--admin-listen", addr, "--log-format", "json")
+	w := p.waitLog(60*time.Second, "embedded store", 1)[0]
+	if w["level"] != "INFO" || !strings.Contains(w["msg"].(string), "ONE replica") || w["data_dir"] == "" {
+		t.Errorf("embedded-store line: %v", w)
+	}
+	if s, _ := p.findLogs("solocron starting")[0]["store"].(map[string]any); s["mode"] != "embedded" {
+		t.Errorf("the embedded store is logged as %v", s)
 	}
 	var runs struct{ Runs []scheduler.Run }
 	testkit.WaitFor(t, 30*time.Second, "a heartbeat run that succeeded", func() bool {
@@ -280,11 +285,13 @@ func TestExampleRunsEmbedded(t *testing.T) {
 	if !strings.Contains(runs.Runs[0].Output, "heartbeat "+runs.Runs[0].ID) {
 		t.Errorf("heartbeat output %q", runs.Runs[0].Output)
 	}
-	// The other commands cannot reach an embedded store, and say so.
-	r := runCLI(t, nil, env(), "status", "--config", "../../config.example.yaml")
-	r.want(t, 1, "status")
-	if !strings.Contains(r.stderr, "embedded") || !strings.Contains(r.stderr, "admin API") || !strings.Contains(r.stderr, "store.url") {
-		t.Errorf("status on the embedded store: %q", r.stderr)
+	// The heartbeat's line is in the log, as the table says.
+	p.waitLog(10*time.Second, "heartbeat "+runs.Runs[0].ID, 1)
+	// The other commands reach the embedded store through the admin API.
+	r := runCLI(t, nil, e, "status", "--config", "../../config.example.yaml", "--admin", "http://"+addr)
+	r.want(t, 0, "status")
+	if !strings.Contains(r.stdout, "heartbeat") {
+		t.Errorf("status on the embedded store: %q", r.stdout)
 	}
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(60 * time.Second); code != 0 {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -66,6 +68,10 @@ func TestReindexRuns(t *testing.T) {
 		code, _ := call(t, http.MethodGet, base+"/readyz")
 		return code == http.StatusOK
 	})
+	waitFor("the scheduler to be healthy", func() bool {
+		code, _ := call(t, http.MethodGet, base+"/healthz/scheduler")
+		return code == http.StatusOK
+	})
 	for _, add := range []string{"/stock/widget?add=3", "/stock/gadget?add=12"} {
 		if code, body := call(t, http.MethodPost, base+add); code != http.StatusOK {
 			t.Fatalf("POST %s: %d %s", add, code, body)
@@ -120,4 +126,44 @@ func call(t *testing.T, method, url string) (int, []byte) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, body
+}
+
+// The scheduler's store down does not take the web service out of its load
+// balancer: /readyz stays 200 while /healthz/scheduler says 503.
+func TestSchedulerStoreDownKeepsTheServiceReady(t *testing.T) {
+	srv := redistest.Start(t)
+	t.Setenv("REDIS_URL", "redis://"+srv.Addr()+"/0") // the app's own data: up
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close() // nothing listens there: the scheduler's store is down
+	table := filepath.Join(t.TempDir(), "solocron.yaml")
+	if err := os.WriteFile(table, []byte("store: {url: \"redis://"+deadAddr+"/0\"}\njobs:\n  - {name: reindex, schedule: \"@every 30s\", func: reindex}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, table, "inventory-1", ln) }()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _ := call(t, http.MethodGet, base+"/readyz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz = %d with the scheduler's store down; want 200: the web service can serve", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, body := call(t, http.MethodGet, base+"/healthz/scheduler"); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz/scheduler = %d %s with its store down; want 503", code, body)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/solocron/solocron/config"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
+	"github.com/solocron/solocron/store"
 )
 
 func main() {
@@ -62,26 +64,22 @@ func run(ctx context.Context, configPath, replicaID string, ln net.Listener) err
 	if err != nil {
 		return err // every problem in the file, one per line, with line and column
 	}
-	// A client of its own for the scheduler, even to the same Redis server as
-	// the app's: claims and lease renewals must never queue in a connection
+	// The store the table's store section describes — standalone, Sentinel,
+	// Cluster or Redlock, TLS, min_replicas_ack — opened as the daemon opens
+	// it, with clients of its own even to the same Redis server as the
+	// app's: claims and lease renewals must never queue in a connection
 	// pool behind the app's traffic. A renewal stuck behind a burst of
 	// requests misses its deadline, the lease is lost and the run cancelled.
-	coordOpt, err := redis.ParseURL(table.Store.URL)
-	if err != nil {
-		return errors.New("store.url must be a redis:// URL")
-	}
-	coordOpt.ContextTimeoutEnabled = true // calls honour their deadlines
-	coord := redis.NewClient(coordOpt)
-	defer coord.Close()
-	store, err := scheduler.NewRedisStore(coord, scheduler.WithKeyPrefix(table.Store.KeyPrefix))
+	st, err := store.OpenFile(table)
 	if err != nil {
 		return err
 	}
-	opts := []scheduler.Option{scheduler.WithMaxClockSkew(table.Store.MaxClockSkew)}
+	defer st.Close()
+	var opts []scheduler.Option
 	if id := cmp.Or(replicaID, table.ReplicaID); id != "" {
 		opts = append(opts, scheduler.WithReplicaID(id))
 	}
-	sched, err := scheduler.New(store, table.Jobs, opts...)
+	sched, err := st.NewScheduler(table.Jobs, opts...) // with the table's max_clock_skew
 	if err != nil {
 		return err
 	}
@@ -89,12 +87,28 @@ func run(ctx context.Context, configPath, replicaID string, ln net.Listener) err
 
 	mux := http.NewServeMux()
 	inv.Routes(mux)
+	// Readiness is the web service's: can this replica serve requests? It
+	// is NOT tied to the scheduler's store. When that Redis is down the
+	// scheduler cannot claim runs — on every replica alike — while the API
+	// may still serve: failing /readyz would take every replica out of the
+	// load balancer, turning a missed reindex into a full outage, and fix
+	// nothing (another replica has the same Redis). So the scheduler's
+	// health is a signal of its own, for monitoring and alerts (and the
+	// scheduler's metrics: solocron_runs_total{outcome="missed"}...).
+	var draining atomic.Bool
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := sched.Ready(); err != nil { // Redis has not answered lately
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		if draining.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("GET /healthz/scheduler", func(w http.ResponseWriter, r *http.Request) {
+		if err := sched.Ready(); err != nil { // its store has not answered lately
+			http.Error(w, "scheduler: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "scheduler ok")
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 
@@ -107,6 +121,7 @@ func run(ctx context.Context, configPath, replicaID string, ln net.Listener) err
 	go func() { httpDone <- srv.Serve(ln) }()
 	select {
 	case <-ctx.Done():
+		draining.Store(true)
 		// Stop taking requests and finish those in flight, while the
 		// scheduler stops claiming and lets a running reindex finish.
 		shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 10*time.Second)

@@ -9,16 +9,18 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/solocron/solocron/config"
+	"github.com/solocron/solocron/internal/embedstore"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -32,15 +34,18 @@ type Conn struct {
 	// nil in the other modes.
 	Masters []redis.UniversalClient
 	// Embedded is the in-process store when the table names no URL; nil
-	// otherwise. It serves this process only: one replica.
-	Embedded *miniredis.Miniredis
+	// otherwise. It serves this process only, over in-process pipes (no
+	// listener): one replica. With store.data_dir (or DefaultDataDir) it
+	// keeps its state there.
+	Embedded *embedstore.Store
 	// Mode is the store mode in use: embedded, standalone, sentinel, cluster
 	// or redlock.
 	Mode string
 	// Where describes the store for logs, without secrets.
 	Where string
 
-	store config.Store
+	store  config.Store
+	shared bool // Embedded belongs to another Conn (OpenAdmin)
 }
 
 // Close closes the clients and stops the embedded store.
@@ -52,8 +57,8 @@ func (c *Conn) Close() error {
 	for _, m := range c.Masters {
 		errs = append(errs, m.Close())
 	}
-	if c.Embedded != nil {
-		c.Embedded.Close()
+	if c.Embedded != nil && !c.shared {
+		errs = append(errs, c.Embedded.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -63,9 +68,12 @@ func (c *Conn) Close() error {
 // over Masters, a Redis store over Client.
 func (c *Conn) Store() (*scheduler.Store, error) {
 	opts := []scheduler.StoreOption{scheduler.WithKeyPrefix(c.store.KeyPrefix)}
-	if c.Embedded != nil {
-		// It began empty with this process: a job without state is new,
-		// not lost, and its first instants run.
+	if c.Embedded != nil && c.Embedded.Lost() == "" {
+		// Nothing but this process writes to it, and it began empty or
+		// from the last state this process's predecessor wrote (every
+		// answer waited for the disk): a job without state is new, not
+		// lost, and its first instants run. A snapshot found damaged or
+		// older is a loss, handled as Redis' (embedstore.MarkLost).
 		opts = append(opts, scheduler.WithEphemeralStore())
 	}
 	if c.store.MinReplicasAck > 0 {
@@ -131,7 +139,38 @@ const (
 // Open connects to the store s names. It does not talk to Redis: a store
 // that is down at start is retried by the scheduler, not fatal. It reads
 // the TLS files s names. Errors never show a password.
-func Open(s config.Store) (*Conn, error) { return open(s, "", 0) }
+//
+// The embedded store (no URL) is opened here: with s.DataDir it loads the
+// directory's state and locks it (embedstore.ErrLocked when another
+// process has it); without, it lives in memory only.
+func Open(s config.Store, opts ...Option) (*Conn, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return open(s, "", 0, o)
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct{ log *slog.Logger }
+
+// WithLogger sends the embedded store's persistence trouble to l.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// DefaultDataDir is the embedded store's data directory when the table
+// names none: $STATE_DIRECTORY when set (systemd's StateDirectory=; the
+// first of a colon-separated list), else "<table name>.data" beside the
+// table file (solocron.yaml: solocron.data).
+func DefaultDataDir(tablePath string, getenv func(string) string) string {
+	if d := getenv("STATE_DIRECTORY"); d != "" {
+		d, _, _ = strings.Cut(d, ":")
+		return d
+	}
+	base := filepath.Base(tablePath)
+	return filepath.Join(filepath.Dir(tablePath), strings.TrimSuffix(base, filepath.Ext(base))+".data")
+}
 
 // AdminClientName is the CLIENT SETNAME of the admin API's connections.
 const AdminClientName = "solocron-admin"
@@ -148,29 +187,31 @@ const adminPoolSize = 4
 // shared: it lives in this process.
 func (c *Conn) OpenAdmin() (*Conn, error) {
 	if c.Embedded != nil {
-		a := &Conn{store: c.store, Mode: c.Mode, Where: c.Where}
-		a.Client = redis.NewClient(&redis.Options{Addr: c.Embedded.Addr(), ContextTimeoutEnabled: true, ClientName: AdminClientName,
-			PoolSize: adminPoolSize, MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+		a := &Conn{store: c.store, Mode: c.Mode, Where: c.Where, Embedded: c.Embedded, shared: true}
+		a.Client = embeddedClient(c.Embedded, AdminClientName, adminPoolSize)
 		return a, nil
 	}
-	return open(c.store, AdminClientName, adminPoolSize)
+	return open(c.store, AdminClientName, adminPoolSize, options{})
 }
 
 // open is Open, with a client name and a pool size per server when set.
-func open(s config.Store, name string, pool int) (*Conn, error) {
+func open(s config.Store, name string, pool int, o options) (*Conn, error) {
 	// Redis Enterprise maintenance notifications are not used; their
 	// endpoint detection would also resolve host names at construction.
 	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	conn := &Conn{store: s}
 	switch {
 	case s.URL == "" && (s.Mode == "" || s.Mode == "standalone"):
-		m := miniredis.NewMiniRedis()
-		m.ClockTTL(true) // keys expire on the real clock, as in Redis
-		if err := m.Start(); err != nil {
-			return nil, fmt.Errorf("embedded store: %w", err)
+		st, err := embedstore.Open(embedstore.Options{Dir: s.DataDir, Logger: o.log})
+		if err != nil {
+			return nil, err
 		}
-		conn.Client = redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaintNotificationsConfig: maint})
-		conn.Embedded, conn.Mode, conn.Where = m, "embedded", "embedded in-process store (one replica only)"
+		conn.Client = embeddedClient(st, name, pool)
+		conn.Embedded, conn.Mode = st, "embedded"
+		conn.Where = "embedded in-process store (one replica only), in memory only"
+		if s.DataDir != "" {
+			conn.Where = "embedded in-process store (one replica only), data in " + s.DataDir
+		}
 		return conn, nil
 	case s.Mode == "" || s.Mode == "standalone":
 		o, err := parseURL("store.url", s.URL, s.TLS)
@@ -255,6 +296,15 @@ func open(s config.Store, name string, pool int) (*Conn, error) {
 		return conn, nil
 	}
 	return nil, fmt.Errorf("store.mode: unknown mode %q", s.Mode)
+}
+
+// embeddedClient is a client of the embedded store, over in-process pipes.
+func embeddedClient(st *embedstore.Store, name string, pool int) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: "embedded:0", Dialer: st.DialContext, ContextTimeoutEnabled: true,
+		ClientName: name, PoolSize: pool,
+		// A dial fails only once the store is closed: not worth retrying.
+		DialerRetries:            1,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 }
 
 // parseURL reads a redis:// or rediss:// URL into client options, with the

@@ -60,8 +60,15 @@ local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(AR
 local ahead_ms = tonumber(ARGV[5])
 local check_fence = ARGV[6] == '1'
 local born = ARGV[7] == '1'
-local now, now_us = clock()
-local now_s = int(now)
+-- Redis' clock, read once per call by the first claim that needs it: a
+-- batch of lost races reads only the runs' records.
+local now, now_us, now_s
+local function tick()
+  if not now then
+    now, now_us = clock()
+    now_s = int(now)
+  end
+end
 
 local function claim(meta, a)
   -- Most claims are lost races: the run is decided already. That answer
@@ -72,6 +79,7 @@ local function claim(meta, a)
   local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision', 'slot')
   if d[1] then
     if d[3] == owner then
+      tick()
       -- Our own decision, asked again: go-redis retried a call whose reply
       -- was lost. Answer as the first time, or nobody would run the run —
       -- but only while it still holds: a run that started and has ended
@@ -109,6 +117,7 @@ local function claim(meta, a)
     return 'decided||' .. d[1] .. '|' .. (d[4] or '') .. '|' .. (d[2] or '')
   end
 
+  tick()
   local job = job_of(base)
   local id = job .. '@' .. suffix
   local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,

@@ -7,7 +7,7 @@
 -- lease expiry, server ms: the pool's slots, held by runs of all its jobs).
 -- Scripts receive the job's meta key in KEYS and derive the others from it,
 -- always inside that tag:
---   meta          hash  epoch, floor, guarded, paused, last, fence; ok, at:<outcome> (see note);
+--   meta          hash  epoch, floor, guarded, paused, last, fence; ok, at:<outcome> (see note); notify (see notify);
 --                       fails, paused_why (see tally); h:n, h:s, h:ok (see push_entry)
 --   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
 --   slots         zset  run id -> lease expiry (server ms): the concurrency slots
@@ -108,7 +108,9 @@ local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 
 
 -- Notifications (scheduler/notify.go; docs/monitoring.md). Per job:
 --   notify:on  string  JSON {"on": {event: [target, ...]}, "max": N}: who wants
---                      which event, written by the replicas from their table
+--                      which event, written by the replicas from their table,
+--                      with the meta's flag notify = 1 (no flag: no
+--                      subscription, and nothing reads these keys)
 --   notify:q   zset    delivery "<target> <run id>:<event>" -> when it is due
 --                      next (server ms); a replica taking it pushes it one
 --                      lease ahead, so a replica that dies holding it hands
@@ -122,6 +124,11 @@ local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 
 -- streak (meta field fails, see tally) a succeeded rec ended: a success
 -- that ended one is the event recovered.
 local function notify(base, rec, ended)
+  -- The meta's notify flag says whether the job has a subscription, so a
+  -- job without notifications never reads their keys.
+  if redis.call('HGET', base .. 'meta', 'notify') ~= '1' then
+    return
+  end
   local sub = redis.call('GET', base .. 'notify:on')
   if not sub then
     return
@@ -158,12 +165,9 @@ local function notify(base, rec, ended)
   redis.call('PEXPIRE', d, META_TTL)
 end
 
--- notify_entry is notify for a history entry already encoded (complete.lua);
--- it decodes it only for a job with notifications.
+-- notify_entry is notify for a history entry already encoded (complete.lua),
+-- for a job whose meta's notify flag is set: it decodes it only then.
 local function notify_entry(base, entry, ended)
-  if redis.call('EXISTS', base .. 'notify:on') == 0 then
-    return
-  end
   local ok, rec = pcall(cjson.decode, entry)
   if ok and type(rec) == 'table' then
     notify(base, rec, ended)
@@ -209,19 +213,25 @@ end
 
 -- stats packs what note kept, for sync.lua's answer:
 -- "ok|fails|outcome=ms,outcome=ms,..." (only outcomes the job has had).
-local function stats(meta)
-  local f = {'ok', 'fails'}
-  for i, o in ipairs(OUTCOMES) do
-    f[i + 2] = 'at:' .. o
-  end
-  local v = redis.call('HMGET', meta, unpack(f))
+-- STATS are its fields; pack_stats packs their values, read at v[off + 1]
+-- and on.
+local STATS = {'ok', 'fails'}
+for i, o in ipairs(OUTCOMES) do
+  STATS[i + 2] = 'at:' .. o
+end
+
+local function pack_stats(v, off)
   local runs = {}
   for i, o in ipairs(OUTCOMES) do
-    if v[i + 2] then
-      runs[#runs + 1] = o .. '=' .. v[i + 2]
+    if v[off + i + 2] then
+      runs[#runs + 1] = o .. '=' .. v[off + i + 2]
     end
   end
-  return (v[1] or '') .. '|' .. (v[2] or '0') .. '|' .. table.concat(runs, ',')
+  return (v[off + 1] or '') .. '|' .. (v[off + 2] or '0') .. '|' .. table.concat(runs, ',')
+end
+
+local function stats(meta)
+  return pack_stats(redis.call('HMGET', meta, unpack(STATS)), 0)
 end
 
 -- push_entry pushes a history entry (JSON; decision and outcome are its
@@ -235,14 +245,15 @@ end
 -- push, more after history_limit was lowered). Counts that disagree with the
 -- list's length (the list expired or was lost apart from the meta, a store
 -- from before the counts) are taken afresh from the list, once.
-local function push_entry(base, entry, decision, outcome, hl)
+-- push_counted is push_entry for a caller that read the counts already (m:
+-- h:n, h:s, h:ok) and writes the meta itself: it returns the fields to set.
+local function push_counted(base, entry, decision, outcome, hl, m)
   hl = math.max(tonumber(hl) or 100, 1)
-  local h, meta = base .. 'history', base .. 'meta'
+  local h = base .. 'history'
   local n = redis.call('LPUSH', h, entry)
   if n == 1 then
     redis.call('PEXPIRE', h, META_TTL)
   end
-  local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok')
   local s, ok, sign, counted = tonumber(m[2]) or 0, tonumber(m[3]) or 0, -1, {}
   if tonumber(m[1]) == n - 1 then
     if decision == 'started' then
@@ -252,23 +263,30 @@ local function push_entry(base, entry, decision, outcome, hl)
       end
     end
     if n > hl then
-      counted = redis.call('LRANGE', h, hl, -1)
+      -- The entries trimmed off, in one command (Redis 6.2+: RPOP count).
+      counted = redis.call('RPOP', h, n - hl)
     end
-    redis.call('LTRIM', h, 0, hl - 1)
   else
     redis.call('LTRIM', h, 0, hl - 1)
     s, ok, sign, counted = 0, 0, 1, redis.call('LRANGE', h, 0, -1)
   end
   for _, item in ipairs(counted) do
-    local good, e = pcall(cjson.decode, item)
-    if good and type(e) == 'table' and e.decision == 'started' then
+    -- Found, not decoded: an entry is a JSON object, and a quote inside a
+    -- string value is escaped, so these can only be its own fields.
+    if string.find(item, '"decision":"started"', 1, true) then
       s = s + sign
-      if e.outcome == 'succeeded' then
+      if string.find(item, '"outcome":"succeeded"', 1, true) then
         ok = ok + sign
       end
     end
   end
-  redis.call('HSET', meta, 'h:n', math.min(n, hl), 'h:s', s, 'h:ok', ok)
+  return {'h:n', math.min(n, hl), 'h:s', s, 'h:ok', ok}
+end
+
+local function push_entry(base, entry, decision, outcome, hl)
+  local meta = base .. 'meta'
+  local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok')
+  redis.call('HSET', meta, unpack(push_counted(base, entry, decision, outcome, hl, m)))
 end
 
 -- file appends a closed run's record (a table of strings) to the job's

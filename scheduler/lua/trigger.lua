@@ -13,8 +13,9 @@ local base = base_of(KEYS[1])
 local manual = base .. 'manual'
 -- A job's state created here is created as check_epoch would (a possible
 -- loss: nothing scheduled before the floor starts), but noticed before
--- this request: the request itself runs.
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- this request: the request itself runs. (A meta without an epoch holds
+-- only the notify flag a replica's subscription wrote.)
+if redis.call('HEXISTS', KEYS[1], 'epoch') == 0 then
   if ARGV[5] == '1' then
     redis.call('HSET', KEYS[1], 'epoch', ARGV[3], 'floor', 0, 'guarded', '1', 'lost', 0, 'unsure', '0')
   else
