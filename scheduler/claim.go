@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -122,7 +121,7 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		}
 		// Random within [backoff/2, 3·backoff/2): replicas whose Redlock
 		// claims split the masters' votes must not meet again in step.
-		if !sleep(ctx, backoff/2+rand.N(backoff)) {
+		if !sleep(ctx, backoff/2+s.cfg.jitter("claim "+reqs[0].id, backoff)) {
 			if !askedAgain && scheduledClaims(reqs) {
 				askedAgain = true // as above: an earlier try may have granted one
 				continue

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -264,7 +263,9 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 			if err == nil || jobCtx.Err() != nil || attempt > j.Retries || jobs.IsPermanent(err) {
 				break
 			}
-			wait := retryBackoff(j.RetryBackoff, attempt)
+			wait := retryBackoff(j.RetryBackoff, attempt, func(d time.Duration) time.Duration {
+				return s.cfg.jitter(fmt.Sprintf("retry %s#%d", r.id, attempt), d)
+			})
 			log.Info("attempt failed; retrying", "attempt", attempt, "err", err, "in", wait.Round(time.Millisecond))
 			if !sleep(jobCtx, wait) {
 				break
@@ -544,11 +545,11 @@ func classify(err error, jobCtx context.Context, lost error) (Outcome, string) {
 
 // retryBackoff is the wait before retry n (1-based): base·2^(n-1), capped at
 // an hour, with ±50% jitter so retries of many runs do not align.
-func retryBackoff(base time.Duration, n int) time.Duration {
+func retryBackoff(base time.Duration, n int, jitter func(time.Duration) time.Duration) time.Duration {
 	d := base
 	for i := 1; i < n && d < time.Hour; i++ {
 		d *= 2
 	}
 	d = min(d, time.Hour)
-	return d/2 + rand.N(d+1)
+	return d/2 + jitter(d+1)
 }
