@@ -2,6 +2,8 @@ package console_test
 
 import (
 	"strings"
+
+	"github.com/chromedp/chromedp"
 	"testing"
 	"time"
 
@@ -27,8 +29,8 @@ func TestJobPageShowsBackfill(t *testing.T) {
 		return b != nil && b.Done()
 	})
 	body := get(t, h, "/jobs/sweep").Body.String()
-	for _, want := range []string{`<progress value="6" max="6"></progress> 6/6 instants decided · 6 ran · 0 had run before`,
-		"parallel 2 · finished", "backfill"} {
+	for _, want := range []string{`<progress value="6" max="6"></progress> <b>6/6</b> decided · finished`, "6 ran · 0 had run before",
+		"parallel 2", "backfill"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("job page lacks %q", want)
 		}
@@ -36,4 +38,55 @@ func TestJobPageShowsBackfill(t *testing.T) {
 	if n := strings.Count(body, ">"+string(scheduler.KindBackfill)+"<"); n != 6 {
 		t.Errorf("history shows %d backfill runs, want 6", n)
 	}
+}
+
+// Backfill from the job's page: start it (range, parallel), watch its
+// progress, cancel one; the history is ordered by scheduled instant, so the
+// backfill's runs of March do not come first, nor show as the last run;
+// the backfill's card stays two lines at desktop width.
+func TestBrowserBackfillFromJobPage(t *testing.T) {
+	c := newCluster(t, 2)
+	base := serve(t, c.console(t, console.Config{}))
+	manual := c.runOnce(t, "sweep")
+	b := newBrowser(t)
+	b.do(t, "job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
+		chromedp.WaitVisible(chromedp.ID("bf-from")),
+		chromedp.SetValue(chromedp.ID("bf-from"), "2026-03-01T00:00"), chromedp.SetValue(chromedp.ID("bf-to"), "2026-03-01T05:00"),
+		chromedp.SetValue(chromedp.ID("bf-parallel"), "2"),
+		chromedp.Click(chromedp.CSS(`form[action$="/backfill"] button`)))
+	b.do(t, "started", waitJS(`document.getElementById("flash").innerText != ""`))
+	if f := bget(t, b, "flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "Backfill started") {
+		t.Fatalf("after Start: %q", f)
+	}
+	b.do(t, "progress", waitJS(`(document.getElementById("backfill") || {innerText: ""}).innerText.includes("6/6 decided · finished")`))
+	if h := js[float64](t, b, `document.getElementById("backfill").getBoundingClientRect().height`); h > 64 {
+		t.Errorf("the backfill's card is %.0f px tall at 1280 px", h)
+	}
+	b.do(t, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("table.history")))
+	first := js[string](t, b, `document.querySelector("table.history tbody tr a").innerText`)
+	if first != manual {
+		t.Errorf("the history's first row is %s, want the latest instant's run %s", first, manual)
+	}
+	b.shot(t, "job-backfill")
+	b.do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+	if last := js[string](t, b, `[...document.querySelectorAll("table.jobs tbody tr")].find(r => r.querySelector("th").innerText.startsWith("sweep")).querySelector('td[data-label="Last run"] a').href`); !strings.HasSuffix(last, "/runs/"+manual) {
+		t.Errorf("the jobs page's last run of sweep links %s, want %s (not a backfill's)", last, manual)
+	}
+
+	// A long one, cancelled from the page.
+	b.do(t, "long backfill", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
+		chromedp.SetValue(chromedp.ID("bf-from"), "2025-01-01T00:00"), chromedp.SetValue(chromedp.ID("bf-to"), "2025-12-31T00:00"),
+		chromedp.Click(chromedp.CSS(`form[action$="/backfill"] button`)),
+		waitJS(`(document.getElementById("backfill") || {innerText: ""}).innerText.includes("going on")`),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/backfill-cancel"] button`)),
+		chromedp.Click(chromedp.CSS(`form[action$="/backfill-cancel"] button`)),
+		waitJS(`document.getElementById("backfill").innerText.includes("cancelled")`))
+	if st, _ := c.ctl.BackfillStatus(t.Context(), "sweep"); st == nil || !st.Cancelled || st.Decided == st.Total {
+		t.Errorf("after Cancel the backfill is %+v", st)
+	}
+	// A bad range says why.
+	b.do(t, "bad range", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
+		chromedp.SetValue(chromedp.ID("bf-from"), "2025-03-01T00:00"), chromedp.SetValue(chromedp.ID("bf-to"), "2025-02-01T00:00"),
+		chromedp.Click(chromedp.CSS(`form[action$="/backfill"] button`)),
+		waitJS(`document.getElementById("flash").innerText.includes("(400)")`))
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +46,8 @@ type Config struct {
 	// exchanges it for a session cookie (or a request carries it as
 	// "Authorization: Bearer <token>").
 	Token string
-	// ReadOnly hides the actions (Run now, Pause, Resume) and refuses them.
+	// ReadOnly hides the actions (Run now, Pause, Resume, Cancel, Retry,
+	// backfill) and refuses them.
 	ReadOnly bool
 	// AllowedHosts, when not empty, turns on the Host check the daemon's
 	// admin listener makes (a defence against DNS rebinding): a request
@@ -85,7 +87,10 @@ type Config struct {
 //	GET  {prefix}/jobs/{name}        a job: timeline, next instants, history (?page=N)
 //	GET  {prefix}/runs/{id}          one run's record
 //	GET  {prefix}/replicas           the live replicas
+//	GET  {prefix}/runs               every job's latest runs (?outcome=failed&since=1h)
+//	GET  {prefix}/pools              the pools: size, in use, holders, waiting
 //	POST {prefix}/jobs/{name}/trigger|pause|resume
+//	POST {prefix}/runs/{id}/cancel|retry
 //	GET, POST {prefix}/signin; POST {prefix}/signout
 //	GET  {prefix}/assets/...         the style sheet and script
 type Console struct {
@@ -112,8 +117,9 @@ type Console struct {
 const (
 	historyPage       = 25 // runs per page of a job's history
 	timelineRuns      = 60 // runs drawn on a job's timeline
-	jobsRecent        = 1  // runs per job the jobs page reads: the last one
+	jobsRecent        = 3  // runs per job the jobs page reads: the last one not a backfill's, likely
 	nextInstants      = 10
+	backfillRereads   = 20 // jobs per refresh of the jobs page read further past a backfill's runs
 	signinFailures    = 10 // failed sign-ins per minute before 429
 	sessionCookieName = "solocron_session"
 )
@@ -189,7 +195,10 @@ func New(cfg Config) (*Console, error) {
 	m.Handle("GET "+p+"/jobs/{name}", c.reader(http.HandlerFunc(c.jobPage)))
 	m.Handle("GET "+p+"/runs/{id}", c.reader(http.HandlerFunc(c.runPage)))
 	m.Handle("GET "+p+"/replicas", c.reader(http.HandlerFunc(c.replicasPage)))
+	m.Handle("GET "+p+"/runs", c.reader(http.HandlerFunc(c.runsPage)))
+	m.Handle("GET "+p+"/pools", c.reader(http.HandlerFunc(c.poolsPage)))
 	m.Handle("POST "+p+"/jobs/{name}/{action}", c.reader(post(c.act)))
+	m.Handle("POST "+p+"/runs/{id}/{action}", c.reader(post(c.actOnRun)))
 	m.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "No such page.")
 	})
@@ -482,14 +491,40 @@ func (c *Console) failed(client string) {
 	c.failures[client] = append(c.failures[client], time.Now())
 }
 
-// safeNext keeps a redirect inside the console: a path under the prefix,
-// never another host ("//evil", "/\evil").
+// safeNext keeps a redirect inside the console: next is parsed and rebuilt
+// as a path under the prefix (and its query), never another host. Browsers
+// drop TAB, CR and LF from a URL and read a backslash as a slash, so
+// "/<TAB>/evil.example" or "/\evil.example" would leave the site: anything with a control
+// character or a backslash, raw or percent-encoded, goes home instead, and
+// so do "//host", a scheme, and a path that cleans to outside the prefix.
 func (c *Console) safeNext(next string) string {
 	home := c.cfg.Prefix + "/"
-	if !strings.HasPrefix(next, home) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	bad := func(s string) bool {
+		return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' })
+	}
+	if next == "" || bad(next) || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
 		return home
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || bad(u.Path) {
+		return home
+	}
+	p := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && p != "/" {
+		p += "/"
+	}
+	if p != home && !strings.HasPrefix(p, home) {
+		return home
+	}
+	out := &url.URL{Path: p}
+	if q, err := url.ParseQuery(u.RawQuery); err == nil && len(q) > 0 {
+		out.RawQuery = q.Encode()
+	}
+	s := out.String()
+	if !strings.HasPrefix(s, home) || strings.HasPrefix(s, "//") || bad(s) {
+		return home
+	}
+	return s
 }
 
 func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
@@ -509,6 +544,18 @@ func (c *Console) overview(ctx context.Context, names []string) ([]scheduler.Ove
 	ov, err := c.cfg.Control.Overview(ctx, names, jobsRecent)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Right after a backfill, a job's latest runs are all the backfill's
+	// (instants of last week): read further for its last run of its own,
+	// for a few jobs per refresh.
+	extra := 0
+	for i := range ov {
+		if h := ov[i].History; len(h) == jobsRecent && lastRun(h).Kind == scheduler.KindBackfill && extra < backfillRereads {
+			extra++
+			if more, err := c.cfg.Control.HistoryPage(ctx, names[i], 0, historyChunk); err == nil {
+				ov[i].History = more
+			}
+		}
 	}
 	// The registry, for the banner when replicas disagree about the table:
 	// advisory, so a failure to read it only hides the banner.

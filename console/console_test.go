@@ -174,11 +174,11 @@ func TestJobPageTimelineAndPaging(t *testing.T) {
 	if !strings.Contains(body, "<svg") || !strings.Contains(body, `rel="next"`) || strings.Contains(body, `rel="prev"`) {
 		t.Error("job page: no timeline or wrong pager on page 1")
 	}
-	if n := strings.Count(body, "<tr><td><a href=\"/runs/"); n != 25 {
+	if n := strings.Count(body, "<tr><td class=\"run\"><a href=\"/runs/"); n != 25 {
 		t.Errorf("page 1 lists %d runs, want 25", n)
 	}
 	body = get(t, h, "/jobs/sweep?page=2").Body.String()
-	if n := strings.Count(body, "<tr><td><a href=\"/runs/"); n != 2 || !strings.Contains(body, `rel="prev"`) || strings.Contains(body, `rel="next"`) {
+	if n := strings.Count(body, "<tr><td class=\"run\"><a href=\"/runs/"); n != 2 || !strings.Contains(body, `rel="prev"`) || strings.Contains(body, `rel="next"`) {
 		t.Errorf("page 2 lists %d runs, want 2 (and a link back only)", n)
 	}
 	if w := get(t, h, "/jobs/sweep?page=-1"); w.Code != 400 {

@@ -1,6 +1,8 @@
 // Package console is Solocron's operator console: server-rendered pages
 // over a scheduler.Control that show every job, every run and every
-// replica, and act on them (Run now, Pause, Resume).
+// replica, and act on them (Run now, Pause with a reason, Resume, Cancel and
+// Retry of one run, backfill), with pages across jobs (the runs, the pools)
+// and a summary strip of what needs a look.
 //
 // A Console is an http.Handler. The daemon serves it on its admin
 // listener; a service that embeds the scheduler mounts it under a path of

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +51,8 @@ var funcs = template.FuncMap{
 	"outcome": outcomeOf,
 	"add":     func(a, b int) int { return a + b },
 	// offset says a clock offset: "+1.2ms" ahead of Redis, "-30ms" behind.
+	"runs":     runsLink,
+	"lastline": lastLine,
 	"offset": func(d time.Duration) string {
 		if d >= 0 {
 			return "+" + d.Round(100*time.Microsecond).String()
@@ -63,7 +67,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, err
 	}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"jobs", "job", "run", "replicas", "signin", "error"} {
+	for _, name := range []string{"jobs", "job", "run", "replicas", "signin", "error", "runs", "pools"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFiles, "templates/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -86,6 +90,14 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name,
 		p.Flash = "Paused cluster-wide."
 	case "resume":
 		p.Flash = "Resumed cluster-wide."
+	case "backfill":
+		p.Flash = "Backfill started: replicas run its instants within a heartbeat."
+	case "backfill-cancel":
+		p.Flash = "Backfill cancelled: runs it started go on to their end."
+	case "cancel":
+		p.Flash = "Cancel asked: the replica running it stops it at its next lease renewal."
+	case "retry":
+		p.Flash = "Retry requested: this new run is picked up within a heartbeat."
 	}
 	var buf bytes.Buffer
 	if err := c.pages[name].ExecuteTemplate(&buf, "layout.html", p); err != nil {
@@ -133,6 +145,8 @@ func outcomeOf(o scheduler.Outcome) outcomeView {
 		return outcomeView{"warn", "■", "interrupted"}
 	case scheduler.Replaced:
 		return outcomeView{"warn", "↻", "replaced"}
+	case scheduler.Cancelled:
+		return outcomeView{"warn", "⊘", "cancelled"}
 	case scheduler.SkippedOverlap:
 		return outcomeView{"skip", "–", "skipped (overlap)"}
 	case scheduler.SkippedPaused:
@@ -159,6 +173,7 @@ func runOutcome(r scheduler.Run) scheduler.Outcome {
 
 type runningView struct {
 	ID, Replica string
+	Cancelling  bool // an operator asked it to stop
 	Since       time.Time
 	Token       int64
 	LeaseLeft   string
@@ -176,6 +191,11 @@ type jobRow struct {
 	PoolHolders                       []string
 	Queued                            int
 	Paused, PausedInTable             bool
+	// PausedWhy is the reason the job is paused (an operator's, or
+	// pause_after_failures'); Failures its latest runs in a row that ended
+	// badly.
+	PausedWhy string
+	Failures  int
 }
 
 type jobsView struct {
@@ -185,6 +205,7 @@ type jobsView struct {
 	OutcomeFilters []string
 	Replicas       int // live replicas
 	Differ         int // of which run a different job table
+	Summary        summary
 }
 
 var outcomeFilters = []string{"", "succeeded", "failed", "running", "paused", "never"}
@@ -193,7 +214,8 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 	row := jobRow{
 		Name: j.Name, Schedule: j.Schedule, Words: words(j.Schedule), Zone: cmp.Or(j.Timezone, "UTC"),
 		Kind: kindOf(j), Paused: o.Paused, PausedInTable: j.Paused, Queued: o.Waiting + o.PendingManual,
-		Slots: fmt.Sprintf("%d/%d", len(o.Running), max(j.Concurrency, 1)),
+		Slots:     fmt.Sprintf("%d/%d", len(o.Running), max(j.Concurrency, 1)),
+		PausedWhy: o.PausedWhy, Failures: o.ConsecutiveFailures,
 	}
 	if p := o.Pool; p != nil {
 		row.Pool, row.PoolHolders = fmt.Sprintf("%s %d/%d", p.Name, p.Used, p.Size), p.Holders
@@ -206,10 +228,10 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 		}
 	}
 	row.LastOutcome = outcomeOf("")
-	if len(o.History) > 0 {
-		last := c.clean(o.History[0]) // a copy: the cache keeps the record
+	if h := lastRun(o.History); h != nil {
+		last := c.clean(*h) // a copy: the cache keeps the record
 		row.Last = &last
-		row.LastOutcome = outcomeOf(runOutcome(o.History[0]))
+		row.LastOutcome = outcomeOf(runOutcome(*h))
 	}
 	// Over the job's whole kept history, counted by the store: not the few
 	// records read here.
@@ -217,13 +239,28 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 		row.Ratio = fmt.Sprintf("%d%% of %d", 100*o.KeptSucceeded/o.KeptStarted, o.KeptStarted)
 	}
 	for _, r := range o.Running {
-		v := runningView{ID: r.ID, Replica: r.Replica, Since: r.StartedAt, Token: r.FencingToken}
+		v := runningView{ID: r.ID, Replica: r.Replica, Since: r.StartedAt, Token: r.FencingToken, Cancelling: r.CancelledBy != ""}
 		if until, ok := o.LeaseUntil[r.ID]; ok {
 			v.LeaseLeft = human(max(until.Sub(now), 0))
 		}
 		row.Running = append(row.Running, v)
 	}
 	return row
+}
+
+// lastRun is the run a job's "Last run" shows: the latest of hist (newest
+// first) that is not a backfill's, whose instant may be last week's; a
+// backfill's only when hist holds nothing else.
+func lastRun(hist []scheduler.Run) *scheduler.Run {
+	for i := range hist {
+		if hist[i].Kind != scheduler.KindBackfill {
+			return &hist[i]
+		}
+	}
+	if len(hist) > 0 {
+		return &hist[0]
+	}
+	return nil
 }
 
 func kindOf(j scheduler.Job) string {
@@ -256,7 +293,8 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := c.cfg.Now()
-	v := jobsView{Total: len(tab), Query: q, Outcome: want, OutcomeFilters: outcomeFilters, Rows: []jobRow{}, Replicas: len(rs)}
+	v := jobsView{Total: len(tab), Query: q, Outcome: want, OutcomeFilters: outcomeFilters, Rows: []jobRow{}, Replicas: len(rs),
+		Summary: summarize(tab, ov, now)}
 	for _, x := range rs {
 		if x.TableDiffers {
 			v.Differ++
@@ -304,6 +342,8 @@ type jobView struct {
 	// Backfill is the job's backfill, going on or finished lately; nil
 	// if none (or the store cannot backfill).
 	Backfill *scheduler.Backfill
+	// Def is the job's definition, secrets masked.
+	Def definition
 }
 
 type nextView struct{ UTC, Local, In string }
@@ -346,7 +386,7 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := c.cfg.Now()
-	v := jobView{jobRow: c.row(j, ov[0], now), Job: j, Page: pg, Waiting: ov[0].Waiting, Manual: ov[0].PendingManual}
+	v := jobView{jobRow: c.row(j, ov[0], now), Job: j, Page: pg, Waiting: ov[0].Waiting, Manual: ov[0].PendingManual, Def: defineJob(j)}
 	if len(hist) > historyPage {
 		hist, v.NextPage = hist[:historyPage], pg+1
 	}
@@ -356,6 +396,10 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 	for i := range hist {
 		hist[i] = c.clean(hist[i])
 	}
+	// By scheduled instant, newest first: a backfill's runs, closed now
+	// for instants of last week, go where their instants are (the store
+	// keeps the history in the order runs ended).
+	sort.SliceStable(hist, func(i, k int) bool { return hist[i].ScheduledAt.After(hist[k].ScheduledAt) })
 	v.History = hist
 	if b, err := c.cfg.Control.BackfillStatus(ctx, j.Name); err == nil {
 		v.Backfill = b
@@ -379,6 +423,7 @@ type runView struct {
 	Known     bool   // the job is in this replica's table
 	TraceLink string // admin.trace_url with the run's trace id; "" for none
 	Expired   bool   // the live record is gone: this is its history entry
+	Pending   bool   // a manual run just requested, not claimed yet
 }
 
 // historyChunk is how many history records the run page reads at a time
@@ -420,11 +465,18 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 	case entry != nil:
 		run, v.Expired = entry, true
+	case strings.Contains(id, "@manual-") && r.URL.Query().Get("done") == "retry":
+		// Just requested (Retry): no replica has claimed it yet. The page
+		// refreshes into its record.
+		run, v.Pending = &scheduler.Run{ID: id, Job: job, Kind: scheduler.KindManual}, true
 	default:
 		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, expired, or not a run id.")
 		return
 	}
 	v.Run, v.Outcome, v.TraceLink = c.clean(*run), outcomeOf(runOutcome(*run)), c.traceLink(run.TraceID)
+	if v.Pending {
+		v.Outcome = outcomeView{"run", "…", "requested, not picked up yet"}
+	}
 	for _, j := range c.cfg.Jobs() {
 		v.Known = v.Known || j.Name == run.Job
 	}
@@ -498,15 +550,31 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 			c.log.Info("console: manual run requested", "job", j.Name, "run_id", id, "remote", r.RemoteAddr)
 		}
 	case "pause":
-		if err = c.cfg.Control.Pause(ctx, j.Name); err == nil {
-			c.log.Info("console: job paused cluster-wide", "job", j.Name, "remote", r.RemoteAddr)
+		reason := r.PostFormValue("reason")
+		if err = c.cfg.Control.PauseWithReason(ctx, j.Name, reason, "console from "+clientOf(r)); err == nil {
+			c.log.Info("console: job paused cluster-wide", "job", j.Name, "reason", reason, "remote", r.RemoteAddr)
 		}
 	case "resume":
 		if err = c.cfg.Control.Resume(ctx, j.Name); err == nil {
 			c.log.Info("console: job resumed cluster-wide", "job", j.Name, "remote", r.RemoteAddr)
 		}
+	case "backfill":
+		if !c.backfill(w, r, j) {
+			return
+		}
+	case "backfill-cancel":
+		if _, err = c.cfg.Control.CancelBackfill(ctx, j.Name); errors.Is(err, scheduler.ErrNoBackfill) {
+			c.fail(w, r, http.StatusConflict, "No backfill of "+j.Name+" is going on.")
+			return
+		} else if err == nil {
+			c.log.Info("console: backfill cancelled", "job", j.Name, "remote", r.RemoteAddr)
+		}
 	default:
 		c.fail(w, r, http.StatusNotFound, "No such action.")
+		return
+	}
+	if errors.Is(err, scheduler.ErrQueueFull) {
+		c.queueFull(w, r, err)
 		return
 	}
 	if err != nil {
@@ -515,6 +583,68 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	}
 	c.forget()
 	http.Redirect(w, r, c.cfg.Prefix+"/jobs/"+url.PathEscape(j.Name)+"?done="+action, http.StatusSeeOther)
+}
+
+// actOnRun cancels a running run or retries an ended one, then sends the
+// browser to the run's page (cancel; the job's page when the form says
+// back=job) or the new run's (retry). The record
+// keeps who asked: "console from <address>".
+func (c *Console) actOnRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	who := "console from " + clientOf(r)
+	to, action := id, r.PathValue("action")
+	var err error
+	switch action {
+	case "cancel":
+		if err = c.cfg.Control.Cancel(ctx, id, who); err == nil {
+			c.log.Info("console: run cancel asked", "run_id", id, "remote", r.RemoteAddr)
+		}
+	case "retry":
+		if to, err = c.cfg.Control.Retry(ctx, id, who); err == nil {
+			c.log.Info("console: run retry asked", "run_id", id, "retry", to, "remote", r.RemoteAddr)
+		}
+	default:
+		c.fail(w, r, http.StatusNotFound, "No such action.")
+		return
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, scheduler.ErrNoRun):
+		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, or expired.")
+		return
+	case errors.Is(err, scheduler.ErrNotRunning):
+		c.fail(w, r, http.StatusConflict, "Run "+strconv.Quote(id)+" is not running any more: there is nothing to cancel.")
+		return
+	case errors.Is(err, scheduler.ErrStillRunning):
+		c.fail(w, r, http.StatusConflict, "Run "+strconv.Quote(id)+" has not ended: cancel it first, or wait.")
+		return
+	case errors.Is(err, scheduler.ErrQueueFull):
+		c.queueFull(w, r, err)
+		return
+	case errors.Is(err, scheduler.ErrBadRunID):
+		c.fail(w, r, http.StatusBadRequest, "Not a run id: "+strconv.Quote(id)+".")
+		return
+	default:
+		c.storeFailed(w, r, err)
+		return
+	}
+	c.forget()
+	if job, _, _ := strings.Cut(id, "@"); r.PostFormValue("back") == "job" && scheduler.ValidJobName(job) {
+		// Asked from the job's page: back there.
+		http.Redirect(w, r, c.cfg.Prefix+"/jobs/"+url.PathEscape(job)+"?done="+action, http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, c.cfg.Prefix+"/runs/"+url.PathEscape(to)+"?done="+action, http.StatusSeeOther)
+}
+
+// queueFull answers a manual request refused because the job's queue of
+// pending manual runs is full: 429, saying why and when to try again.
+func (c *Console) queueFull(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Retry-After", "5")
+	c.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("Not queued: %d manual runs of this job are waiting to be picked up already (%s). Try again once replicas have picked them up.",
+		scheduler.MaxPendingManual, strings.TrimPrefix(err.Error(), "scheduler: ")))
 }
 
 // forget drops the cached overview: an action shows at once.

@@ -16,12 +16,14 @@ import (
 // its outcome in words (a <title>, and a symbol when it is wide enough).
 
 const (
-	tlWidth  = 1000.0 // the SVG's user units; it scales to the page
-	tlLabel  = 140.0  // room for the lane names
-	tlLaneH  = 30.0
-	tlTop    = 8.0
-	tlAxis   = 22.0
-	tlMinBar = 3.0
+	tlWidth = 1000.0 // the SVG's user units; it scales to the page
+	tlLabel = 140.0  // room for the lane names
+	tlLaneH = 30.0
+	tlTop   = 8.0
+	tlAxis  = 22.0
+	// tlMinBar is the narrowest bar: wide enough for its outcome's symbol,
+	// so that a sub-second run is never a sliver told by colour alone.
+	tlMinBar = 16.0
 )
 
 type timeline struct {
@@ -72,8 +74,6 @@ func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
 	}
 	// The window: from the earliest instant shown to now.
 	from, to := now, now
-	lanes := map[string]int{}
-	var names []string
 	for _, r := range runs {
 		at := cmp.Or(r.StartedAt, r.ScheduledAt)
 		if !at.IsZero() && at.Before(from) {
@@ -82,21 +82,6 @@ func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
 		if r.FinishedAt.After(to) {
 			to = r.FinishedAt
 		}
-		lane := r.Replica
-		if r.Decision != scheduler.Started {
-			continue // marks go on the decisions lane
-		}
-		if _, ok := lanes[lane]; !ok {
-			lanes[lane] = 0
-			names = append(names, lane)
-		}
-	}
-	slices.Sort(names)
-	names = append(names, "not started")
-	for i, n := range names {
-		lanes[n] = i
-		y := tlTop + float64(i)*tlLaneH
-		t.Lanes = append(t.Lanes, tlLane{Name: n, Y: y, TY: y + tlLaneH/2 + 4})
 	}
 	span := to.Sub(from)
 	if span < 10*time.Second {
@@ -111,11 +96,74 @@ func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
 	x := func(at time.Time) float64 {
 		return tlLabel + float64(at.Sub(from))/float64(span)*(tlWidth-tlLabel-8)
 	}
+	// One lane per replica, and a lane more for each run that ran at the
+	// same time as another of the same replica (concurrency > 1): such
+	// bars never cover each other. Runs one after the other keep one
+	// lane, even when their bars, widened to tlMinBar, touch.
+	rowOf := map[string]int{} // run id -> its lane
+	var names []string
+	{
+		type placed struct{ end float64 }
+		byReplica := map[string][][]placed{}
+		repOf := map[string]string{}
+		started := slices.Clone(runs)
+		slices.SortStableFunc(started, func(a, b scheduler.Run) int {
+			return cmp.Or(a.StartedAt, a.ScheduledAt).Compare(cmp.Or(b.StartedAt, b.ScheduledAt))
+		})
+		var replicas []string
+		for _, r := range started {
+			if r.Decision != scheduler.Started {
+				continue
+			}
+			if _, ok := byReplica[r.Replica]; !ok {
+				replicas = append(replicas, r.Replica)
+				byReplica[r.Replica] = nil
+			}
+			x0 := x(cmp.Or(r.StartedAt, r.ScheduledAt))
+			end := r.FinishedAt
+			if end.IsZero() {
+				end = now
+			}
+			x1 := x(end)
+			rows := byReplica[r.Replica]
+			k := 0
+			for k < len(rows) && rows[k][len(rows[k])-1].end > x0 {
+				k++
+			}
+			if k == len(rows) {
+				rows = append(rows, nil)
+			}
+			rows[k] = append(rows[k], placed{end: x1})
+			byReplica[r.Replica] = rows
+			rowOf[r.ID], repOf[r.ID] = k, r.Replica
+		}
+		slices.Sort(replicas)
+		base := map[string]int{}
+		for _, rep := range replicas {
+			base[rep] = len(names)
+			for k := range byReplica[rep] {
+				n := rep
+				if k > 0 {
+					n = fmt.Sprintf("%s (%d)", rep, k+1)
+				}
+				names = append(names, n)
+			}
+		}
+		for id, k := range rowOf {
+			rowOf[id] = base[repOf[id]] + k
+		}
+	}
+	notStarted := len(names)
+	names = append(names, "not started")
+	for i, n := range names {
+		y := tlTop + float64(i)*tlLaneH
+		t.Lanes = append(t.Lanes, tlLane{Name: n, Y: y, TY: y + tlLaneH/2 + 4})
+	}
 	for _, r := range runs {
 		oc := outcomeOf(runOutcome(r))
 		title := fmt.Sprintf("%s — %s", r.ID, oc.Words)
 		if r.Decision != scheduler.Started {
-			y := tlTop + float64(lanes["not started"])*tlLaneH + tlLaneH/2
+			y := tlTop + float64(notStarted)*tlLaneH + tlLaneH/2
 			mx := x(r.ScheduledAt)
 			t.Marks = append(t.Marks, tlMark{
 				ID: r.ID, Title: title + " at " + r.ScheduledAt.UTC().Format("15:04:05Z"), Class: oc.Class, Symbol: oc.Symbol,
@@ -129,7 +177,7 @@ func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
 			end, running = now, true
 		}
 		x0, x1 := x(start), x(end)
-		y := tlTop + float64(lanes[r.Replica])*tlLaneH + 5
+		y := tlTop + float64(rowOf[r.ID])*tlLaneH + 5
 		b := tlBar{
 			ID: r.ID, X: x0, Y: y, W: max(x1-x0, tlMinBar), H: tlLaneH - 10, Class: oc.Class, Running: running,
 			Label: oc.Symbol, Title: fmt.Sprintf("%s: %s → %s (%s), token %d, attempt %d",

@@ -231,6 +231,48 @@ func TestDashboard(t *testing.T) {
 	if !slices.Contains(vars, "datasource") || !slices.Contains(vars, "job") {
 		t.Errorf("variables %v, want datasource and job", vars)
 	}
+	// The import's data source (__inputs DS_PROMETHEUS) is used: it is the
+	// datasource variable's value. The job list comes from a gauge of the
+	// table, so a job removed by a reload leaves it (a counter's series
+	// outlive the job until the replica restarts), and "All" is the jobs
+	// listed, not every series ever seen. A time to the next run is never
+	// negative (the gauge is a scrape old).
+	raw, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs struct {
+		Templating struct {
+			List []struct {
+				Name       string `json:"name"`
+				Definition string `json:"definition"`
+				AllValue   string `json:"allValue"`
+				Current    struct {
+					Value string `json:"value"`
+				} `json:"current"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(raw, &vs); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs.Templating.List {
+		switch v.Name {
+		case "datasource":
+			if v.Current.Value != "${DS_PROMETHEUS}" {
+				t.Errorf("the datasource variable's value is %q, want the import's ${DS_PROMETHEUS}", v.Current.Value)
+			}
+		case "job":
+			if !strings.Contains(v.Definition, "solocron_job_interval_seconds") || v.AllValue != "" {
+				t.Errorf("job variable: %q, allValue %q; want the table's gauge solocron_job_interval_seconds, no allValue", v.Definition, v.AllValue)
+			}
+		}
+	}
+	for _, e := range exprs {
+		if strings.Contains(e, "solocron_job_next_run_timestamp_seconds") && !strings.HasPrefix(e, "clamp_min(") {
+			t.Errorf("next run query %q can go negative", e)
+		}
+	}
 
 	// promtool has no command that checks a bare expression; a rule file
 	// of recording rules gets every query parsed.

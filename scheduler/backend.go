@@ -23,11 +23,12 @@ type backend interface {
 	// answerRetry: the run was claimed, then taken back (too few replicas
 	// acknowledged it, or no Redlock quorum) — nothing started, try again.
 	claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error)
-	// admit polls a queued run: answerStarted (n is the fencing token;
-	// r.slot is set to the run's slot), answerWaiting (n is the place),
-	// answerSkippedOverlap, answerSkippedPaused (a scheduled or catch-up
-	// run of a job paused while it waited), answerMissed or answerLost.
-	admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status answer, n int64, err error)
+	// admit polls rs, runs of one job queued for a slot, in one call; per
+	// run: answerStarted (n is the fencing token; its slot is set to the
+	// run's slot), answerWaiting (n is the place), answerSkippedOverlap,
+	// answerSkippedPaused (a scheduled or catch-up run of a job paused
+	// while it waited), answerMissed, answerExpired or answerLost.
+	admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error)
 	// handBack gives a manual run this replica claimed but has not started
 	// (queued, or won while shutting down) back to the pending requests, so
 	// that another replica runs it. It reports whether it did (false: the
@@ -44,15 +45,22 @@ type backend interface {
 	sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error)
 
 	// What Control needs.
-	setPaused(ctx context.Context, job string, paused bool) error
+	// setPaused sets or clears the pause flag; why is kept as paused_why.
+	setPaused(ctx context.Context, job string, paused bool, why string) error
 	trigger(ctx context.Context, job, id string) error
+	// cancel asks run id to stop (cancel.lua); retry queues newID as a
+	// manual run retrying id (retry.lua); retries lists the job's latest
+	// retries, oldest first.
+	cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error)
+	retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error)
+	retries(ctx context.Context, job string) ([]retryLink, error)
 	// manualHints returns the jobs with manual requests made since
 	// h.since, and those whose run statistics changed since h.changedSince
-	// (a hint: the heartbeat then syncs those jobs to find the requests and
-	// the statistics); it first publishes h.changed. It also returns Redis'
-	// clock as it answered: the replica checks its own clock against it
-	// (one round trip for all).
-	manualHints(ctx context.Context, h hintReq) (hints []string, server time.Time, err error)
+	// (a hint: the heartbeat then syncs those jobs to find the requests, and
+	// reads the statistics); it first publishes h.changed. It also returns
+	// Redis' clock as it answered: the replica checks its own clock against
+	// it (one round trip for all).
+	manualHints(ctx context.Context, h hintReq) (hints, time.Time, error)
 	history(ctx context.Context, job string, limit int) ([]Run, error)
 	status(ctx context.Context, job string, limit int) (*Status, error)
 	// get returns a run's record, or nil if the store has none.
@@ -62,10 +70,11 @@ type backend interface {
 	historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error)
 	// backfill runs backfill.lua (args: its ARGV) and answers its answer
 	// and the job's backfill state; backfillJobs lists the jobs with a
-	// backfill, backfillForget drops one from that list (backfill.go).
+	// backfill, backfillForget drops one from that list if its entry is
+	// still the one listed (backfill.go).
 	backfill(ctx context.Context, job string, args []any) (string, *Backfill, error)
-	backfillJobs(ctx context.Context) ([]string, error)
-	backfillForget(ctx context.Context, job string) error
+	backfillJobs(ctx context.Context) ([]backfillHint, error)
+	backfillForget(ctx context.Context, h backfillHint) error
 	registrar
 
 	// caps says what the store can do beyond coordinating runs.

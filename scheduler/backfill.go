@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,8 +16,9 @@ import (
 
 // A backfill runs every instant of a job's schedule in a range once, under
 // the instants' own run ids ("<job>@<instant>", recorded with kind
-// backfill): an instant decided already (it ran, or was skipped, and its
-// record is still kept) is counted and not run again. Control.Backfill
+// backfill): an instant that started already (its record still kept) is
+// counted and not run again; one decided without starting (missed,
+// skipped) runs now. Control.Backfill
 // stores the request in the job's keys; the replicas that have the job in
 // their table take its instants, oldest first, in their backfill beat
 // (every sync interval), each claim moving the backfill's cursor on in the
@@ -72,23 +74,33 @@ type Backfill struct {
 	// Skipped counts those it recorded without running them
 	// (skipped_blackout; missed when Redis lost data after the instant).
 	Skipped int `json:"skipped"`
-	// Already counts the instants decided before the backfill reached them
-	// (they ran already, or were skipped): not run again.
+	// Already counts the instants that started before the backfill reached
+	// them (running, or ended in any way): not run again. Instants decided
+	// before without starting (missed, skipped) are run: Started counts them.
 	Already int `json:"already"`
 	// Succeeded and Failed count the started runs that ended (Failed: any
 	// other way than succeeded); InFlight those still running.
 	Succeeded int `json:"succeeded"`
 	Failed    int `json:"failed"`
 	InFlight  int `json:"in_flight"`
-	// Cancelled: CancelBackfill stopped it; the instants not decided by
-	// then are dropped.
-	Cancelled bool      `json:"cancelled,omitempty"`
-	Created   time.Time `json:"created"`
+	// Cancelled: CancelBackfill stopped it, or a replica did (Error says
+	// why); the instants not decided by then are dropped.
+	Cancelled bool `json:"cancelled,omitempty"`
+	// Error says why a replica stopped the backfill: the job's schedule,
+	// time zone or offset in its table gives other instants in the range
+	// than the table the backfill was asked with.
+	Error   string    `json:"error,omitempty"`
+	Created time.Time `json:"created"`
 	// Finished is when nothing was left to take and nothing it started
 	// was in flight any more; zero while it goes on.
 	Finished time.Time `json:"finished,omitzero"`
 	// cursor is the latest instant taken (before From at first).
 	cursor time.Time
+	// redo are the instants taken back after the cursor passed them
+	// (min_replicas_ack), to take again before any new one.
+	redo []time.Time
+	// last is the range's last instant as the requester's table has it.
+	last time.Time
 }
 
 // Done reports whether the backfill has finished (or was cancelled and its
@@ -106,7 +118,7 @@ func (b *Backfill) Dropped() int {
 // AllRan reports whether the backfill finished with every instant run and
 // succeeded, or run before.
 func (b *Backfill) AllRan() bool {
-	return b.Done() && !b.Cancelled && b.Skipped == 0 && b.Failed == 0 && b.Decided == b.Total
+	return b.Done() && !b.Cancelled && b.Error == "" && b.Skipped == 0 && b.Failed == 0 && b.Decided == b.Total
 }
 
 // BackfillInstants lists the instants of job's schedule in [from, to],
@@ -234,23 +246,51 @@ func backfillFromHash(job string, h map[string]string) *Backfill {
 		return nil
 	}
 	n := func(k string) int { v, _ := strconv.Atoi(h[k]); return v }
-	return &Backfill{ID: h["id"], Job: job, From: msTime(h["from"]), To: msTime(h["to"]), Parallel: n("parallel"),
+	b := &Backfill{ID: h["id"], Job: job, From: msTime(h["from"]), To: msTime(h["to"]), Parallel: n("parallel"),
 		Total: n("total"), Decided: n("decided"), Started: n("started"), Skipped: n("skipped"), Already: n("already"),
 		Succeeded: n("succeeded"), Failed: n("failed"), InFlight: n("inflight"), Cancelled: h["cancelled"] == "1",
-		Created: msTime(h["created"]), Finished: msTime(h["finished"]), cursor: msTime(h["cursor"])}
+		Error: h["error"], Created: msTime(h["created"]), Finished: msTime(h["finished"]), cursor: msTime(h["cursor"]),
+		last: msTime(h["last"])}
+	if r := h["redo"]; r != "" {
+		for _, ms := range strings.Split(r, ",") {
+			b.redo = append(b.redo, msTime(ms))
+		}
+	}
+	return b
 }
 
 // backfillHintKey is the store-wide set of jobs with a backfill (job ->
 // request time, ms): replicas read it every beat instead of every job's
-// state. Outside any job's hash tag; no script touches it.
+// state. Outside any job's hash tag; only backfill_forget.lua touches it
+// in a script.
 func (s *store) backfillHintKey() string { return s.prefix + ":backfills" }
+
+// backfillHint is one entry of the backfill hint key as a heartbeat read
+// it: the score tells it from an entry a backfill started since wrote.
+type backfillHint struct {
+	job   string
+	score float64
+}
 
 func (s *store) backfill(ctx context.Context, job string, args []any) (string, *Backfill, error) {
 	c := call{keys: []string{s.metaKey(job)}, args: args}
 	var v any
 	var err error
 	if args[0] == "start" {
-		v, err = s.execHint(ctx, backfillScript, c, s.backfillHintKey(), job)
+		// The hint's score is the request time, with a random fraction: it
+		// tells this backfill's entry from the one of a backfill started
+		// in the same millisecond (backfillForget).
+		var r [2]byte
+		_, _ = rand.Read(r[:])
+		// 12 bits: a double holds today's milliseconds and 12 bits more
+		// exactly.
+		score := float64(time.Now().UnixMilli()) + float64((int(r[0])<<8|int(r[1]))&4095)/4096
+		out := make([]any, 1)
+		err = evalPipelined(ctx, s.c, backfillScript, []call{c}, []int{0}, out, func(p redis.Pipeliner) func([]int) {
+			p.ZAdd(ctx, s.backfillHintKey(), redis.Z{Score: score, Member: job})
+			return nil
+		})
+		v = out[0]
 	} else {
 		var out []any
 		out, err = s.exec(ctx, backfillScript, []call{c})
@@ -267,24 +307,30 @@ func (s *store) backfill(ctx context.Context, job string, args []any) (string, *
 
 // backfillJobs answers the jobs with a backfill as the last heartbeat read
 // them (manualHints): no round trip of its own.
-func (s *store) backfillJobs(context.Context) ([]string, error) {
+func (s *store) backfillJobs(context.Context) ([]backfillHint, error) {
 	if p := s.backfillSeen.Load(); p != nil {
 		return *p, nil
 	}
 	return nil, nil
 }
 
-func (s *store) backfillForget(ctx context.Context, job string) error {
-	return s.c.ZRem(ctx, s.backfillHintKey(), job).Err()
+// backfillForget drops h's job from the hint key only if its entry is
+// still h (one atomic check-and-delete): a replica that read a finished
+// backfill must not drop the hint of one started since, which would then
+// never run and refuse every other (busy) until cancelled.
+func (s *store) backfillForget(ctx context.Context, h backfillHint) error {
+	score := strconv.FormatFloat(h.score, 'g', -1, 64)
+	_, err := s.exec(ctx, forgetScript, []call{{keys: []string{s.backfillHintKey()}, args: []any{h.job, score}}})
+	return err
 }
 
 func (rl *redlock) backfill(context.Context, string, []any) (string, *Backfill, error) {
 	return "", nil, ErrBackfillUnsupported
 }
 
-func (rl *redlock) backfillJobs(context.Context) ([]string, error) { return nil, nil }
+func (rl *redlock) backfillJobs(context.Context) ([]backfillHint, error) { return nil, nil }
 
-func (rl *redlock) backfillForget(context.Context, string) error { return nil }
+func (rl *redlock) backfillForget(context.Context, backfillHint) error { return nil }
 
 // backfillStatus reads a job's backfill in a status pipeline.
 func (s *store) backfillStatus(ctx context.Context, p redis.Pipeliner, job string) func() *Backfill {
@@ -320,7 +366,8 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 		byName[j.Name] = j
 	}
 	var claims []claimReq
-	for _, name := range jobs {
+	for _, hint := range jobs {
+		name := hint.job
 		j := byName[name]
 		if j == nil {
 			continue
@@ -334,7 +381,7 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 				s.log.Info("backfill finished", "job", name, "total", st.Total, "started", st.Started,
 					"skipped", st.Skipped, "already", st.Already, "dropped", st.Dropped())
 			}
-			_ = s.store.backfillForget(cctx, name)
+			_ = s.store.backfillForget(cctx, hint)
 			continue
 		}
 		j.memo.mu.Lock()
@@ -343,9 +390,19 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 		if st.Cancelled || paused || j.Paused {
 			continue
 		}
+		if why := s.backfillPlanDiffers(j, st); why != "" {
+			s.abortBackfill(cctx, j, st, why)
+			continue
+		}
 		free := st.Parallel - st.InFlight
 		if free <= 0 {
 			continue
+		}
+		// Instants taken back first: the store takes no new one before.
+		for _, t := range st.redo {
+			c := s.newClaim(j, t, kindBackfill)
+			c.base, c.backfill = st.cursor, st.ID
+			claims = append(claims, c)
 		}
 		cursor := st.cursor
 		for k := 0; k < free+backfillChain; k++ {
@@ -361,6 +418,47 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 	}
 	if len(claims) > 0 {
 		s.claim(ctx, claims)
+	}
+}
+
+// backfillPlanDiffers tells whether j's schedule, as this replica's table
+// has it, gives other instants in st's range than the table st was asked
+// with (its total and last instant): the schedule, time zone or offset
+// changed since. The answer is kept per backfill and job state (a reload
+// makes a new one): the instants are listed once, not every beat.
+func (s *Scheduler) backfillPlanDiffers(j *jobState, st *Backfill) string {
+	if st.last.IsZero() || st.Cancelled {
+		return ""
+	}
+	j.bfPlan.mu.Lock()
+	defer j.bfPlan.mu.Unlock()
+	if j.bfPlan.id == st.ID {
+		return j.bfPlan.why
+	}
+	why := ""
+	ts, err := BackfillInstants(j.Job, st.From, st.To)
+	switch {
+	case err != nil:
+		why = err.Error()
+	case len(ts) != st.Total || !ts[len(ts)-1].Equal(st.last):
+		why = fmt.Sprintf("the job's schedule changed since the backfill was asked for: %q (time zone %q, offset %s) gives %d instants in the range, the last at %s; the backfill was asked for %d, the last at %s",
+			j.Schedule, j.Timezone, j.Offset, len(ts), ts[len(ts)-1].UTC().Format(time.RFC3339), st.Total, st.last.UTC().Format(time.RFC3339))
+	}
+	j.bfPlan.id, j.bfPlan.why = st.ID, why
+	return why
+}
+
+// abortBackfill stops st, which this replica cannot carry out (why), so
+// that it ends with a clear error instead of waiting for instants no
+// replica takes.
+func (s *Scheduler) abortBackfill(ctx context.Context, j *jobState, st *Backfill, why string) {
+	why = "stopped by replica " + s.cfg.replicaID + ": " + why + "; start a backfill again for the job's schedule as it is now"
+	ans, _, err := s.store.backfill(ctx, j.Name, []any{"abort", st.ID, why})
+	if err != nil {
+		return // the next beat tries again
+	}
+	if ans == string(backfillCancelled) {
+		s.log.Warn("backfill stopped", "job", j.Name, "backfill", st.ID, "reason", why)
 	}
 }
 

@@ -221,3 +221,28 @@ func TestBackfillBadInput(t *testing.T) {
 		t.Errorf("no instant: %v", err)
 	}
 }
+
+// A backfill asked for with a schedule other than the replicas' (the
+// schedule, time zone or offset changed, by a reload or a deploy) ends
+// with a clear error instead of waiting for instants no replica takes.
+func TestBackfillEndsWhenTheScheduleChanged(t *testing.T) {
+	r := newBackfillRig(t, 2, 2, 0)
+	ctx := context.Background()
+	from := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+	asked := r.job
+	asked.Schedule, asked.Offset = "@every 2m", 30*time.Second
+	if _, err := r.ctl.Backfill(ctx, asked, from, from.Add(29*time.Minute), 2); err != nil {
+		t.Fatal(err)
+	}
+	b := r.wait((*scheduler.Backfill).Done)
+	if b.AllRan() || !b.Cancelled || !strings.Contains(b.Error, "schedule changed") {
+		t.Fatalf("backfill ended %+v, want stopped with an error saying the schedule changed", b)
+	}
+	// A new backfill with the replicas' schedule is not refused.
+	if _, err := r.ctl.Backfill(ctx, r.job, from, from.Add(2*time.Minute), 2); err != nil {
+		t.Fatal(err)
+	}
+	if b := r.wait((*scheduler.Backfill).Done); !b.AllRan() {
+		t.Fatalf("backfill with the replicas' schedule ended %+v", b)
+	}
+}

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -122,7 +121,7 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		}
 		// Random within [backoff/2, 3·backoff/2): replicas whose Redlock
 		// claims split the masters' votes must not meet again in step.
-		if !sleep(ctx, backoff/2+rand.N(backoff)) {
+		if !sleep(ctx, backoff/2+s.cfg.jitter("claim "+reqs[0].id, backoff)) {
 			if !askedAgain && scheduledClaims(reqs) {
 				askedAgain = true // as above: an earlier try may have granted one
 				continue
@@ -180,7 +179,7 @@ func (s *Scheduler) keepTrying(reqs []claimReq) []claimReq {
 			keep = append(keep, r)
 		case r.kind == kindBackfill:
 			// The next beat takes the instant again from the cursor.
-		case r.kind == kindMiss:
+		case r.kind == kindMiss || r.kind == kindOutage:
 			s.queueMiss(r)
 		case s.now().After(r.fire.Add(r.j.StartingDeadline)):
 			s.queueMiss(r)
@@ -288,15 +287,26 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 			backfillRefused(log(), res.reason)
 			return
 		}
+		if res.reason == reasonBeforeState {
+			// A new job's first instants: not a miss, nothing to report.
+			log().Debug("run not claimed", "reason", res.reason)
+			return
+		}
 		log().Warn("run not claimed", "reason", res.reason)
 	case answerRetry:
 		s.retryLater(ctx, r, res)
-		if r.kind == kindMiss {
+		if r.kind == kindMiss || r.kind == kindOutage {
 			s.queueMiss(r)
 		} else if r.kind != kindManual {
 			again := []claimReq{r}
 			s.loops.Go(func() { s.claim(ctx, again) })
 		}
+	case answerExpired:
+		// A manual run an earlier try of this claim started, its answer
+		// lost, closed lease_lost since: it never started. Back to the
+		// pending requests.
+		log().Warn("manual run not started: its claim was answered after its lease ran out; handing it back")
+		s.loops.Go(func() { s.handBackLate(ctx, r) })
 	case answerSkippedOverlap, answerSkippedPaused, answerSkippedBlackout, answerMissed:
 		s.tel.claimed(ctx, j, claimDecided)
 		s.tel.decided(ctx, j, Outcome(res.status))

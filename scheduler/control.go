@@ -7,16 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 )
 
-// MaxPendingManual bounds the manual runs of one job that may wait to be
-// picked up at once: Trigger answers ErrQueueFull beyond it.
+// MaxPendingManual bounds the manual runs of one job that may wait at once,
+// pending (not picked up yet) or queued for a slot (picked up, waiting for
+// admission): Trigger answers ErrQueueFull beyond it.
 const MaxPendingManual = 100
 
 // ErrQueueFull is the error of Trigger when MaxPendingManual manual runs of
-// the job are pending already: wait for replicas to pick them up.
-var ErrQueueFull = errors.New("scheduler: the job's queue of pending manual runs is full")
+// the job wait already: wait for some to run.
+var ErrQueueFull = errors.New("scheduler: the job's queue of waiting manual runs is full")
 
 // Control acts on the whole cluster through the store: pause and resume a
 // job, trigger a manual run, read status and history. It needs no running
@@ -37,18 +40,47 @@ func checkJob(job string) error {
 // catch-up runs already queued for a slot (overlap: wait) when their turn
 // comes. Runs in flight go on, and manual runs (Trigger) still run: someone
 // asked for them.
-func (c *Control) Pause(ctx context.Context, job string) error { return c.setPaused(ctx, job, true) }
+func (c *Control) Pause(ctx context.Context, job string) error {
+	return c.setPaused(ctx, job, true, "")
+}
+
+// PauseWithReason is Pause that records why and who asked: Status's
+// PausedWhy, the console, `scheduler status` and the paused notification
+// (its reason) show "<reason> (paused by <who>)". Either may be empty;
+// the text is bounded (512 bytes) and kept on one line.
+func (c *Control) PauseWithReason(ctx context.Context, job, reason, who string) error {
+	return c.setPaused(ctx, job, true, pauseWhy(reason, who))
+}
+
+// maxReason bounds the reason a pause keeps.
+const maxReason = 512
+
+func pauseWhy(reason, who string) string {
+	oneLine := func(s string) string {
+		return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	}
+	reason, who = capText(oneLine(reason), maxReason), oneLine(who)
+	switch {
+	case who == "":
+		return reason
+	case reason == "":
+		return "paused by " + capText(who, maxWho)
+	}
+	return reason + " (paused by " + capText(who, maxWho) + ")"
+}
 
 // Resume undoes Pause, or a pause the cluster made by itself
 // (pause_after_failures), and clears the job's count of consecutive
 // failures.
-func (c *Control) Resume(ctx context.Context, job string) error { return c.setPaused(ctx, job, false) }
+func (c *Control) Resume(ctx context.Context, job string) error {
+	return c.setPaused(ctx, job, false, "")
+}
 
-func (c *Control) setPaused(ctx context.Context, job string, v bool) error {
+func (c *Control) setPaused(ctx context.Context, job string, v bool, why string) error {
 	if err := checkJob(job); err != nil {
 		return err
 	}
-	return c.store.setPaused(ctx, job, v)
+	return c.store.setPaused(ctx, job, v, why)
 }
 
 // Trigger asks the cluster to run the job now, once: the request waits in
@@ -56,18 +88,24 @@ func (c *Control) setPaused(ctx context.Context, job string, v bool) error {
 // heartbeat, 1s by default); exactly one replica runs it. Manual runs ignore
 // the pause flag but respect the job's concurrency and overlap policy. It
 // returns the run id, "<job>@manual-<id>"; or an error wrapping
-// ErrQueueFull when MaxPendingManual requests of the job are pending.
+// ErrQueueFull when MaxPendingManual requests of the job wait (pending or
+// queued for a slot).
 func (c *Control) Trigger(ctx context.Context, job string) (string, error) {
 	if err := checkJob(job); err != nil {
 		return "", err
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	id := job + "@manual-" + strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
+	id := newManualID(job)
 	if err := c.store.trigger(ctx, job, id); err != nil {
 		return "", err
 	}
 	return id, nil
+}
+
+// newManualID draws a manual run's id: "<job>@manual-<unique suffix>".
+func newManualID(job string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return job + "@manual-" + strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
 }
 
 // Run is one run's record.
@@ -94,6 +132,15 @@ type Run struct {
 	// Paused is set on the run whose end paused its job
 	// (pause_after_failures), and says why.
 	Paused string `json:"paused,omitempty"`
+	// CancelledBy says who asked the run to stop (Control.Cancel); its
+	// outcome is cancelled unless it ended before it heard.
+	CancelledBy string `json:"cancelled_by,omitempty"`
+	// RetryOf is, for a manual run asked for by Control.Retry, the run it
+	// retries; RetriedAs the latest retry of this run; RetriedBy who asked.
+	// Filled in by Control.Get (the job's latest retries are kept).
+	RetryOf   string `json:"retry_of,omitempty"`
+	RetriedAs string `json:"retried_as,omitempty"`
+	RetriedBy string `json:"retried_by,omitempty"`
 }
 
 // Duration is how long a finished run ran, or 0.
@@ -120,8 +167,9 @@ func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, er
 type Status struct {
 	Job    string `json:"job"`
 	Paused bool   `json:"paused"`
-	// PausedWhy says why the cluster paused the job by itself
-	// (pause_after_failures); "" for a pause by an operator, or none.
+	// PausedWhy says why the job is paused: why the cluster paused it by
+	// itself (pause_after_failures), or the reason an operator gave
+	// (PauseWithReason); "" for none.
 	PausedWhy string `json:"paused_why,omitempty"`
 	// ConsecutiveFailures counts the job's latest runs in a row that ended
 	// failed, timed_out or lease_lost (reset by a success and by Resume).
@@ -161,7 +209,15 @@ func (c *Control) Get(ctx context.Context, runID string) (*Run, error) {
 	if !ok {
 		return nil, fmt.Errorf("scheduler: %q is not a run id", runID)
 	}
-	return c.store.get(ctx, job, suffix)
+	r, err := c.store.get(ctx, job, suffix)
+	if r == nil || err != nil {
+		return r, err
+	}
+	// Advisory: a run is shown without its links rather than not at all.
+	if links, err := c.store.retries(ctx, job); err == nil {
+		linkRetries(r, links)
+	}
+	return r, nil
 }
 
 func suffixOf(id string) string {

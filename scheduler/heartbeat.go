@@ -55,6 +55,9 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	hinted, server, err := s.store.manualHints(cctx, hintReq{
 		since: sent.Add(-hintLookback), ttl: s.cfg.manualTTL,
 		changedSince: sent.Add(-changedLookback(s.cfg.syncInterval, s.cfg.skew)), changed: publish,
+		// Entries carry values now, one per change rather than one per job:
+		// kept twice as long as any heartbeat looks back, no longer.
+		changedKeep: max(2*changedLookback(s.cfg.syncInterval, s.cfg.skew), 10*time.Second),
 	})
 	if err != nil {
 		s.unTakeChanged(publish)
@@ -74,22 +77,54 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	// one beat would hold up the runs of the instant it falls on). The
 	// first beat syncs every job. That keeps the heartbeat's cost flat as
 	// the table grows with jobs that fire every second.
+	//
+	// A job whose run statistics changed (a run of it ended, on any
+	// replica) needs them read only when they were published without their
+	// value (changes a replica made without learning the result: a skip, a
+	// miss, a reaped run; and every change on Redlock): one read of its
+	// meta, not a sync. A close publishes the statistics it left, with the
+	// server time they held, and the others take them from the published
+	// entry, reading nothing per job. With jobs that run every second a
+	// change is every job at every beat on every replica: a whole sync
+	// (reaping slots and waiters, reading manual requests) for each cost
+	// more Redis work than the runs themselves.
 	first, turn := s.syncs == 0, s.syncs%fullSweepEvery
 	s.syncs++
-	hint := make(map[string]bool, len(hinted))
-	for _, h := range hinted {
+	hint := make(map[string]bool, len(hinted.manual))
+	for _, h := range hinted.manual {
 		hint[h] = true
+	}
+	changed := make(map[string]bool, len(hinted.changed))
+	var valued map[string]*jobState
+	for _, h := range hinted.changed {
+		job, at, raw, ok := parseStatsEntry(h)
+		if !ok {
+			changed[job] = true
+			continue
+		}
+		// Published with their value: taken as they are, unless this
+		// replica holds a later reading.
+		if valued == nil {
+			valued = make(map[string]*jobState, len(tab))
+			for _, j := range tab {
+				valued[j.Name] = j
+			}
+		}
+		if j := valued[job]; j != nil {
+			j.memo.setStats(raw, parseStats(raw), at)
+		}
 	}
 	idle := time.Now().Add(-idleSyncEvery * s.cfg.syncInterval)
 	var jobs []*jobState
 	var reqs []syncReq
 	for i, j := range tab {
-		if !first && i%fullSweepEvery != turn && !hint[j.Name] && j.memo.touchedAfter(idle) {
+		full := first || i%fullSweepEvery == turn || hint[j.Name] || !j.memo.touchedAfter(idle)
+		if !full && !changed[j.Name] {
 			continue
 		}
 		known, fence := j.memo.snapshot()
 		jobs = append(jobs, j)
-		reqs = append(reqs, syncReq{j: j, known: known, fence: fence})
+		reqs = append(reqs, syncReq{j: j, known: known, fence: fence, statsOnly: !full})
 	}
 	if len(reqs) == 0 {
 		return nil
@@ -112,15 +147,15 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 			s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
 				"job", j.Name, "old_epoch", lost, "new_epoch", r.epoch)
 		}
-		j.memo.mu.Lock()
-		if j.memo.statsRead && j.memo.stats != r.stats {
+		if j.memo.setStats(r.statsRaw, r.stats, r.statsAt) {
 			// Another replica may not know yet (a run its holder never
 			// closed, reaped by this sync): tell them at the next beat.
-			s.statsChanged(j.Name)
+			s.statsKnown(j)
 		}
-		j.memo.stats, j.memo.statsRead = r.stats, true
+		j.memo.mu.Lock()
 		j.memo.paused, j.memo.last, j.memo.touched = r.paused, r.last, time.Now()
-		catchup := trusted && j.CatchupWindow > 0 && !j.memo.caughtUp
+		gap := trusted && !j.memo.caughtUp
+		catchup := gap && j.CatchupWindow > 0
 		j.memo.caughtUp = j.memo.caughtUp || trusted
 		j.memo.mu.Unlock()
 		for k := 0; k+1 < len(r.manual); k += 2 {
@@ -132,11 +167,24 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 			at := time.UnixMilli(ms)
 			claims = append(claims, s.claimFor(j, id, at, at, kindManual))
 		}
+		var runs []time.Time
 		if catchup {
-			for _, t := range catchupInstants(j, r.last, now) {
+			runs = catchupInstants(j, r.last, now)
+			for _, t := range runs {
 				c := s.newClaim(j, t, kindCatchup)
 				c.base, c.readAt = r.last, server
 				claims = append(claims, c)
+			}
+		}
+		if gap {
+			// Instants nobody decided before this replica started: the
+			// whole cluster was down (or cut off from Redis). Recorded
+			// missed, never run; bounded by the history the job keeps.
+			until := s.first(j, s.runStart)
+			for _, t := range outageInstants(j, r.last, until, s.runStart, min(j.HistoryLimit, maxCatchup), runs) {
+				c := s.newClaim(j, t, kindOutage)
+				c.base, c.readAt = r.last, server
+				s.queueMiss(c)
 			}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 // statOutcomes are the outcomes whose last time the store keeps per job
 // (common.lua's OUTCOMES, in the same order).
-var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused}
+var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout}
 
 // jobStats is what the store keeps about a job's runs for the metrics,
 // as the heartbeat last read it. Every replica reads the same values.
@@ -131,7 +131,7 @@ func (j *jobState) period(now time.Time) time.Duration {
 // the last heartbeat read.
 type jobGauges struct {
 	lastSuccess, lastRun, nextRun, interval, deadline, clockOffset, maxSkew metric.Float64ObservableGauge
-	fails, paused, info                                                     metric.Int64ObservableGauge
+	fails, paused, pauseAfter, info                                         metric.Int64ObservableGauge
 }
 
 // registerJobGauges registers the gauges and their callback with the
@@ -173,7 +173,8 @@ func (s *Scheduler) registerJobGauges() error {
 	g.clockOffset = f("solocron.replica.clock_offset", "This replica's clock minus Redis' clock, at its last heartbeat.", "s")
 	g.maxSkew = f("solocron.max_clock_skew", "The table's store.max_clock_skew.", "s")
 	g.fails = i("solocron.job.consecutive_failures", "Runs of the job in a row that ended failed, timed_out or lease_lost, from the store.", "{failure}")
-	g.paused = i("solocron.job.paused", "1 when the job is paused cluster-wide, else 0.", "")
+	g.paused = i("solocron.job.paused", "1 when the job is paused (cluster-wide, or paused: true in the table), else 0.", "")
+	g.pauseAfter = i("solocron.job.pause_after_failures", "The job's pause_after_failures (0: never), from the table.", "")
 	g.info = i("solocron.replica.info", "1 for this replica, with its id, its version and the fingerprint of the job table it runs.", "")
 	if err != nil {
 		return err
@@ -207,13 +208,17 @@ func (s *Scheduler) registerJobGauges() error {
 				o.ObserveFloat64(g.interval, p.Seconds(), attrs)
 			}
 			o.ObserveFloat64(g.deadline, j.StartingDeadline.Seconds(), attrs)
+			o.ObserveInt64(g.pauseAfter, int64(j.PauseAfterFailures), attrs)
 			if !synced {
 				// Nothing read from the store yet: no value rather than a
 				// wrong one.
 				continue
 			}
+			// Paused cluster-wide (pause, pause_after_failures) or by the
+			// table (paused: true): either way no run starts, and the
+			// alert rules leave the job alone.
 			var p int64
-			if paused {
+			if paused || j.Paused {
 				p = 1
 			}
 			o.ObserveInt64(g.paused, p, attrs)
@@ -228,7 +233,7 @@ func (s *Scheduler) registerJobGauges() error {
 			}
 		}
 		return nil
-	}, g.lastSuccess, g.lastRun, g.nextRun, g.interval, g.deadline, g.clockOffset, g.maxSkew, g.fails, g.paused, g.info)
+	}, g.lastSuccess, g.lastRun, g.nextRun, g.interval, g.deadline, g.clockOffset, g.maxSkew, g.fails, g.paused, g.pauseAfter, g.info)
 	return err
 }
 
@@ -267,33 +272,78 @@ func (t *telemetry) zero(job string, m *memo) {
 }
 
 // statsChanged notes that this replica changed (or saw a change of) the
-// job's run statistics in the store; the next heartbeat tells the others.
+// job's run statistics in the store, without knowing them as changed: the
+// next heartbeat tells the others, which read them.
 func (s *Scheduler) statsChanged(job string) {
-	s.changedMu.Lock()
-	if s.changed == nil {
-		s.changed = map[string]struct{}{}
-	}
-	s.changed[job] = struct{}{}
-	s.changedMu.Unlock()
+	s.noteChanged(job, nil)
 }
 
-// takeChanged returns and forgets the jobs statsChanged noted.
+// statsKnown notes that j's memo holds its statistics as changed (a close
+// answered them, a heartbeat read a change): the next heartbeat publishes
+// them, and the others take them without reading the job's meta.
+func (s *Scheduler) statsKnown(j *jobState) {
+	s.noteChanged(j.Name, j.memo)
+}
+
+func (s *Scheduler) noteChanged(job string, m *memo) {
+	s.changedMu.Lock()
+	defer s.changedMu.Unlock()
+	if s.changed == nil {
+		s.changed = map[string]*memo{}
+	}
+	if old, ok := s.changed[job]; ok && old == nil {
+		// A change not known stays one: the others must read the job.
+		return
+	}
+	s.changed[job] = m
+}
+
+// takeChanged returns and forgets what statsChanged and statsKnown noted,
+// as the heartbeat publishes it (statsEntry).
 func (s *Scheduler) takeChanged() []string {
 	s.changedMu.Lock()
 	defer s.changedMu.Unlock()
 	out := make([]string, 0, len(s.changed))
-	for j := range s.changed {
-		out = append(out, j)
+	for j, m := range s.changed {
+		entry := j
+		if m != nil {
+			if raw, at := m.statsValue(); at > 0 {
+				entry = statsEntry(j, at, raw)
+			}
+		}
+		out = append(out, entry)
 	}
 	clear(s.changed)
 	return out
 }
 
-// unTakeChanged puts back what a failed heartbeat could not publish.
-func (s *Scheduler) unTakeChanged(jobs []string) {
-	for _, j := range jobs {
-		s.statsChanged(j)
+// unTakeChanged puts back what a failed heartbeat could not publish, as
+// changes the others must read.
+func (s *Scheduler) unTakeChanged(entries []string) {
+	for _, e := range entries {
+		job, _, _ := strings.Cut(e, "|")
+		s.statsChanged(job)
 	}
+}
+
+// statsEntry is a published change of a job's statistics with their value:
+// "<job>|<server time µs>|<stats>" (job names hold no '|'). A change
+// published as the job's name alone has the others read them.
+func statsEntry(job string, at int64, raw string) string {
+	return job + "|" + strconv.FormatInt(at, 10) + "|" + raw
+}
+
+// parseStatsEntry reads statsEntry; ok is false for a name alone.
+func parseStatsEntry(e string) (job string, at int64, raw string, ok bool) {
+	f := strings.SplitN(e, "|", 3)
+	if len(f) != 3 {
+		return e, 0, "", false
+	}
+	at, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || at <= 0 {
+		return f[0], 0, "", false
+	}
+	return f[0], at, f[2], true
 }
 
 // changedLookback is how far back a heartbeat reads the jobs whose

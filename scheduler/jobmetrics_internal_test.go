@@ -525,3 +525,44 @@ func TestMergeStats(t *testing.T) {
 		t.Errorf("none: %+v", got)
 	}
 }
+
+// The per-job gauges follow the replica's table: a job paused: true in the
+// table reads paused 1 (the alert rules leave it alone, as they do a job
+// paused cluster-wide), and a job a reload removes leaves the gauges (and
+// so the dashboard's job list) at the next collection.
+func TestJobGaugesFollowTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c := redistest.MiniPipe(t)
+		reader := sdkmetric.NewManualReader()
+		ok := jobs.Func(func(context.Context) error { return nil })
+		table := []Job{
+			{Name: "held", Schedule: "@every 1h", Handler: ok, Paused: true},
+			{Name: "gone", Schedule: "@every 1h", Handler: ok},
+		}
+		s, err := New(redisStore(t, c), table, WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(3 * time.Second)
+		g := gauges(t, reader)
+		if v, ok := g["solocron.job.paused{job=held}"]; !ok || v != 1 {
+			t.Errorf("a job paused: true in the table: paused gauge %v (present %v), want 1", v, ok)
+		}
+		if v := g["solocron.job.paused{job=gone}"]; v != 0 {
+			t.Errorf("a running job: paused gauge %v, want 0", v)
+		}
+		if err := s.Reload(table[:1]); err != nil {
+			t.Fatal(err)
+		}
+		for k := range gauges(t, reader) {
+			if strings.HasPrefix(k, "solocron.job.") && strings.Contains(k, "job=gone") {
+				t.Errorf("after the reload that removed job gone: %s", k)
+			}
+		}
+	})
+}

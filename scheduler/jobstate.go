@@ -23,6 +23,12 @@ type jobState struct {
 	periodVal  time.Duration // the schedule's nominal period
 	// blackouts are the job's Blackouts, parsed.
 	blackouts blackouts
+	// bfPlan is whether this table's schedule gives the instants of the
+	// job's backfill id (backfillPlanDiffers): why not, or "".
+	bfPlan struct {
+		mu      sync.Mutex
+		id, why string
+	}
 }
 
 // newJobState parses spec's schedules; spec has its defaults applied.
@@ -51,9 +57,42 @@ type memo struct {
 	caughtUp bool      // catch-up done for the current epoch
 	sets     attrSets  // the job's metric attribute sets (own lock)
 	// stats is what the store keeps about the job's runs, as of the last
-	// heartbeat that read it (statsRead: one has).
+	// answer that told it (statsRead: one has): statsRaw as the scripts
+	// pack it, statsAt the server time (µs) it held then, 0 when unknown (a
+	// Redlock replica merges its masters' answers).
 	stats     jobStats
 	statsRead bool
+	statsRaw  string
+	statsAt   int64
+}
+
+// setStats takes the job's statistics as the store held them at server
+// time at (µs; 0: unknown), unless the memo holds a later reading. It
+// reports whether they differ from what the memo held.
+func (m *memo) setStats(raw string, st jobStats, at int64) (changed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// A reading at the same server time is taken: Redis' µs clock gives
+	// two scripts one time only where it does not move (miniredis in a
+	// synctest bubble), and there the later answer is the later reading.
+	if m.statsRead && at > 0 && at < m.statsAt {
+		return false
+	}
+	changed = m.statsRead && m.stats != st
+	m.stats, m.statsRaw, m.statsAt, m.statsRead = st, raw, at, true
+	return changed
+}
+
+// statsValue is the memo's statistics as published to the other replicas
+// (jobmetrics.go's statsEntry), or "" when the server time of their reading
+// is unknown.
+func (m *memo) statsValue() (raw string, at int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.statsRead || m.statsAt <= 0 {
+		return "", 0
+	}
+	return m.statsRaw, m.statsAt
 }
 
 func (m *memo) snapshot() (epoch string, fence int64) {

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"math"
+	"slices"
 	"time"
 )
 
@@ -34,8 +36,51 @@ func catchupInstants(j *jobState, last, now time.Time) []time.Time {
 	return out
 }
 
+// outageInstants lists the instants of j due while no replica claimed
+// them: after the last decided one, and before until, the instant this
+// replica's dispatcher began with (it claims that one and the later ones;
+// zero: every instant due by started), at most limit of them (the latest).
+// Catch-up runs (runs, the instants it will run) are left out. A job that
+// has never run has none: its state is new, and what came before it was
+// never its to run.
+//
+// They were due while every replica was down (or none could reach Redis:
+// those replicas would have recorded them missed themselves, and find
+// them decided). The replica records them missed with that reason, and
+// never runs them: catch-up (catchup_window) is what runs such runs.
+func outageInstants(j *jobState, last, until, started time.Time, limit int, runs []time.Time) []time.Time {
+	if last.IsZero() || limit <= 0 {
+		return nil
+	}
+	// Only the latest limit instants are kept: the scan starts no earlier
+	// than limit periods back (a job put back in the table after weeks
+	// away would otherwise walk every instant since).
+	from := last
+	if p := j.period(started); p > 0 && p < math.MaxInt64/time.Duration(limit+1) {
+		if h := started.Add(-time.Duration(limit+1) * p); h.After(from) {
+			from = h
+		}
+	}
+	var out []time.Time
+	for t := j.sched.Next(from); !t.IsZero() && (until.IsZero() && !j.fire(t).After(started) || t.Before(until)); t = j.sched.Next(t) {
+		if slices.ContainsFunc(runs, t.Equal) {
+			continue
+		}
+		if len(out) == limit {
+			out = append(out[:0], out[1:]...)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// queueMiss queues r to be recorded missed by recordMisses: a scheduled
+// run whose starting deadline passed (kindMiss), or one an outage left
+// (kindOutage, which keeps its kind: the record says why).
 func (s *Scheduler) queueMiss(r claimReq) {
-	r.kind = kindMiss
+	if r.kind != kindOutage {
+		r.kind = kindMiss
+	}
 	s.missedMu.Lock()
 	s.missed = append(s.missed, r)
 	s.missedMu.Unlock()
@@ -75,6 +120,11 @@ func (s *Scheduler) recordMissed(ctx context.Context) {
 				// never started. Asking too late is harmless: Redis
 				// refuses a claim too old to decide.
 				until = until.Add(r.j.Lease + 2*claimTimeout)
+			}
+			if r.kind == kindOutage {
+				// Redis refuses it once the reading of the gap is older
+				// than the record retention (claim.lua).
+				until = r.readAt.Add(r.j.retention(r.sched))
 			}
 			if now.Before(until) {
 				s.missed = append(s.missed, r)

@@ -10,10 +10,11 @@ import (
 )
 
 // A job without state in Redis may be new or may be one whose state Redis
-// lost: its runs due within the margin are recorded missed either way (they
-// may have run before a loss), but the record says which it can tell. A
-// replica that remembered the job's epoch knows it is a loss; one that
-// never saw the job cannot tell a new job from a loss, and says so. On a
+// lost: its runs due within the margin never start either way (they may
+// have run before a loss). A replica that remembered the job's epoch knows
+// it is a loss, and they are recorded missed; when no replica that asked
+// had seen the job, it is new as far as anyone knows: they are refused
+// without a record, so a new job (or cluster) reports no miss. On a
 // store that began empty with the process (WithEphemeralStore: the
 // daemon's embedded default) a job without state is new: its first
 // instants run.
@@ -49,7 +50,7 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 		want      answer
 		why       string // the missed record's error starts so
 	}{
-		{"new or lost", false, "", answerMissed, "Redis held no state of this job when this run was due: a new job"},
+		{"new or lost", false, "", answerRefused, ""},
 		{"lost", false, "e-before", answerMissed, "Redis lost data"},
 		{"new", true, "", answerStarted, ""},
 	} {
@@ -66,6 +67,35 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 			if tc.why != "" {
 				if e := errorOf(s, j); !strings.HasPrefix(e, tc.why) {
 					t.Errorf("missed with %q, want it to start %q", e, tc.why)
+				}
+			}
+			if tc.want == answerRefused {
+				// Never the job's to run: no record, no history entry,
+				// no miss in the statistics the metrics export.
+				if res.reason != reasonBeforeState {
+					t.Errorf("refused for %q, want %q", res.reason, reasonBeforeState)
+				}
+				rec, entry := recordOf(t, s, c, j, runID(j.Name, at))
+				if len(rec) > 0 || entry != nil {
+					t.Errorf("an instant before the job's state existed left a record %v / history entry %v", rec, entry)
+				}
+				if n, _ := c.HExists(ctx, j.metaKey, "at:missed").Result(); n {
+					t.Error("a miss was noted in the job's statistics")
+				}
+				// A replica that remembers the job (another epoch) knows
+				// it was lost: the rest of the floor is recorded missed.
+				j.memo.observe("e-remembered", 0)
+				r := claimOf(j, at.Add(time.Millisecond), 's', "o2")
+				res2, err := s.claim(ctx, "r2", skew, ttl, []claimReq{r})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res2[0].status != answerMissed {
+					t.Fatalf("a remembering replica's claim under the floor: %q, want missed", res2[0].status)
+				}
+				rec, _ = recordOf(t, s, c, j, r.id)
+				if !strings.HasPrefix(rec["error"], "Redis lost data") {
+					t.Errorf("a remembered loss recorded missed with %q", rec["error"])
 				}
 			}
 		})

@@ -170,6 +170,10 @@ type Notification struct {
 	Job NotificationJob `json:"job"`
 	// Run is the run's record as it was closed; nil for paused.
 	Run *Run `json:"run,omitempty"`
+	// Reason is, for paused, why: the reason the operator gave and who
+	// asked (Control.PauseWithReason), or why the cluster paused the job
+	// (pause_after_failures); "" when none was given.
+	Reason string `json:"reason,omitempty"`
 	// At is when the event happened (Redis' clock).
 	At time.Time `json:"at"`
 }
@@ -291,17 +295,23 @@ func (n *notifier) subscription(j *jobState) string {
 }
 
 // subscribe writes the table's subscriptions, one pipeline: set for the
-// jobs with notifications, deleted for the others.
+// jobs with notifications, deleted for the others, and the flag in each
+// job's meta (common.lua's notify) that says which.
 func (n *notifier) subscribe(ctx context.Context, tab []*jobState) error {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
 	_, err := n.st.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, j := range tab {
-			k := n.st.key(j.Name, "notify:on")
+			// The meta's flag tells the scripts that close runs whether
+			// to look for a subscription: a job without one never reads
+			// the notification keys.
+			k, meta := n.st.key(j.Name, "notify:on"), n.st.metaKey(j.Name)
 			if sub := n.subscription(j); sub != "" {
 				p.Set(ctx, k, sub, notifySubTTL)
+				p.HSet(ctx, meta, "notify", "1")
 			} else {
 				p.Del(ctx, k)
+				p.HDel(ctx, meta, "notify")
 			}
 		}
 		return nil
@@ -445,6 +455,8 @@ func (n *notifier) send(ctx context.Context, j *jobState, it takenItem) {
 	if body.Event != notify.Paused {
 		r := ev.Run.run()
 		body.Run = &r
+	} else {
+		body.Reason = ev.Run.Paused
 	}
 	raw, _ := json.Marshal(body)
 	err := notify.Post(ctx, n.s.cfg.notify.client, t, body.Event, delivery, raw)

@@ -487,7 +487,7 @@ func TestNotifyPauseAfterFailures(t *testing.T) {
 		case "paused":
 			paused++
 			if !strings.HasPrefix(p.delivery, "tripping@paused-") || !strings.HasSuffix(p.delivery, ":paused") ||
-				p.body.Run != nil || !p.sigOK || p.body.Job.Name != "tripping" {
+				p.body.Run != nil || !p.sigOK || p.body.Job.Name != "tripping" || !strings.Contains(p.body.Reason, "pause_after_failures: 2") {
 				t.Errorf("paused post: %+v", p)
 			}
 		case "failed":

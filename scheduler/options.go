@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -46,6 +47,13 @@ type config struct {
 	redact  func(string) string // see WithRedactor
 
 	notify notifyConfig // see WithNotifications
+
+	// jitter draws the random part of a backoff in [0, n): math/rand's by
+	// default, whatever key says. key names the draw (a run and its
+	// attempt, a claim's first run): the seeded simulation hashes it with
+	// its seed and the fake time, so that a seed replays exactly
+	// (simreplay_test.go) however the replica's goroutines interleave.
+	jitter func(key string, n time.Duration) time.Duration
 }
 
 // WithReplicaID names this replica in run records and logs. Default
@@ -162,6 +170,7 @@ func newConfig(opts []Option) (config, error) {
 		manualTTL:     time.Hour,
 		waiterTTL:     3 * time.Second,
 		pollInterval:  100 * time.Millisecond,
+		jitter:        func(_ string, n time.Duration) time.Duration { return rand.N(n) },
 	}
 	for _, o := range opts {
 		if o != nil {

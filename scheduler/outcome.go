@@ -39,6 +39,9 @@ const (
 	Interrupted Outcome = "interrupted"
 	// Replaced: a newer run of the job took its slot (overlap: replace).
 	Replaced Outcome = "replaced"
+	// Cancelled: an operator asked it to stop (Control.Cancel); the record
+	// says who (CancelledBy).
+	Cancelled Outcome = "cancelled"
 )
 
 // States of a run that has not ended.

@@ -23,7 +23,16 @@ type Overview struct {
 	// and trims records, so reading them costs nothing per record.
 	KeptStarted   int `json:"kept_started"`
 	KeptSucceeded int `json:"kept_succeeded"`
+	// LastEnded holds when the job's latest run with each of the outcomes
+	// failed, timed_out, lease_lost and missed ended (or was decided), by
+	// Redis' clock: what a summary of "what went wrong lately" counts.
+	// Empty on Redlock.
+	LastEnded map[Outcome]time.Time `json:"last_ended,omitempty"`
 }
+
+// summaryOutcomes are the outcomes Overview.LastEnded keeps, in the order
+// the meta's fields are read.
+var summaryOutcomes = []Outcome{Failed, TimedOut, LeaseLost, Missed}
 
 // Overview reads the state of many jobs at once, each with its latest
 // recent finished runs (History). On one Redis deployment it costs two
@@ -89,7 +98,7 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 			for i := lo; i < hi; i++ {
 				j := jobs[i]
 				rs[i] = reads{
-					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last", "h:s", "h:ok"),
+					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last", "h:s", "h:ok", "paused_why", "fails", "at:failed", "at:timed_out", "at:lease_lost", "at:missed"),
 					slots:   p.ZRangeWithScores(ctx, s.key(j, "slots"), 0, -1),
 					waiting: p.ZCard(ctx, s.key(j, "queue")),
 					manual:  p.ZCard(ctx, s.key(j, "manual")),
@@ -110,18 +119,30 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 	for i, r := range rs {
 		o := &out[i]
 		o.Status = Status{Job: jobs[i], Waiting: int(r.waiting.Val()), PendingManual: int(r.manual.Val()), Running: []Run{}}
-		if m := r.meta.Val(); len(m) == 4 {
+		if m := r.meta.Val(); len(m) == 6+len(summaryOutcomes) {
 			o.Paused = m[0] == "1"
 			if v, ok := m[1].(string); ok {
 				o.LastScheduled = msTime(v)
 			}
 			o.KeptStarted, o.KeptSucceeded = metaInt(m[2]), metaInt(m[3])
+			if o.Paused {
+				o.PausedWhy, _ = m[4].(string)
+			}
+			o.ConsecutiveFailures = metaInt(m[5])
+			for k, oc := range summaryOutcomes {
+				if v, ok := m[6+k].(string); ok {
+					if o.LastEnded == nil {
+						o.LastEnded = map[Outcome]time.Time{}
+					}
+					o.LastEnded[oc] = msTime(v)
+				}
+			}
 		}
 		var err error
 		if o.History, err = decodeHistory(r.hist.Val()); err != nil {
 			return nil, err
 		}
-		if m := r.meta.Val(); len(m) != 4 || m[2] == nil {
+		if m := r.meta.Val(); len(m) != 6+len(summaryOutcomes) || m[2] == nil {
 			// Not counted yet (a store from before the counts; the next
 			// record filed counts the list): the runs read.
 			o.KeptStarted, o.KeptSucceeded = countRuns(o.History)

@@ -32,13 +32,18 @@ const (
 	// kindMiss records a scheduled run missed: the replica's clock says
 	// its deadline passed; Redis' decides (before it, it is claimed as s).
 	kindMiss runKind = 'x'
+	// kindOutage records missed a scheduled run due while no replica
+	// claimed it — every replica down, or none reaching Redis — found by
+	// the first heartbeat of a replica that starts after it (misses.go).
+	// It never starts the run.
+	kindOutage runKind = 'o'
 	// kindBackfill is an instant of a backfill (Control.Backfill).
 	kindBackfill runKind = 'b'
 )
 
 // record is how a run record spells the kind.
 func (k runKind) record() string {
-	if k == kindMiss {
+	if k == kindMiss || k == kindOutage {
 		return string(kindScheduled)
 	}
 	return string(k)
@@ -59,6 +64,10 @@ const (
 	answerLater   answer = "later"   // claimed ahead, not startable yet: ask at the instant
 	answerRefused answer = "refused" // not ours to decide
 	answerLost    answer = "lost"    // admit: no longer ours
+	// answerExpired (admit): a manual run admitted by a poll whose answer
+	// was lost, closed lease_lost since: it never started, and is handed
+	// back to the pending requests (undo drop takes the close back).
+	answerExpired answer = "expired"
 	// answerRetry is the store's, not a script's: the run was claimed, then
 	// taken back (too few replicas acknowledged it, or no Redlock quorum).
 	answerRetry answer = "retry"
@@ -68,6 +77,11 @@ const (
 	answerSkippedBlackout = answer(SkippedBlackout)
 	answerMissed          = answer(Missed)
 )
+
+// reasonBeforeState is claim.lua's refusal of an instant due before the
+// job's state existed (a new job, as far as any replica that asked knows):
+// never the job's to run, and no miss. It is logged at DEBUG only.
+const reasonBeforeState = "due before the job's state existed"
 
 // decidedByUs reports whether a is a decision this replica recorded that
 // starts nothing (a skip or a miss).
@@ -86,6 +100,9 @@ const (
 	leaseOK       leaseAnswer = "ok"
 	leaseLost     leaseAnswer = "lost"
 	leaseReplaced leaseAnswer = "replaced"
+	// leaseCancelled: an operator cancelled the run (renewed all the same:
+	// the holder closes it once its job has stopped).
+	leaseCancelled leaseAnswer = "cancelled"
 	// leaseUnacked: renewed where it was sent, but not acknowledged by
 	// enough replicas or masters: a failed renewal, not a lost lease.
 	leaseUnacked leaseAnswer = "unacked"
@@ -128,23 +145,26 @@ type scriptSpec struct {
 var scriptSpecs = map[string]scriptSpec{
 	"claim": {head: claimHead, perRun: claimFields, answers: []string{string(answerStarted), string(answerDecided),
 		string(answerSkippedOverlap), string(answerSkippedPaused), string(answerSkippedBlackout), string(answerMissed),
-		string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
-	"admit": {head: admitArgs, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
-		string(answerSkippedPaused), string(answerMissed), string(answerLost)}},
-	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced)}},
+		string(answerExpired), string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
+	"admit": {head: admitHead, perRun: admitFields, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
+		string(answerSkippedPaused), string(answerMissed), string(answerExpired), string(answerLost)}},
+	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced), string(leaseCancelled)}},
 	"complete": {perRun: completeFields, answers: []string{string(closeOK), string(closeClosed), string(closeLost)}},
 	"undo":     {perRun: undoFields, answers: []string{string(undoDropped), string(undoRequeued), string(undoKept)}},
 	"sync":     {head: syncHead, perRun: syncFields},
 	"attempt":  {head: attemptArgs},
 	"trigger":  {head: triggerArgs},
-	"pause":    {head: 1},
+	"pause":    {head: 2},
 	"pool":     {head: 5, answers: []string{poolOK, poolFull, string(leaseLost)}},
+	"cancel":   {head: cancelArgs, answers: []string{string(cancelAsked), string(cancelEnded), string(cancelNone)}},
+	"retry":    {head: retryArgs, answers: []string{string(retryQueued), string(retryRunning), string(retryFull), string(retryNone)}},
 	// Encoded where their features live: notify.go, replicas.go, statuses.go.
-	"notify_take": {head: 3},
-	"notify_done": {head: 3, answers: []string{"ok", "lost"}},
-	"replicas":    {head: 4},
-	"status":      {head: 1},
-	"backfill":    {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
+	"notify_take":     {head: 3},
+	"notify_done":     {head: 3, answers: []string{"ok", "lost"}},
+	"replicas":        {head: 4},
+	"status":          {head: 1},
+	"backfill_forget": {head: 2, answers: []string{"forgot", "kept"}},
+	"backfill":        {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
 }
 
 // Claims (claim.lua) ------------------------------------------------------
@@ -260,7 +280,7 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = append(b, r.ticket...)
 	b = append(b, '|')
 	switch r.kind {
-	case kindCatchup:
+	case kindCatchup, kindOutage:
 		b = strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
 	case kindBackfill:
 		b = append(b, r.backfill...)
@@ -352,21 +372,37 @@ func decodeClaim(f []string, ackMode bool) claimRes {
 
 // Admissions (admit.lua) --------------------------------------------------
 
-// admitArgs is the number of admit.lua's arguments.
-const admitArgs = 10
+// admitHead is the number of admit.lua's own arguments; admitFields the
+// number per run.
+const admitHead, admitFields = 7, 3
 
-func admitCall(r *claimReq, waiterTTL time.Duration, fenceFloor int64) call {
-	j := r.j
-	grant := ""
-	if r.pgrant != 0 {
-		grant = string(r.pgrant)
+// admitCall polls rs, queued runs of one job, in one call. The first's job
+// state gives the terms: all of them carry the job as the table in force
+// has it now (pollQueued), whatever table they were queued under.
+func admitCall(rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) call {
+	j := rs[0].j
+	args := make([]any, 0, admitHead+admitFields*len(rs))
+	args = append(args, j.Lease.Milliseconds(), j.Concurrency, waiterTTL.Milliseconds(),
+		strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize, j.Pool)
+	for _, r := range rs {
+		grant := ""
+		if r.pgrant != 0 {
+			grant = string(r.pgrant)
+		}
+		args = append(args, r.id, r.owner, grant)
 	}
-	return call{keys: []string{j.metaKey}, args: []any{r.id, r.owner, j.Lease.Milliseconds(),
-		j.Concurrency, waiterTTL.Milliseconds(), strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize, j.Pool, grant}}
+	return call{keys: []string{j.metaKey}, args: args}
 }
 
-// decodeAdmit reads admit.lua's answer: the status, the fencing token
-// (started) or the place (waiting), and the slot (started).
+// admitRes is admit.lua's answer for one run: the status, the fencing
+// token (started) or the place (waiting).
+type admitRes struct {
+	status answer
+	n      int64
+}
+
+// decodeAdmit reads admit.lua's answer for one run: the status, the
+// fencing token (started) or the place (waiting), and the slot (started).
 func decodeAdmit(v any) (status answer, n int64, slot int, err error) {
 	f := strs(v)
 	if len(f) == 0 {
@@ -477,6 +513,10 @@ type syncReq struct {
 	j     *jobState
 	known string
 	fence int64 // the highest fencing token the replica has seen
+	// statsOnly: read the job's statistics and what the replica knows of
+	// its epoch only (sync.lua syncs it whole when the epoch or the token
+	// says Redis lost data).
+	statsOnly bool
 }
 
 // syncRes is what a heartbeat learns about a job.
@@ -487,15 +527,19 @@ type syncRes struct {
 	floor  time.Time
 	fence  int64
 	stats  jobStats
-	manual []string // pending manual run ids
+	// statsRaw is stats as sync.lua packed them, statsAt the server time
+	// (µs) of the reading; 0 when unknown (Redlock merges masters').
+	statsRaw string
+	statsAt  int64
+	manual   []string // pending manual run ids
 }
 
 // syncHead and syncFields are the numbers of sync.lua's own ARGV fields
 // and of those per job; syncLeast the fewest fields of its answer per job.
 const (
 	syncHead   = 5
-	syncFields = 5
-	syncLeast  = 6
+	syncFields = 6
+	syncLeast  = 7
 )
 
 func syncHeadArgs(skew, manualTTL, ahead time.Duration, born bool) []any {
@@ -508,12 +552,17 @@ func appendSync(args []any, r *syncReq, replica string, fenceCheck bool) []any {
 	if fenceCheck {
 		seen = strconv.FormatInt(r.fence, 10)
 	}
-	return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen)
+	mode := "f"
+	if r.statsOnly {
+		mode = "s"
+	}
+	return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen, mode)
 }
 
 // decodeSync reads sync.lua's answer for one job.
 func decodeSync(f []string) syncRes {
-	r := syncRes{epoch: f[0], paused: f[1] == "1", stats: parseStats(f[5]), manual: f[6:]}
+	r := syncRes{epoch: f[0], paused: f[1] == "1", stats: parseStats(f[5]), statsRaw: f[5], manual: f[7:]}
+	r.statsAt, _ = strconv.ParseInt(f[6], 10, 64)
 	if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
 		r.last = time.UnixMilli(ms)
 	}
@@ -546,11 +595,60 @@ func decodeTrigger(v any) (full bool, err error) {
 	return false, nil
 }
 
-func pauseArgs(paused bool) []any {
-	if paused {
-		return []any{"1"}
+// Cancel and retry of one run (cancel.lua, retry.lua) ---------------------
+
+type (
+	cancelAnswer string
+	retryAnswer  string
+)
+
+const (
+	cancelAsked cancelAnswer = "asked" // its holder stops it at its next renewal
+	cancelEnded cancelAnswer = "ended" // not running
+	cancelNone  cancelAnswer = "none"  // no record
+
+	retryQueued  retryAnswer = "queued"
+	retryRunning retryAnswer = "running" // not ended yet
+	retryFull    retryAnswer = "full"    // MaxPendingManual pending
+	retryNone    retryAnswer = "none"    // no such run
+)
+
+// cancelArgs and retryArgs are the numbers of the scripts' arguments.
+const (
+	cancelArgs = 2
+	retryArgs  = 5
+)
+
+func cancelCall(metaKey, id, who string) call {
+	return call{keys: []string{metaKey}, args: []any{id, who}}
+}
+
+// decodeCancel reads cancel.lua's answer and, for "ended", the outcome.
+func decodeCancel(v any) (cancelAnswer, Outcome, error) {
+	f := strs(v)
+	if len(f) == 0 {
+		return "", "", fmt.Errorf("scheduler: unexpected cancel reply %v", v)
 	}
-	return []any{"0"}
+	return cancelAnswer(f[0]), Outcome(at(f, 1)), nil
+}
+
+func retryCall(metaKey, id, newID, who string, ended bool) call {
+	return call{keys: []string{metaKey}, args: []any{id, newID, MaxPendingManual, who, boolInt(ended)}}
+}
+
+func decodeRetry(v any) (retryAnswer, error) {
+	f := strs(v)
+	if len(f) == 0 {
+		return "", fmt.Errorf("scheduler: unexpected retry reply %v", v)
+	}
+	return retryAnswer(f[0]), nil
+}
+
+func pauseArgs(paused bool, why string) []any {
+	if paused {
+		return []any{"1", why}
+	}
+	return []any{"0", ""}
 }
 
 // Run records -------------------------------------------------------------
@@ -582,6 +680,8 @@ type wireRun struct {
 	Trace    string `json:"trace"`
 	Paused   string `json:"paused"`
 	Slot     string `json:"slot"`
+	// CancelledBy says who asked the run to stop (cancel.lua).
+	CancelledBy string `json:"cancelled_by"`
 }
 
 // holderFields are the record's fields no script keeps in the run's hash:
@@ -605,6 +705,7 @@ func (w wireRun) run() Run {
 		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
 		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
 		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace, Paused: w.Paused,
+		CancelledBy: w.CancelledBy,
 	}
 }
 
@@ -623,6 +724,7 @@ func runFromHash(id string, h map[string]string) Run {
 		ID: id, Job: job, Kind: h["kind"], Sched: h["sched"], Decision: h["decision"],
 		Outcome: h["outcome"], Replica: h["replica"], Fence: h["fence"], Started: h["started"],
 		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"], Paused: h["paused"], Slot: slot,
+		CancelledBy: h["cancelled_by"],
 	}.run()
 }
 
@@ -712,8 +814,11 @@ var (
 	syncScript     = script("sync")
 	triggerScript  = script("trigger")
 	pauseScript    = script("pause")
+	cancelScript   = script("cancel")
+	retryScript    = script("retry")
 	undoScript     = script("undo")
 	backfillScript = script("backfill")
+	forgetScript   = script("backfill_forget")
 
 	notifyTakeScript = script("notify_take")
 	notifyDoneScript = script("notify_done")

@@ -109,14 +109,16 @@ func TestProtocolEncoders(t *testing.T) {
 		}
 	}
 	check("claim", claimHeadArgs("r", time.Second, time.Second, 0, true, false), appendClaim(nil, &r, &buf))
-	check("admit", admitCall(&r, time.Second, 0).args, nil)
+	check("admit", admitCall([]*claimReq{&r}, time.Second, 0).args[:admitHead], admitCall([]*claimReq{&r}, time.Second, 0).args[admitHead:])
 	check("renew", nil, appendRenew(nil, &renewReq{j: j, id: r.id, owner: r.owner}))
 	check("complete", nil, appendComplete(nil, &completeReq{r: &r}))
 	check("undo", nil, appendUndo(nil, &undoReq{j: j, id: r.id, owner: r.owner, mode: undoDrop}, time.Second))
 	check("sync", syncHeadArgs(time.Second, time.Second, 0, false), appendSync(nil, &syncReq{j: j}, "r", true))
 	check("attempt", attemptCall(j, r.id, r.owner, 2, 0).args, nil)
 	check("trigger", triggerCall(j.metaKey, "j@manual-1", time.Second, false).args, nil)
-	check("pause", pauseArgs(true), nil)
+	check("pause", pauseArgs(true, "why"), nil)
+	check("cancel", cancelCall(j.metaKey, r.id, "who").args, nil)
+	check("retry", retryCall(j.metaKey, r.id, "j@manual-1", "who", false).args, nil)
 	// claim.lua reads the terms as '|'-separated fields: 22 of them.
 	for _, grant := range []byte{0, '0', '1'} {
 		r.pgrant = grant

@@ -355,7 +355,7 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 				res.server = per[i][k].server
 			}
 		}
-	case r.kind == kindMiss:
+	case r.kind == kindMiss || r.kind == kindOutage:
 		// Recording a miss never starts anything: a split here is other
 		// replicas' claims in flight. Ask again later.
 		res.status, res.reason = answerRetry, "no quorum agrees yet on how the run was decided"
@@ -403,12 +403,28 @@ type admitted struct {
 	n      int64
 }
 
-func (rl *redlock) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
+// admit polls each run on every master (a quorum's admission per run).
+func (rl *redlock) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+	out := make([]admitRes, len(rs))
+	for i, r := range rs {
+		st, n, err := rl.admitOne(ctx, r, waiterTTL, fenceFloor)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = admitRes{st, n}
+	}
+	return out, nil
+}
+
+func (rl *redlock) admitOne(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
 	sent := time.Now()
 	per, errs, qerr := each(ctx, rl, "admit", func(ctx context.Context, _ int, m *store) (admitted, error) {
 		own := *r // each master's answer sets its slot: not on the shared request
-		s, n, err := m.admit(ctx, &own, waiterTTL, fenceFloor)
-		return admitted{s, n}, err
+		res, err := m.admit(ctx, []*claimReq{&own}, waiterTTL, fenceFloor)
+		if err != nil {
+			return admitted{}, err
+		}
+		return admitted{res[0].status, res[0].n}, nil
 	})
 	elapsed := time.Since(sent)
 	var started, waiting, skipped, lost []int
@@ -498,7 +514,7 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 	}
 	out := make([]leaseAnswer, len(reqs))
 	for k := range reqs {
-		var ok, replaced, lost int
+		var ok, replaced, cancelled, lost int
 		for i, res := range per {
 			if errs[i] != nil {
 				continue
@@ -508,11 +524,17 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 				ok++
 			case leaseReplaced:
 				replaced++
+			case leaseCancelled:
+				// Renewed on that master: it counts toward the lease.
+				ok++
+				cancelled++
 			default:
 				lost++
 			}
 		}
 		switch {
+		case ok >= rl.quorum && cancelled > 0:
+			out[k] = leaseCancelled
 		case ok >= rl.quorum:
 			out[k] = leaseOK
 		case quorum.Hopeless(len(rl.masters), replaced+lost) && replaced > 0:
@@ -654,20 +676,91 @@ func (rl *redlock) write(ctx context.Context, op string, fn func(ctx context.Con
 	return err
 }
 
-func (rl *redlock) setPaused(ctx context.Context, job string, paused bool) error {
-	return rl.write(ctx, "pause", func(ctx context.Context, m *store) error { return m.setPaused(ctx, job, paused) })
+func (rl *redlock) setPaused(ctx context.Context, job string, paused bool, why string) error {
+	return rl.write(ctx, "pause", func(ctx context.Context, m *store) error { return m.setPaused(ctx, job, paused, why) })
 }
 
 func (rl *redlock) trigger(ctx context.Context, job, id string) error {
 	return rl.write(ctx, "trigger", func(ctx context.Context, m *store) error { return m.trigger(ctx, job, id) })
 }
 
+// cancel asks every master: the run stops when a quorum's renewals say so,
+// and any one master's answer that it is running is enough to ask.
+func (rl *redlock) cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error) {
+	type res struct {
+		a cancelAnswer
+		o Outcome
+	}
+	per, errs, err := each(ctx, rl, "cancel", func(ctx context.Context, _ int, m *store) (res, error) {
+		a, o, err := m.cancel(ctx, job, id, who)
+		return res{a, o}, err
+	})
+	if err != nil {
+		return "", "", err
+	}
+	out := res{a: cancelNone}
+	for i, r := range per {
+		switch {
+		case errs[i] != nil:
+		case r.a == cancelAsked:
+			return cancelAsked, "", nil
+		case r.a == cancelEnded:
+			out = r
+		}
+	}
+	return out.a, out.o, nil
+}
+
+// retry queues the retry on every master, as trigger does; a master that
+// lacks the run's record (it missed its close) follows the others.
+func (rl *redlock) retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error) {
+	per, errs, err := each(ctx, rl, "retry", func(ctx context.Context, _ int, m *store) (retryAnswer, error) {
+		return m.retry(ctx, job, id, newID, who, ended)
+	})
+	if err != nil {
+		return "", err
+	}
+	n := map[retryAnswer]int{}
+	for i, a := range per {
+		if errs[i] == nil {
+			n[a]++
+		}
+	}
+	for _, a := range []retryAnswer{retryRunning, retryFull, retryQueued} {
+		if n[a] > 0 && (a != retryQueued || n[a] >= rl.quorum) {
+			return a, nil
+		}
+	}
+	return retryNone, nil
+}
+
+// retries is the union of the masters' lists.
+func (rl *redlock) retries(ctx context.Context, job string) ([]retryLink, error) {
+	per, errs, err := each(ctx, rl, "retries", func(ctx context.Context, _ int, m *store) ([]retryLink, error) {
+		return m.retries(ctx, job)
+	})
+	if err != nil {
+		return nil, err
+	}
+	seen := map[retryLink]bool{}
+	var out []retryLink
+	for i, links := range per {
+		for _, l := range links {
+			if errs[i] == nil && !seen[l] {
+				seen[l] = true
+				out = append(out, l)
+			}
+		}
+	}
+	return out, nil
+}
+
 // manualHints is the union of the masters' hints (any one may have a
 // request the others missed). Redis' clock is the median of the masters'
 // that answered: one master with a wrong clock does not move it.
-func (rl *redlock) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
+func (rl *redlock) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
 	type answer struct {
-		hints []string
+		hints hints
 		at    time.Time
 	}
 	per, err := read(ctx, rl, "hints", func(ctx context.Context, m *store) (answer, error) {
@@ -675,19 +768,23 @@ func (rl *redlock) manualHints(ctx context.Context, h hintReq) ([]string, time.T
 		return answer{hs, at}, err
 	})
 	if err != nil {
-		return nil, time.Time{}, err
+		return hints{}, time.Time{}, err
 	}
-	var out []string
+	var out hints
 	seen := map[string]bool{}
+	union := func(to *[]string, kind string, js []string) {
+		for _, j := range js {
+			if !seen[kind+j] {
+				seen[kind+j] = true
+				*to = append(*to, j)
+			}
+		}
+	}
 	clocks := make([]time.Time, 0, len(per))
 	for _, a := range per {
 		clocks = append(clocks, a.at)
-		for _, j := range a.hints {
-			if !seen[j] {
-				seen[j] = true
-				out = append(out, j)
-			}
-		}
+		union(&out.manual, "m", a.hints.manual)
+		union(&out.changed, "c", a.hints.changed)
 	}
 	slices.SortFunc(clocks, time.Time.Compare)
 	return out, clocks[len(clocks)/2], nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -64,6 +63,9 @@ func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) erro
 	case leaseReplaced:
 		l.s.tel.renewed(ctx, renewReplaced)
 		return ErrReplaced
+	case leaseCancelled:
+		l.s.tel.renewed(ctx, renewCancel)
+		return ErrCancelled
 	case leaseUnacked:
 		// Renewed where it was sent, but a failover could lose it: it does
 		// not count, and the watchdog tries again.
@@ -149,6 +151,14 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		rctx, cancel := context.WithTimeout(ctx, claimTimeout)
 		err := lease.Refresh(rctx)
 		cancel()
+		if err != nil && r.kind == kindManual {
+			// Someone asked for it: back to the pending requests, for any
+			// replica to run, not recorded missed.
+			log.Warn("manual run not started: its claim was answered after its lease ran out; handing it back", "late_by", late, "err", err)
+			s.handBackLate(ctx, r)
+			span.End()
+			return
+		}
 		if err != nil {
 			text := fmt.Sprintf("never started: its claim was answered %s after it was sent, past its lease, and the lease could not be taken back: %v", late, err)
 			log.Warn("run not started: its claim was answered after its lease ran out", "late_by", late, "err", err)
@@ -180,7 +190,8 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	defer cancelJob(context.Canceled)
 
 	// A lost lease cancels the job (on_lease_lost: cancel), or is logged and
-	// counted and the job goes on (continue). Being replaced always cancels.
+	// counted and the job goes on (continue). Being replaced or cancelled by
+	// an operator always cancels.
 	// The watch runs only once the keepalive's context ends: no goroutine
 	// waits for it while the job runs.
 	watched := make(chan struct{})
@@ -190,14 +201,19 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		if !errors.Is(cause, lockprovider.ErrLeaseLost) {
 			return
 		}
-		if !errors.Is(cause, ErrReplaced) {
+		stopped := errors.Is(cause, ErrReplaced) || errors.Is(cause, ErrCancelled)
+		if !stopped {
 			s.tel.leaseLost.Add(context.WithoutCancel(ctx), 1, jobAttr)
 		}
-		if j.OnLeaseLost == LeaseLostContinue && !errors.Is(cause, ErrReplaced) {
+		if j.OnLeaseLost == LeaseLostContinue && !stopped {
 			log.Warn("lease lost; the job goes on (on_lease_lost: continue) — another replica may now start this job", "cause", cause)
 			return
 		}
-		log.Warn("lease lost: cancelling the job", "cause", cause)
+		if errors.Is(cause, ErrCancelled) {
+			log.Warn("an operator cancelled the run: cancelling the job")
+		} else {
+			log.Warn("lease lost: cancelling the job", "cause", cause)
+		}
 		cancelJob(cause)
 	})
 
@@ -249,7 +265,9 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 			if err == nil || jobCtx.Err() != nil || attempt > j.Retries || jobs.IsPermanent(err) {
 				break
 			}
-			wait := retryBackoff(j.RetryBackoff, attempt)
+			wait := retryBackoff(j.RetryBackoff, attempt, func(d time.Duration) time.Duration {
+				return s.cfg.jitter(fmt.Sprintf("retry %s#%d", r.id, attempt), d)
+			})
 			log.Info("attempt failed; retrying", "attempt", attempt, "err", err, "in", wait.Round(time.Millisecond))
 			if !sleep(jobCtx, wait) {
 				break
@@ -351,7 +369,10 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 			log.Warn("the cluster had already closed this run; its record keeps that outcome", "outcome_here", o)
 			return true
 		case c.err == nil && c.res == closeLost:
-			log.Warn("run record no longer ours (Redis lost it, or it expired)")
+			// Mostly a replica that was frozen (SIGSTOP, a VM pause, a long
+			// GC) or cut off from Redis past its lease: the cluster closed
+			// the run lease_lost and its record moved on.
+			log.Warn("run record no longer ours: the cluster closed this run while this replica could not renew its lease (the process was frozen, or cut off from Redis), or Redis lost the record")
 			return true
 		case c.err == nil && c.res == closeUnacked:
 			// Applied, but not on enough replicas yet: sent again (a close
@@ -402,8 +423,14 @@ func (s *Scheduler) closer(in <-chan closeReq) {
 		res, err := s.store.complete(ctx, reqs)
 		cancel()
 		if err == nil {
-			for _, r := range reqs {
-				s.statsChanged(r.r.j.Name)
+			for i, r := range reqs {
+				if res[i] == closeOK {
+					// The close answered the statistics it left (the
+					// store put them in the memo; Redlock's do not).
+					s.statsKnown(r.r.j)
+				} else {
+					s.statsChanged(r.r.j.Name)
+				}
 			}
 		}
 		for i, c := range batch {
@@ -490,6 +517,8 @@ func classify(err error, jobCtx context.Context, lost error) (Outcome, string) {
 		switch {
 		case errors.Is(cause, ErrReplaced):
 			return Replaced, text
+		case errors.Is(cause, ErrCancelled):
+			return Cancelled, "cancelled by an operator; the job then ended: " + text
 		case errors.Is(cause, lockprovider.ErrLeaseLost):
 			return LeaseLost, text
 		case errors.Is(cause, ErrShutdown):
@@ -497,6 +526,12 @@ func classify(err error, jobCtx context.Context, lost error) (Outcome, string) {
 		case errors.Is(cause, ErrTimeout):
 			return TimedOut, text
 		}
+	}
+	if errors.Is(lost, ErrCancelled) { // the job ignored its context
+		if err == nil {
+			return Cancelled, "cancelled by an operator; the job then ended without an error"
+		}
+		return Cancelled, "cancelled by an operator; the job then ended: " + text
 	}
 	if lost != nil { // on_lease_lost: continue
 		if err == nil {
@@ -512,11 +547,11 @@ func classify(err error, jobCtx context.Context, lost error) (Outcome, string) {
 
 // retryBackoff is the wait before retry n (1-based): base·2^(n-1), capped at
 // an hour, with ±50% jitter so retries of many runs do not align.
-func retryBackoff(base time.Duration, n int) time.Duration {
+func retryBackoff(base time.Duration, n int, jitter func(time.Duration) time.Duration) time.Duration {
 	d := base
 	for i := 1; i < n && d < time.Hour; i++ {
 		d *= 2
 	}
 	d = min(d, time.Hour)
-	return d/2 + rand.N(d+1)
+	return d/2 + jitter(d+1)
 }

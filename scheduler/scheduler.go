@@ -25,6 +25,11 @@ var (
 	// of its job replaced it (overlap: replace). It wraps
 	// lockprovider.ErrLeaseLost: the run no longer holds its slot.
 	ErrReplaced = fmt.Errorf("%w: replaced by a newer run", lockprovider.ErrLeaseLost)
+	// ErrCancelled is the cause with which a run is cancelled when an
+	// operator asked it to stop (Control.Cancel). Its outcome is cancelled.
+	// It wraps lockprovider.ErrLeaseLost, as ErrReplaced does: the lease's
+	// watchdog stops there, and a job that checks for a lost lease stops.
+	ErrCancelled = fmt.Errorf("%w: cancelled by an operator", lockprovider.ErrLeaseLost)
 )
 
 // Scheduler runs one replica's share of a job table: at each scheduled
@@ -44,6 +49,7 @@ type Scheduler struct {
 
 	reloaded chan struct{}
 	started  atomic.Bool
+	runStart time.Time // when Run began: instants due before it are an outage's (misses.go)
 
 	loops      sync.WaitGroup // dispatcher, heartbeat, claims, waiters, miss recorder
 	runs       sync.WaitGroup // started runs
@@ -53,6 +59,7 @@ type Scheduler struct {
 	renewals   chan renewCall  // to the renewer, while Run runs
 	running    atomic.Int64    // runs executing now, for the replica registry
 	manual     sync.Map        // manual run ids being claimed by this replica
+	waiters    waiters         // runs queued for a slot, per job (wait.go)
 	owners     owners          // owner tokens for this replica's claims
 	gates      startGates      // runs claimed ahead wait here for their instant
 	batchRTT   atomic.Int64    // round trip of recent big claim batches (ns): see ahead
@@ -68,9 +75,10 @@ type Scheduler struct {
 	lastDownAt atomic.Int64 // when the last "store unreachable" was logged
 
 	// changed: jobs whose run statistics this replica changed, published
-	// at its next heartbeat (see sync).
+	// at its next heartbeat (see sync), with their memo when it holds the
+	// statistics as changed (nil: the others read them).
 	changedMu sync.Mutex
-	changed   map[string]struct{}
+	changed   map[string]*memo
 	gauges    metric.Registration // the job gauges' callback; see registerJobGauges
 }
 
@@ -213,6 +221,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return errors.New("scheduler: Run called more than once")
 	}
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.runStart = s.now()
 	defer func() {
 		if s.gauges != nil {
 			_ = s.gauges.Unregister()

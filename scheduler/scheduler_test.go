@@ -757,15 +757,20 @@ func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
 		// A failing job: a retried close must not report its error twice.
 		{"complete", scheduler.Job{Name: "c", Schedule: "@every 10s"},
 			func(context.Context) error { return errors.New("boom") }, scriptPerRun(8)},
-		// admit.lua: EVALSHA sha 1 key + 10 args. Runs last 11s, so the run
-		// at 10s queues and polls admit (every 100ms) before the first ends.
+		// admit.lua: EVALSHA sha 1 key + 7 args + 3 per run (one queued).
+		// Runs last 11s, so the run at 10s queues and polls admit (every
+		// 100ms) before the first ends.
 		{"admit", scheduler.Job{Name: "c", Schedule: "@every 10s", Overlap: scheduler.OverlapWait, MaxWait: time.Minute},
 			sleepJob(11 * time.Second), func(cmd redis.Cmder) bool {
 				rc, ok := cmd.(*redis.Cmd)
-				if !ok || !scriptWithArgs(3+1+10)(cmd) {
+				if !ok || !scriptWithArgs(3+1+7+3)(cmd) {
 					return false
 				}
-				v, _ := rc.Val().([]any)                // the admission itself, not a "still waiting"
+				rows, _ := rc.Val().([]any)
+				if len(rows) != 1 {
+					return false
+				}
+				v, _ := rows[0].([]any)                 // the admission itself, not a "still waiting"
 				return len(v) == 3 && v[0] == "started" // token, slot
 			}},
 	} {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -60,33 +61,7 @@ func TestSimulation(t *testing.T) {
 			if single {
 				t.Logf("plan of %s", plan)
 			}
-			var violations []simViolation
-			var report string
-			var world atomic.Pointer[simWorld]
-			// A call that never returns (a script that loops) stops fake
-			// time: the watchdog, on the real clock, says which.
-			watchdog := time.AfterFunc(simWatchdog, func() {
-				var calls []string
-				if w := world.Load(); w != nil {
-					w.flightMu.Lock()
-					for _, c := range w.flight {
-						calls = append(calls, c)
-					}
-					w.flightMu.Unlock()
-				}
-				panic(fmt.Sprintf("simulation seed %d: no progress after %s of real time; calls still running on the store: %q\nplan of %s",
-					seed, simWatchdog, calls, plan))
-			})
-			defer watchdog.Stop()
-			synctest.Test(t, func(t *testing.T) {
-				w := newSimWorld(t, plan)
-				world.Store(w)
-				w.run()
-				violations = w.check()
-				if len(violations) > 0 || single {
-					report = w.report(violations)
-				}
-			})
+			violations, report, _ := simPlay(t, plan, single)
 			if len(violations) == 0 {
 				if single {
 					t.Log(report)
@@ -108,8 +83,70 @@ func TestSimulation(t *testing.T) {
 	}
 }
 
-// simWatchdog bounds one seed's real time (it takes about a second);
-// SOLOCRON_SIM_WATCHDOG changes it.
+// simPlay plays plan once and checks it: its violations, the report (when
+// there are violations or verbose) and the trace a replay must repeat.
+func simPlay(t *testing.T, plan *simPlan, verbose bool) (violations []simViolation, report string, trace []string) {
+	t.Helper()
+	// One core: goroutines woken at one instant then run in the order the
+	// runtime queues them, not on two cores at once (simreplay_test.go).
+	// No other test runs meanwhile (TestSimulation is not parallel).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var world atomic.Pointer[simWorld]
+	// A call that never returns (a script that loops) stops fake time:
+	// the watchdog, on the real clock, says which once the sequencer has
+	// run nothing for simWatchdog (a slow machine, or -race, only makes
+	// a seed take longer).
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(simWatchdog / 12)
+		defer tick.Stop()
+		var last uint64
+		since := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				var ran uint64
+				if w := world.Load(); w != nil {
+					ran = w.seq.ran.Load()
+				}
+				if ran != last {
+					last, since = ran, now
+					continue
+				}
+				if now.Sub(since) < simWatchdog {
+					continue
+				}
+				var calls []string
+				if w := world.Load(); w != nil {
+					w.flightMu.Lock()
+					for _, c := range w.flight {
+						calls = append(calls, c)
+					}
+					w.flightMu.Unlock()
+				}
+				panic(fmt.Sprintf("simulation seed %d: no progress for %s of real time; calls still running on the store: %q\nplan of %s",
+					plan.seed, simWatchdog, calls, plan))
+			}
+		}
+	}()
+	synctest.Test(t, func(t *testing.T) {
+		w := newSimWorld(t, plan)
+		world.Store(w)
+		w.run()
+		violations = w.check()
+		if len(violations) > 0 || verbose {
+			report = w.report(violations)
+		}
+		trace = w.replayTrace()
+	})
+	return violations, report, trace
+}
+
+// simWatchdog bounds the real time a seed may make no progress for (a
+// seed takes about a second); SOLOCRON_SIM_WATCHDOG changes it.
 var simWatchdog = 3 * time.Minute
 
 // simKnownDefect is a scheduler defect the search finds that is not fixed
@@ -134,8 +171,10 @@ var simKnownDefects = map[string]simKnownDefect{
 	// lost primary. Inherent without min_replicas_ack, which is the
 	// remedy; the search has no Redis replicas, so it cannot use it.
 	"D3-failover-window": {
-		name:       "issue 12 defect 3, documented window: a failover to a stale copy before a replica that saw the lost writes talks to it",
-		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises, invLeaseLostRan},
+		name: "issue 12 defect 3, documented window: a failover to a stale copy before a replica that saw the lost writes talks to it",
+		// A backfill judges an instant by its record: one the copy lost
+		// with the writes it missed runs again (seed 12).
+		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises, invLeaseLostRan, invBackfillUndecided},
 		match: func(v simViolation) bool {
 			return strings.Contains(v.detail, "failover to the copy")
 		},
@@ -268,6 +307,7 @@ type simWorld struct {
 	trace  bool
 	log    *slog.Logger
 
+	seq  *simSequencer  // runs store calls and events one at a time (simreplay_test.go)
 	bg   sync.WaitGroup // follow-ups of events, stalled calls
 	incs []*simInc      // every incarnation, to wait for at the end
 
@@ -288,12 +328,12 @@ func newSimWorld(t *testing.T, plan *simPlan) *simWorld {
 		t.Fatal(err)
 	}
 	var table []Job
-	for _, sj := range plan.jobs {
+	for _, sj := range plan.allJobs() {
 		table = append(table, sj.Job)
 	}
 	ctl.UseTable(table) // the pooled jobs' keys
 	w := &simWorld{t: t, plan: plan, m: m, admin: admin, ctl: ctl, start: time.Now(), ledger: testkit.NewLedger(),
-		trace: os.Getenv("SOLOCRON_SIM_TRACE") == "1", obs: newSimObs(), flight: map[int]string{}}
+		trace: os.Getenv("SOLOCRON_SIM_TRACE") == "1", obs: newSimObs(), flight: map[int]string{}, seq: newSimSequencer(plan.seed)}
 	w.log = slog.New(slog.NewTextHandler(simLog(), &slog.HandlerOptions{Level: slog.LevelDebug})).With("seed", plan.seed)
 	for i := range plan.replicas {
 		w.reps = append(w.reps, &simReplica{w: w, idx: i, id: fmt.Sprintf("r%d", i), changed: make(chan struct{}), offset: plan.offsets[i]})
@@ -347,8 +387,9 @@ func (w *simWorld) tracef(format string, args ...any) {
 // handlers log to the ledger, die with the incarnation and cannot start
 // while it is frozen.
 func (w *simWorld) table(in *simInc) []Job {
-	out := make([]Job, len(w.plan.jobs))
-	for i, sj := range w.plan.jobs {
+	tab := w.plan.table(in.ver)
+	out := make([]Job, len(tab))
+	for i, sj := range tab {
 		j := sj.Job
 		body := w.ledger.Job(func(ctx context.Context) error {
 			info, _ := jobs.FromContext(ctx)
@@ -396,13 +437,23 @@ func (w *simWorld) startReplica(r *simReplica) {
 	r.incs++
 	n := r.incs
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &simInc{r: r, n: n, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{})}
+	in := &simInc{r: r, n: n, ver: r.ver, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{})}
 	r.cur = in // taken: a second restart of r now finds it up
 	r.mu.Unlock()
 	cfg, err := newConfig([]Option{WithReplicaID(r.id), WithClock(ClockFunc(r.now)), WithMaxClockSkew(w.plan.skew),
 		WithShutdownGrace(w.plan.grace), WithLogger(w.log.With("replica", in.String()))})
 	if err != nil {
 		w.t.Fatal(err)
+	}
+	// Backoff jitter from the seed, the replica, the fake time and what it
+	// is for: the same on every replay (simreplay_test.go).
+	cfg.jitter = func(key string, n time.Duration) time.Duration {
+		if n <= 0 {
+			return 0
+		}
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d|%s|%d|%s", w.plan.seed, in, time.Now().UnixNano(), key)
+		return time.Duration(h.Sum64() % uint64(n))
 	}
 	st, err := newStore(redistest.PipeClient(w.t, w.m), cfg)
 	if err != nil {
@@ -415,7 +466,11 @@ func (w *simWorld) startReplica(r *simReplica) {
 	r.mu.Lock()
 	in.s = s
 	r.mu.Unlock()
-	go func() { _ = s.Run(ctx); close(in.done) }()
+	go func() {
+		_ = s.Run(ctx)
+		w.noteExit(in)
+		close(in.done)
+	}()
 	w.mu.Lock()
 	w.incs = append(w.incs, in)
 	w.mu.Unlock()
@@ -442,33 +497,85 @@ func (w *simWorld) down(r *simReplica, kill bool) *simInc {
 	return in
 }
 
-// after runs fn after d, in the background.
+// after runs fn after d, in the background, on the sequencer: fn must not
+// wait for anything that needs it.
 func (w *simWorld) after(d time.Duration, fn func()) {
 	w.bg.Go(func() {
 		time.Sleep(d)
-		fn()
+		w.seq.do("after", true, fn)
 	})
 }
 
 // restartAfter starts r again d after old went down, once old has exited.
 func (w *simWorld) restartAfter(r *simReplica, old *simInc, d time.Duration) {
-	w.after(d, func() {
+	w.bg.Go(func() {
+		time.Sleep(d)
 		if old != nil {
 			<-old.done
 		}
-		w.startReplica(r)
+		w.seq.do("start "+r.id, true, func() { w.startReplica(r) })
 	})
 }
 
 // run plays the plan: every replica starts, the events happen at their
 // times, then nothing fails for simSettle, then every replica stops.
 func (w *simWorld) run() {
-	for _, r := range w.reps {
-		w.startReplica(r)
-	}
-	ctx := context.Background()
+	go w.seq.loop()
+	w.seq.do("start", true, func() {
+		for _, r := range w.reps {
+			w.startReplica(r)
+		}
+	})
 	for _, e := range w.plan.events {
 		time.Sleep(time.Until(w.start.Add(e.at)))
+		w.seq.do("event "+e.String(), true, func() { w.apply(e) })
+	}
+	time.Sleep(time.Until(w.start.Add(simFaultsUntil)))
+	w.bg.Wait() // every fault is over (the plan ends each before simFaultsUntil)
+	if len(w.plan.tables) > 1 {
+		// The calm period runs one table: the last deploy's.
+		w.seq.do("align tables", true, func() {
+			for _, r := range w.reps {
+				r.mu.Lock()
+				same := r.ver == w.plan.final && (r.cur == nil || r.cur.ver == w.plan.final)
+				r.mu.Unlock()
+				if !same {
+					w.reloadTo(r, w.plan.final)
+				}
+			}
+		})
+	}
+	if b := w.plan.backfill; b != nil {
+		time.Sleep(time.Until(w.start.Add(simFaultsUntil + b.at)))
+		w.seq.do("backfill", true, w.requestBackfill)
+	}
+	time.Sleep(time.Until(w.start.Add(simLength)))
+	w.seq.do("read backfill", true, w.readBackfill)
+	var downs []*simInc
+	w.seq.do("stop", true, func() {
+		for _, r := range w.reps {
+			if in := w.down(r, false); in != nil {
+				downs = append(downs, in)
+			}
+		}
+	})
+	for _, in := range downs {
+		<-in.done
+	}
+	w.mu.Lock()
+	incs := w.incs
+	w.mu.Unlock()
+	for _, in := range incs {
+		<-in.done
+	}
+	w.seq.close()
+	w.collect()
+}
+
+// apply makes one planned event happen (on the sequencer).
+func (w *simWorld) apply(e simEvent) {
+	ctx := context.Background()
+	{
 		w.mu.Lock()
 		w.obs.events = append(w.obs.events, e)
 		w.mu.Unlock()
@@ -568,6 +675,10 @@ func (w *simWorld) run() {
 		case evPause:
 			w.pause(e.job, true)
 			w.after(e.dur, func() { w.pause(e.job, false) })
+		case evDeploy:
+			w.deploy(e.ver, e.dur)
+		case evReloadTo:
+			w.reloadTo(r, e.ver)
 		case evReload:
 			r.mu.Lock()
 			in := r.cur
@@ -583,23 +694,6 @@ func (w *simWorld) run() {
 			}
 		}
 	}
-	time.Sleep(time.Until(w.start.Add(simFaultsUntil)))
-	w.bg.Wait() // every fault is over (the plan ends each before simFaultsUntil)
-	time.Sleep(time.Until(w.start.Add(simLength)))
-	var wg sync.WaitGroup
-	for _, r := range w.reps {
-		if in := w.down(r, false); in != nil {
-			wg.Go(func() { <-in.done })
-		}
-	}
-	wg.Wait()
-	w.mu.Lock()
-	incs := w.incs
-	w.mu.Unlock()
-	for _, in := range incs {
-		<-in.done
-	}
-	w.collect()
 }
 
 func simLater(a, b time.Time) time.Time {
@@ -622,7 +716,15 @@ func (w *simWorld) snapshot() {
 }
 
 func (w *simWorld) trigger(job string) {
-	id, err := w.ctl.Trigger(context.Background(), job)
+	// Control.Trigger's id, with a suffix drawn from the seed rather than
+	// crypto/rand: the store orders pending requests of one instant by id,
+	// so a random suffix would order them differently on every replay.
+	w.mu.Lock()
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d|%d", w.plan.seed, len(w.obs.manual))
+	w.mu.Unlock()
+	id := fmt.Sprintf("%s@manual-%s%012x", job, strconv.FormatInt(time.Now().Unix(), 36), h.Sum64()&(1<<48-1))
+	err := w.ctl.store.trigger(context.Background(), job, id)
 	if err != nil {
 		w.t.Errorf("trigger %s: %v", job, err)
 		return
@@ -653,7 +755,7 @@ func (w *simWorld) pause(job string, v bool) {
 // and at the end).
 func (w *simWorld) collect() {
 	ctx := context.Background()
-	for _, j := range w.plan.jobs {
+	for _, j := range w.plan.allJobs() {
 		h, err := w.ctl.History(ctx, j.Name, 100000)
 		if err != nil {
 			w.t.Errorf("history %s: %v", j.Name, err)

@@ -67,6 +67,69 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// As the jobs saw it: a run granted at 0 s (token 10) and replaced at
+	// 2 s by one with token 20 that starts at once; the first starts at
+	// 3 s. A break of slot-tokens-rise — unless the answer that granted
+	// the first reached its holder only at 3 s, after the replace: a
+	// stale holder, which its token fences (seeds 105, 153, 205).
+	for _, late := range []bool{false, true} {
+		w := world()
+		a := lease(w, r0, "j@a", "o0", 1, 10, 0, 5*time.Second)
+		a.cut(t0.Add(2 * time.Second))
+		lease(w, r1, "j@b", "o1", 1, 20, 2*time.Second, 7*time.Second)
+		heard := t0
+		if late {
+			heard = t0.Add(3 * time.Second)
+		}
+		w.obs.heard["j@a|o0"] = heard
+		w.obs.heard["j@b|o1"] = t0.Add(2 * time.Second)
+		w.obs.attempts = []simAttempt{{job: "j", id: "j@b", attempt: 1, slot: 1, token: 20, in: r1, start: t0.Add(2 * time.Second)},
+			{job: "j", id: "j@a", attempt: 1, slot: 1, token: 10, in: r0, start: t0.Add(3 * time.Second)}}
+		want := map[bool]int{false: 1, true: 0}[late]
+		if vs := w.check(); count(vs, invSlotTokens) != want {
+			t.Errorf("grant heard late %v: %d %s violations, want %d: %v", late, count(vs, invSlotTokens), invSlotTokens, want, vs)
+		}
+	}
+
+	// A run granted at 0 s to a replica stopping since -1 s, never run,
+	// closed lease_lost by the cluster at 3 s: a break of
+	// lease-lost-means-ran — unless the replica was gone (its shutdown
+	// grace over) before the call could time out (seed 221).
+	for _, gone := range []bool{false, true} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		w.obs.stopped[r0] = t0.Add(-time.Second)
+		if gone {
+			w.obs.exited[r0] = t0.Add(4 * time.Second)
+		}
+		want := map[bool]int{false: 1, true: 0}[gone]
+		if vs := w.check(); count(vs, invLeaseLostRan) != want {
+			t.Errorf("replica gone %v: %d %s violations, want %d: %v", gone, count(vs, invLeaseLostRan), invLeaseLostRan, want, vs)
+		}
+	}
+
+	// The same run, its replica up, its holder's "never started" close
+	// reaching the store at 5 s: a break — unless the store lost its data
+	// at 4 s, with the record (seed 27).
+	for _, lost := range []bool{false, true} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		w.obs.never[id+"|o0"] = t0.Add(5 * time.Second)
+		if lost {
+			w.obs.losses = []simLoss{{at: t0.Add(4 * time.Second), what: "flush"}}
+		}
+		want := map[bool]int{false: 1, true: 0}[lost]
+		if vs := w.check(); count(vs, invLeaseLostRan) != want {
+			t.Errorf("record lost %v: %d %s violations, want %d: %v", lost, count(vs, invLeaseLostRan), invLeaseLostRan, want, vs)
+		}
+	}
+
 	// One slot's tokens must rise in order of grant.
 	w := world()
 	lease(w, r0, "j@a", "o0", 1, 20, 0, time.Second)

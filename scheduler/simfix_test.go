@@ -153,11 +153,11 @@ func TestLateAdmitAnswerNeverStarted(t *testing.T) {
 	if err := c.ZRem(ctx, s.key(j.Name, "slots"), first.id).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if st, _, err := s.admit(ctx, &second, 3*time.Second, 0); err != nil || st != "started" {
+	if st, _, err := admitOne(s, ctx, &second, 3*time.Second, 0); err != nil || st != "started" {
 		t.Fatalf("admission: %q, %v; want started", st, err)
 	}
 	expireSlot(t, s, c, j, second.id)
-	st, _, err := s.admit(ctx, &second, 3*time.Second, 0)
+	st, _, err := admitOne(s, ctx, &second, 3*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,7 @@ type simEvent struct {
 	job     string
 	dur     time.Duration
 	arg     time.Duration
+	ver     int // evDeploy, evReloadTo: the table (0: v1, 1: v2)
 }
 
 func (e simEvent) String() string {
@@ -76,6 +77,9 @@ func (e simEvent) String() string {
 	}
 	if e.arg != 0 {
 		fmt.Fprintf(&b, " by=%s", e.arg)
+	}
+	if e.kind == evDeploy || e.kind == evReloadTo {
+		fmt.Fprintf(&b, " table=v%d", e.ver+1)
 	}
 	return b.String()
 }
@@ -100,6 +104,14 @@ type simPlan struct {
 	// fail; of those a third lose the answer after the store ran the call,
 	// a third answer late, a third fail before reaching the store.
 	faultPct int
+	// tables are the job tables the plan changes between (simtable_test.go):
+	// none, or v1 (jobs) and v2; final is the one in force at the end.
+	tables  [][]simJob
+	changes []string
+	final   int
+	// backfill is the backfill the operator asks for, if any
+	// (simbackfill_test.go).
+	backfill *simBackfill
 }
 
 func (p *simPlan) String() string {
@@ -114,8 +126,18 @@ func (p *simPlan) String() string {
 			fmt.Fprintf(&b, "    pool %s of %d\n", j.Pool, j.PoolSize)
 		}
 	}
+	if len(p.tables) > 1 {
+		fmt.Fprintf(&b, "  table v2 changes %v; in force at the end: v%d\n", p.changes, p.final+1)
+		for _, j := range p.tables[1] {
+			fmt.Fprintf(&b, "    v2 job %s: %s tz=%q concurrency=%d overlap=%s lease=%s pool=%s/%d blackouts=%v\n",
+				j.Name, j.Schedule, j.Timezone, j.Concurrency, j.Overlap, j.Lease, j.Pool, j.PoolSize, j.Blackouts)
+		}
+	}
 	for _, e := range p.events {
 		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	if p.backfill != nil {
+		fmt.Fprintf(&b, "  %s\n", p.backfill)
 	}
 	return b.String()
 }
@@ -235,6 +257,8 @@ func newSimPlan(seed uint64) *simPlan {
 		}
 		p.jobs = append(p.jobs, sj)
 	}
+	p.drawTables()
+	p.drawBackfill()
 	// Events are applied in time order; equal times keep the drawn order.
 	for i := 1; i < len(p.events); i++ {
 		for k := i; k > 0 && p.events[k].at < p.events[k-1].at; k-- {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ var (
 type simInc struct {
 	r      *simReplica
 	n      int
+	ver    int // the job table it runs (simtable_test.go)
 	s      *Scheduler
 	cancel context.CancelFunc
 	done   chan struct{} // Run returned
@@ -62,6 +64,7 @@ type simReplica struct {
 	frozen  bool
 	changed chan struct{} // closed and replaced when frozen changes
 	offset  time.Duration // clock offset
+	ver     int           // the job table it starts with (simtable_test.go)
 	// faults on this replica's calls, until these times
 	lossyUntil time.Time
 	lateUntil  time.Time
@@ -205,14 +208,20 @@ func simCall[T any](w *simStore, ctx context.Context, op, key string, exec func(
 			world.tracef("%s %s %s: gave up on a stalled store; the call runs when the stall ends", in, op, key)
 			world.bg.Go(func() {
 				time.Sleep(time.Until(until))
-				_, _ = exec(context.Background())
+				world.seq.do(fmt.Sprintf("%s %s %s", in, op, key), false, func() { _, _ = exec(context.Background()) })
 			})
 			return zero, ctx.Err()
 		}
 	}
-	done := world.inFlight(fmt.Sprintf("%s %s %s", in, op, key))
-	v, err := exec(context.WithoutCancel(ctx))
-	done()
+	// The store runs the calls of one instant one at a time, in an order
+	// drawn from the seed (simSequencer).
+	var v T
+	var err error
+	world.seq.do(fmt.Sprintf("%s %s %s", in, op, key), false, func() {
+		done := world.inFlight(fmt.Sprintf("%s %s %s", in, op, key))
+		v, err = exec(context.WithoutCancel(ctx))
+		done()
+	})
 	switch f {
 	case faultLost:
 		world.tracef("%s %s %s: ran on the store; answer lost", in, op, key)
@@ -259,8 +268,10 @@ func (w *simStore) preload(ctx context.Context) error {
 
 func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
 	key := ""
-	if len(reqs) > 0 {
-		key = reqs[0].id
+	for i, r := range reqs {
+		if i == 0 || r.id < key {
+			key = r.id // the batch's name: its order may vary
+		}
 	}
 	for _, r := range reqs {
 		if r.kind == 'c' {
@@ -275,6 +286,11 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	reqs = slices.Clone(reqs)
 	res, err := simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
 		res, err := w.backend.claim(ctx, replica, skew, waiterTTL, reqs)
+		w.traceCall("claim", err, func(b *strings.Builder) {
+			for i, c := range res {
+				fmt.Fprintf(b, " %s:%c:%s/%d/%d/%s", reqs[i].id, reqs[i].kind, c.status, c.fence, c.slot, c.outcome)
+			}
+		})
 		if err == nil {
 			for i, c := range res {
 				w.in.r.w.noteClaim(w.in, &reqs[i], c)
@@ -295,38 +311,68 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	return res, err
 }
 
-func (w *simStore) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
-	type admitted struct {
-		status answer
-		n      int64
+func (w *simStore) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+	// As claim's: the call works on copies, rs get their slots back.
+	sent := make([]*claimReq, len(rs))
+	for i, r := range rs {
+		c := *r
+		sent[i] = &c
 	}
-	sent := *r // as claim's: the call works on a copy, r gets its slot back
-	a, err := simCall(w, ctx, "admit", r.id, func(ctx context.Context) (admitted, error) {
-		st, n, err := w.backend.admit(ctx, &sent, waiterTTL, fenceFloor)
+	key := ""
+	for i, r := range rs {
+		if i == 0 || r.id < key {
+			key = r.id // the batch's name: its order may vary
+		}
+	}
+	res, err := simCall(w, ctx, "admit", key, func(ctx context.Context) ([]admitRes, error) {
+		res, err := w.backend.admit(ctx, sent, waiterTTL, fenceFloor)
+		// One line per admission, as renew's: which runs share a poll
+		// depends on the order their waiters woke.
+		for i := range sent {
+			w.traceCall("admit", err, func(b *strings.Builder) {
+				if err == nil {
+					fmt.Fprintf(b, " %s %s %d slot %d", sent[i].id, res[i].status, res[i].n, sent[i].slot)
+				} else {
+					fmt.Fprintf(b, " %s", sent[i].id)
+				}
+			})
+		}
 		if err == nil {
-			w.in.r.w.noteAdmit(w.in, &sent, st, n)
-			if st == "started" {
-				w.noteLease(&sent, sent.slot, n)
+			for i, a := range res {
+				w.in.r.w.noteAdmit(w.in, sent[i], a.status, a.n)
+				if a.status == "started" {
+					w.noteLease(sent[i], sent[i].slot, a.n)
+				}
 			}
 		}
-		return admitted{st, n}, err
+		return res, err
 	})
 	if err == nil {
-		r.slot = sent.slot
+		for i, a := range res {
+			rs[i].slot = sent[i].slot
+			if a.status == "started" {
+				w.in.r.w.noteDelivered(rs[i].id, rs[i].owner)
+			}
+		}
 	}
-	if err == nil && a.status == "started" {
-		w.in.r.w.noteDelivered(r.id, r.owner)
-	}
-	return a.status, a.n, err
+	return res, err
 }
 
 func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
 	key := ""
-	if len(reqs) > 0 {
-		key = reqs[0].id
+	for i, r := range reqs {
+		if i == 0 || r.id < key {
+			key = r.id // the batch's name: its order may vary
+		}
 	}
 	return simCall(w, ctx, "renew", key, func(ctx context.Context) ([]leaseAnswer, error) {
 		res, err := w.backend.renew(ctx, reqs)
+		// One line per renewal: which renewals share a call depends on
+		// the order the runs' watchdogs woke at one instant, and each is
+		// answered on its own.
+		for i := range reqs {
+			w.traceCall("renew", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s:%s", reqs[i].id, res[i]) })
+		}
 		if err == nil {
 			for i, v := range res {
 				if v == "ok" {
@@ -341,6 +387,7 @@ func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 func (w *simStore) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
 	return simCall(w, ctx, "attempt", id, func(ctx context.Context) (int64, error) {
 		t, err := w.backend.attempt(ctx, j, id, owner, n, fenceFloor)
+		w.traceCall("attempt", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s #%d token %d", id, n, t) })
 		if err == nil && t > 0 {
 			w.in.r.w.noteToken(w.in, j.Name, id, t, fmt.Sprintf("attempt %d", n))
 		}
@@ -350,14 +397,22 @@ func (w *simStore) attempt(ctx context.Context, j *jobState, id, owner string, n
 
 func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
 	key := ""
-	if len(reqs) > 0 {
-		key = reqs[0].r.id
+	for i, r := range reqs {
+		if i == 0 || r.r.id < key {
+			key = r.r.id // the batch's name: its order may vary
+		}
 	}
 	return simCall(w, ctx, "complete", key, func(ctx context.Context) ([]closeAnswer, error) {
 		res, err := w.backend.complete(ctx, reqs)
+		for i, c := range reqs { // one line per close, as renewals
+			w.traceCall("complete", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s:%s:%s", c.r.id, c.outcome, res[i]) })
+		}
 		if err == nil {
 			for i, c := range reqs {
 				w.in.r.w.notef(c.r.id, "%s complete %s (%s): %s", w.in, c.outcome, c.errText, res[i])
+				if c.outcome == Missed {
+					w.in.r.w.noteNeverStarted(c.r.id, c.r.owner)
+				}
 				w.in.r.w.endLease(c.r.id, c.r.owner, "closed by its holder")
 			}
 		}
@@ -371,6 +426,7 @@ func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAns
 func (w *simStore) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
 	return simCall(w, ctx, "handback", r.id, func(ctx context.Context) (bool, error) {
 		ok, err := w.backend.handBack(ctx, r, waiterTTL)
+		w.traceCall("handback", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s %v", r.id, ok) })
 		if err == nil {
 			w.in.r.w.notef(r.id, "%s hand back -> %v", w.in, ok)
 			if ok {
@@ -422,18 +478,81 @@ func (w *simStore) noteRenewed(j *jobState, id, owner string) {
 
 func (w *simStore) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
 	return simCall(w, ctx, "sync", "", func(ctx context.Context) ([]syncRes, error) {
-		return w.backend.sync(ctx, replica, skew, manualTTL, reqs)
+		res, err := w.backend.sync(ctx, replica, skew, manualTTL, reqs)
+		w.traceCall("sync", err, func(b *strings.Builder) {
+			for i, r := range res {
+				fmt.Fprintf(b, " %s:%d/%v/%s/%v", reqs[i].j.Name, r.fence, r.paused, r.last.UTC().Format(time.RFC3339), r.manual)
+			}
+		})
+		return res, err
 	})
 }
 
-func (w *simStore) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
+func (w *simStore) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
 	type answer struct {
-		hints  []string
+		hints  hints
 		server time.Time
 	}
 	a, err := simCall(w, ctx, "hints", "", func(ctx context.Context) (answer, error) {
 		hs, s, err := w.backend.manualHints(ctx, h)
+		w.traceCall("hints", err, func(b *strings.Builder) { fmt.Fprintf(b, " %v", hs) })
 		return answer{hs, s}, err
 	})
 	return a.hints, a.server, err
+}
+
+// traceCall adds a call the store ran to the replay trace: the replica,
+// the operation, and its answer (what) or its error.
+func (w *simStore) traceCall(op string, err error, what func(b *strings.Builder)) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", w.in, op)
+	if err != nil {
+		fmt.Fprintf(&b, " error %v", err)
+	} else {
+		what(&b)
+	}
+	w.in.r.w.noteCall("%s", b.String())
+}
+
+func (w *simStore) backfill(ctx context.Context, job string, args []any) (string, *Backfill, error) {
+	type answer struct {
+		a  string
+		st *Backfill
+	}
+	v, err := simCall(w, ctx, "backfill", job, func(ctx context.Context) (answer, error) {
+		a, st, err := w.backend.backfill(ctx, job, args)
+		w.traceCall("backfill", err, func(b *strings.Builder) {
+			fmt.Fprintf(b, " %s %v %s", job, args[0], a)
+			if st != nil {
+				fmt.Fprintf(b, " decided %d/%d started %d in flight %d done %v", st.Decided, st.Total, st.Started, st.InFlight, st.Done())
+			}
+		})
+		return answer{a, st}, err
+	})
+	return v.a, v.st, err
+}
+
+func (w *simStore) backfillJobs(ctx context.Context) ([]backfillHint, error) {
+	return simCall(w, ctx, "backfilljobs", "", func(ctx context.Context) ([]backfillHint, error) {
+		hs, err := w.backend.backfillJobs(ctx)
+		// A set: its order is the store's.
+		slices.SortFunc(hs, func(a, b backfillHint) int {
+			return cmp.Or(strings.Compare(a.job, b.job), cmp.Compare(a.score, b.score))
+		})
+		w.traceCall("backfilljobs", err, func(b *strings.Builder) {
+			for _, h := range hs {
+				fmt.Fprintf(b, " %s", h.job)
+			}
+		})
+		return hs, err
+	})
+}
+
+func (w *simStore) backfillForget(ctx context.Context, h backfillHint) error {
+	_, err := simCall(w, ctx, "backfillforget", h.job, func(ctx context.Context) (struct{}, error) {
+		err := w.backend.backfillForget(ctx, h)
+		w.traceCall("backfillforget", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s", h.job) })
+		return struct{}{}, err
+	})
+	return err
 }

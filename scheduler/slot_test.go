@@ -87,7 +87,7 @@ func luaKinds(t *testing.T) []string {
 			}
 		}
 	}
-	documented := []string{"meta", "run:", "slots", "nums", "queue", "waiting", "history", "manual", "backfill", "bfruns"}
+	documented := []string{"meta", "run:", "slots", "nums", "queue", "waiting", "history", "manual", "backfill", "bfruns", "bfredo", "mqueue", "retries"}
 	for _, k := range kinds {
 		if !slices.Contains(documented, k) {
 			t.Errorf("the scripts use key kind %q, which common.lua does not document", k)
@@ -206,7 +206,9 @@ func TestKeysCreatedCarryTheirJobsTag(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(4 * time.Second)
+		// The first runs (4s, the instants under a new job's floor
+		// leave no record) end at 7s: their history exists by 8s.
+		time.Sleep(5 * time.Second)
 		keys := m.Keys()
 		cancel()
 		<-done

@@ -155,9 +155,9 @@ func TestStatusesClusterAndRedlock(t *testing.T) {
 }
 
 // runUntilBusy runs s in the background until the test ends, and returns
-// once statusTable's "busy" job is running: a fresh store records its first
-// instants missed (~2.5 s), and a loaded machine takes longer still, so a
-// fixed wait is not enough.
+// once statusTable's "busy" job is running and "done" and "fails" have
+// ended a run each: a fresh store runs no instant under its floor (~2.5 s),
+// and a loaded machine takes longer still, so a fixed wait is not enough.
 func runUntilBusy(t *testing.T, s *scheduler.Scheduler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -168,7 +168,15 @@ func runUntilBusy(t *testing.T, s *scheduler.Scheduler) {
 	for {
 		st, err := s.Control().Status(ctx, "busy", 1)
 		if err == nil && len(st.Running) > 0 {
-			return
+			ended := 0
+			for _, j := range []string{"done", "fails"} {
+				if h, err := s.Control().History(ctx, j, 1); err == nil && len(h) > 0 {
+					ended++
+				}
+			}
+			if ended == 2 {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("busy never ran within 30s: %+v, %v", st, err)

@@ -2,6 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +33,7 @@ type store struct {
 	born bool
 	// backfillSeen is the list of jobs with a backfill the last heartbeat
 	// read (manualHints, in its round trip): see backfill.go.
-	backfillSeen atomic.Pointer[[]string]
+	backfillSeen atomic.Pointer[[]backfillHint]
 }
 
 func newStore(c redis.UniversalClient, cfg config) (*store, error) {
@@ -155,49 +158,74 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 	return out, nil
 }
 
-// admit polls a queued run.
-func (s *store) admit(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status answer, n int64, err error) {
-	if err := s.takePools(ctx, []*claimReq{r}, func(r *claimReq) string { return admitMember(r.id) }); err != nil {
-		return "", 0, err
+// admit polls rs, queued runs of one job, in one call. On Redis Cluster
+// each pooled run's pool slot is taken first (pool.lua, under admitMember):
+// a run that started keeps it, the others give it back.
+func (s *store) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+	if len(rs) == 0 {
+		return nil, nil
 	}
-	status, n, err = s.admitOnly(ctx, r, waiterTTL, fenceFloor)
-	switch {
-	case r.pgrant != '1' || err != nil:
-		// An answer lost may have been a start: the hold stays (the next
-		// poll takes it again), or ends with its lease.
-	case status == answerStarted:
-		r.pool, r.poolMember = r.j.Pool, admitMember(r.id)
-	default:
-		s.freePools(ctx, []call{s.poolCall("release", r.j.Pool, admitMember(r.id), r.owner, 0, 0)})
+	if err := s.takePools(ctx, rs, func(r *claimReq) string { return admitMember(r.id) }); err != nil {
+		return nil, err
 	}
-	return status, n, err
+	out, err := s.admitOnly(ctx, rs, waiterTTL, fenceFloor)
+	var free []call
+	for i, r := range rs {
+		switch {
+		case r.pgrant != '1' || err != nil:
+			// An answer lost may have been a start: the hold stays (the
+			// next poll takes it again), or ends with its lease.
+		case out[i].status == answerStarted:
+			r.pool, r.poolMember = r.j.Pool, admitMember(r.id)
+		default:
+			free = append(free, s.poolCall("release", r.j.Pool, admitMember(r.id), r.owner, 0, 0))
+		}
+	}
+	s.freePools(ctx, free)
+	return out, err
 }
 
-func (s *store) admitOnly(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (status answer, n int64, err error) {
-	replies, acks, err := s.run(ctx, admitScript, []call{admitCall(r, waiterTTL, fenceFloor)})
+func (s *store) admitOnly(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+	replies, acks, err := s.run(ctx, admitScript, []call{admitCall(rs, waiterTTL, fenceFloor)})
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
-	status, n, slot, err := decodeAdmit(replies[0])
-	if err != nil {
-		return "", 0, err
+	rows, ok := replies[0].([]any)
+	if !ok || len(rows) != len(rs) {
+		return nil, fmt.Errorf("scheduler: admit answered %v for %d runs", replies[0], len(rs))
 	}
-	if status == answerStarted {
-		r.slot = slot
-	}
-	if status == answerStarted && acks != nil && !acks[0].ok() {
-		// As for a claim: an admission too few replicas hold is taken back,
-		// and the run keeps its place in the queue.
-		res, err := s.undo(ctx, waiterTTL, []undoReq{{j: r.j, id: r.id, owner: r.owner, mode: undoRequeue, maxWait: r.maxWait}})
+	out := make([]admitRes, len(rs))
+	var undo []undoReq
+	var at []int
+	for i, row := range rows {
+		status, n, slot, err := decodeAdmit(row)
 		if err != nil {
-			return "", 0, err
+			return nil, err
 		}
-		if res[0] != undoRequeued {
-			return answerLost, 0, nil
+		if status == answerStarted {
+			rs[i].slot = slot
+			if acks != nil && !acks[0].ok() {
+				// As for a claim: an admission too few replicas hold is
+				// taken back, and the run keeps its place in the queue.
+				undo = append(undo, undoReq{j: rs[i].j, id: rs[i].id, owner: rs[i].owner, mode: undoRequeue, maxWait: rs[i].maxWait})
+				at = append(at, i)
+			}
 		}
-		return answerWaiting, 1, nil
+		out[i] = admitRes{status, n}
 	}
-	return status, n, nil
+	if len(undo) > 0 {
+		res, err := s.undo(ctx, waiterTTL, undo)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			out[i] = admitRes{answerWaiting, 1}
+			if res[k] != undoRequeued {
+				out[i] = admitRes{status: answerLost}
+			}
+		}
+	}
+	return out, nil
 }
 
 // renew renews leases; the answer per run is leaseOK, leaseLost,
@@ -279,12 +307,39 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 		}
 	}
 	s.freePools(ctx, free)
-	return scatter("complete", replies, groups, len(reqs), func(gi int, v closeAnswer) closeAnswer {
+	out, err := scatter("complete", replies, groups, len(reqs), func(gi int, v closeAnswer) closeAnswer {
+		v, stats := closeStats(v)
 		if acks != nil && !acks[gi].ok() && (v == closeOK || v == closeClosed) {
 			return closeUnacked
 		}
-		return v
+		return v + stats
 	})
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range out {
+		var stats closeAnswer
+		out[i], stats = closeStats(v)
+		if stats == "" || !s.fenceCheck {
+			// A Redlock master's statistics are one of several: the
+			// replica merges them at its heartbeat.
+			continue
+		}
+		at, raw, _ := strings.Cut(string(stats[1:]), "|")
+		if us, err := strconv.ParseInt(at, 10, 64); err == nil {
+			reqs[i].r.j.memo.setStats(raw, parseStats(raw), us)
+		}
+	}
+	return out, nil
+}
+
+// closeStats splits complete.lua's answer "ok|<µs>|<stats>" into the answer
+// and the rest ("|<µs>|<stats>").
+func closeStats(v closeAnswer) (closeAnswer, closeAnswer) {
+	if i := strings.IndexByte(string(v), '|'); i >= 0 {
+		return v[:i], v[i:]
+	}
+	return v, ""
 }
 
 func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {

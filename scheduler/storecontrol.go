@@ -1,10 +1,12 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,9 +14,41 @@ import (
 
 // What Control asks of one Redis deployment.
 
-func (s *store) setPaused(ctx context.Context, job string, paused bool) error {
-	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.metaKey(job)}, args: pauseArgs(paused)}})
+func (s *store) setPaused(ctx context.Context, job string, paused bool, why string) error {
+	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.metaKey(job)}, args: pauseArgs(paused, why)}})
 	return err
+}
+
+func (s *store) cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error) {
+	v, err := s.exec(ctx, cancelScript, []call{cancelCall(s.metaKey(job), id, who)})
+	if err != nil {
+		return "", "", err
+	}
+	return decodeCancel(v[0])
+}
+
+func (s *store) retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error) {
+	v, err := s.execHint(ctx, retryScript, retryCall(s.metaKey(job), id, newID, who, ended), s.hintKey(), job)
+	if err != nil {
+		return "", err
+	}
+	return decodeRetry(v)
+}
+
+// retries reads the job's list of retries (retry.lua): "<new id>\n<run
+// id>\n<who>" per entry, oldest first.
+func (s *store) retries(ctx context.Context, job string) ([]retryLink, error) {
+	raw, err := s.c.ZRange(ctx, s.key(job, "retries"), 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]retryLink, 0, len(raw))
+	for _, e := range raw {
+		if f := strings.SplitN(e, "\n", 3); len(f) == 3 {
+			out = append(out, retryLink{id: f[0], of: f[1], by: f[2]})
+		}
+	}
+	return out, nil
 }
 
 // hintKey is the store-wide set of jobs with recent manual requests
@@ -34,7 +68,7 @@ func (s *store) trigger(ctx context.Context, job, id string) error {
 	}
 	full, err := decodeTrigger(v)
 	if full {
-		return fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
+		return fmt.Errorf("%w: job %q has %d manual runs waiting (pending or queued for a slot)", ErrQueueFull, job, MaxPendingManual)
 	}
 	return err
 }
@@ -44,7 +78,9 @@ func (s *store) trigger(ctx context.Context, job, id string) error {
 // Its hash tag is its own (Redis Cluster), never a job's.
 func (s *store) changedKey() string { return s.prefix + ":{changed}" }
 
-// changedTTL is how long an entry of changedKey is kept.
+// changedTTL is how long changedKey lives after its last change, and how
+// long an entry of it is kept when the heartbeat does not say
+// (hintReq.changedKeep).
 const changedTTL = time.Minute
 
 // hintReq is what a heartbeat's first round trip reads and writes, besides
@@ -53,22 +89,32 @@ type hintReq struct {
 	since time.Time     // manual requests made since
 	ttl   time.Duration // manual hints older than that are dropped
 	// changedSince: jobs whose statistics changed since; changed: those
-	// this replica changed since its last heartbeat.
+	// this replica changed since its last heartbeat (statsEntry);
+	// changedKeep: how long a published change is kept (older ones are
+	// dropped).
 	changedSince time.Time
 	changed      []string
+	changedKeep  time.Duration
+}
+
+// hints is what a heartbeat's first round trip learns: the jobs with
+// manual requests, and the jobs whose run statistics changed.
+type hints struct {
+	manual, changed []string
 }
 
 // manualHints returns the jobs with manual requests since h.since, and
 // those whose statistics changed since h.changedSince (after adding
 // h.changed), and drops the hints older than their time to live. One
 // round trip.
-func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time, error) {
-	var jobs, changed, backfills *redis.StringSliceCmd
+func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
+	var jobs, changed *redis.StringSliceCmd
+	var backfills *redis.ZSliceCmd
 	var now *redis.TimeCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		now = p.Time(ctx)
 		if s.fenceCheck { // not a Redlock master: Redlock cannot backfill
-			backfills = p.ZRange(ctx, s.backfillHintKey(), 0, -1)
+			backfills = p.ZRangeWithScores(ctx, s.backfillHintKey(), 0, -1)
 		}
 		jobs = p.ZRangeByScore(ctx, s.hintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.since.UnixMilli(), 10), Max: "+inf"})
 		p.ZRemRangeByScore(ctx, s.hintKey(), "-inf", strconv.FormatInt(time.Now().Add(-h.ttl).UnixMilli(), 10))
@@ -83,17 +129,22 @@ func (s *store) manualHints(ctx context.Context, h hintReq) ([]string, time.Time
 		}
 		if !h.changedSince.IsZero() {
 			changed = p.ZRangeByScore(ctx, s.changedKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.changedSince.UnixMilli(), 10), Max: "+inf"})
-			p.ZRemRangeByScore(ctx, s.changedKey(), "-inf", strconv.FormatInt(time.Now().Add(-changedTTL).UnixMilli(), 10))
+			keep := cmp.Or(h.changedKeep, changedTTL)
+			p.ZRemRangeByScore(ctx, s.changedKey(), "-inf", strconv.FormatInt(time.Now().Add(-keep).UnixMilli(), 10))
 		}
 		return nil
 	})
 	if err == nil && backfills != nil {
-		bf := backfills.Val()
+		zs := backfills.Val()
+		bf := make([]backfillHint, len(zs))
+		for i, z := range zs {
+			bf[i] = backfillHint{job: fmt.Sprint(z.Member), score: z.Score}
+		}
 		s.backfillSeen.Store(&bf)
 	}
-	out := jobs.Val()
+	out := hints{manual: jobs.Val()}
 	if changed != nil {
-		out = append(out, changed.Val()...)
+		out.changed = changed.Val()
 	}
 	return out, now.Val(), err
 }

@@ -2,76 +2,207 @@ package scheduler
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
 )
 
-// wait polls a run queued for a slot (overlap: wait) until it is admitted,
-// its max_wait passes, or the replica shuts down.
+// waiters are the runs this replica has queued for a slot, per job state:
+// one loop per job polls all of them in one call (admit.lua) every poll
+// interval, not one call per run — a job with a hundred runs waiting costs
+// Redis what a job with one does.
+type waiters struct {
+	mu   sync.Mutex
+	jobs map[*jobState]*jobWaiters
+}
+
+// jobWaiters are one job's queued runs on this replica.
+type jobWaiters struct {
+	runs []*waiter
+}
+
+// waiter is one queued run.
+type waiter struct {
+	r       claimReq
+	claimed time.Time
+	// unanswered is when the first poll whose answer did not come was
+	// sent, since the last answer: it may have admitted the run, and the
+	// lease then counts from it.
+	unanswered time.Time
+}
+
+// wait queues a run for a slot (overlap: wait, manual, catch-up): it is
+// polled with the job's other queued runs until it is admitted, its wait is
+// over, or the replica shuts down. The first queued run of a job runs the
+// job's poll loop in the calling goroutine.
 func (s *Scheduler) wait(ctx context.Context, r claimReq, claimed time.Time) {
+	w := &waiter{r: r, claimed: claimed}
+	s.waiters.mu.Lock()
+	if s.waiters.jobs == nil {
+		s.waiters.jobs = map[*jobState]*jobWaiters{}
+	}
+	if g := s.waiters.jobs[r.j]; g != nil {
+		g.runs = append(g.runs, w)
+		s.waiters.mu.Unlock()
+		return
+	}
+	g := &jobWaiters{runs: []*waiter{w}}
+	s.waiters.jobs[r.j] = g
+	s.waiters.mu.Unlock()
+	s.pollQueued(ctx, r.j, g)
+}
+
+// pollQueued is job j's poll loop; it ends when no run of g waits any more.
+func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) {
 	t := time.NewTicker(s.cfg.pollInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if r.kind == kindManual {
-				s.handBackManual(ctx, r)
-				return
+			s.waiters.mu.Lock()
+			runs := g.runs
+			g.runs = nil
+			delete(s.waiters.jobs, j)
+			s.waiters.mu.Unlock()
+			for _, w := range runs {
+				s.stopWaiting(ctx, w.r)
 			}
-			s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", "", s.log)
-			s.tel.decided(context.WithoutCancel(ctx), r.j, Missed)
 			return
 		case <-t.C:
 		}
 		// Admitted by the limits in force now (concurrency, pool and its
-		// size, lease), not by those of the table it was queued under: a
-		// reload that raised them admits it at once.
-		r.j = s.current(r.j)
-		_, floor := r.j.memo.snapshot()
+		// size, lease), not by those of the table they were queued under:
+		// a reload that raised them admits them at once.
+		cur := s.current(j)
+		s.waiters.mu.Lock()
+		runs := slices.Clone(g.runs)
+		for _, w := range runs {
+			w.r.j = cur
+		}
+		s.waiters.mu.Unlock()
+		reqs := make([]*claimReq, len(runs))
+		for i, w := range runs {
+			reqs[i] = &w.r
+		}
+		_, floor := cur.memo.snapshot()
 		start := time.Now()
 		// As a claim's, an admission's round trip finishes whatever
 		// happens to ctx: its answer may be a start.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
-		status, n, err := s.store.admit(actx, &r, s.cfg.waiterTTL, floor)
+		res, err := s.store.admit(actx, reqs, s.cfg.waiterTTL, floor)
 		cancel()
-		if err != nil {
-			continue // the queue place outlives a short outage (waiter TTL)
+		done := map[*waiter]bool{}
+		for i, w := range runs {
+			if err != nil {
+				// The queue place outlives a short outage (waiter TTL).
+				if w.unanswered.IsZero() {
+					w.unanswered = start
+				}
+				continue
+			}
+			if s.admitted(ctx, w, res[i], start) {
+				done[w] = true
+			}
 		}
-		if status == answerStarted && r.kind == kindManual && ctx.Err() != nil {
-			s.handBackManual(ctx, r)
+		s.waiters.mu.Lock()
+		g.runs = slices.DeleteFunc(g.runs, func(w *waiter) bool { return done[w] })
+		if len(g.runs) == 0 {
+			delete(s.waiters.jobs, j)
+			s.waiters.mu.Unlock()
 			return
 		}
-		switch status {
-		case answerStarted:
-			s.manual.Delete(r.id)
-			s.tel.decided(ctx, r.j, Started)
-			// The lease was granted by this admission, not by the claim
-			// that queued the run (long ago, perhaps longer than a lease):
-			// it counts from this call's send time.
-			r.sent = time.Time{}
-			s.start(r, n, start, time.Now())
+		s.waiters.mu.Unlock()
+	}
+}
+
+// stopWaiting gives up a queued run as the replica shuts down: a manual
+// run goes back to the pending requests, any other is recorded missed.
+func (s *Scheduler) stopWaiting(ctx context.Context, r claimReq) {
+	if r.kind == kindManual {
+		s.handBackManual(ctx, r)
+		return
+	}
+	s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", "", s.log)
+	s.tel.decided(context.WithoutCancel(ctx), r.j, Missed)
+}
+
+// admitted handles one run's answer to a poll sent at start; it reports
+// whether the run left the queue.
+func (s *Scheduler) admitted(ctx context.Context, w *waiter, a admitRes, start time.Time) bool {
+	r := w.r
+	sent := start
+	if !w.unanswered.IsZero() {
+		sent = w.unanswered
+	}
+	w.unanswered = time.Time{}
+	if a.status == answerStarted && r.kind == kindManual && ctx.Err() != nil {
+		s.handBackManual(ctx, r)
+		return true
+	}
+	waited := time.Since(w.claimed).Round(time.Millisecond)
+	switch a.status {
+	case answerWaiting:
+		return false
+	case answerStarted:
+		s.manual.Delete(r.id)
+		s.tel.decided(ctx, r.j, Started)
+		// The lease was granted by this admission (or by an earlier
+		// poll whose answer was lost), not by the claim that queued the
+		// run (long ago, perhaps longer than a lease): it counts from
+		// that poll's send time. An answer past the lease is handled as
+		// a late claim's (execute).
+		r.sent = sent
+		s.start(r, a.n, start, time.Now())
+	case answerSkippedOverlap:
+		s.manual.Delete(r.id)
+		s.tel.decided(ctx, r.j, SkippedOverlap)
+		s.statsChanged(r.j.Name)
+		s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedOverlap, "waited", waited)
+	case answerSkippedPaused:
+		s.tel.decided(ctx, r.j, SkippedPaused)
+		s.statsChanged(r.j.Name)
+		s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedPaused, "waited", waited)
+	case answerMissed:
+		// An earlier poll admitted it, but its answer came after the
+		// client's deadline and the lease ran out before this one:
+		// recorded missed, never started.
+		s.manual.Delete(r.id)
+		s.tel.decided(ctx, r.j, Missed)
+		s.log.Warn("run not started: its admission was answered after its lease ran out", "job", r.j.Name, "run_id", r.id)
+	case answerExpired:
+		// Admitted by a poll whose answer was lost, and closed since
+		// (its lease ran out): it never started. Back to the pending
+		// requests, its close taken back.
+		s.log.Warn("manual run not started: its admission was answered after its lease ran out; handing it back", "job", r.j.Name, "run_id", r.id)
+		s.loops.Go(func() { s.handBackLate(ctx, r) })
+	default: // answerLost
+		s.manual.Delete(r.id)
+		s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)
+	}
+	return true
+}
+
+// handBackLate hands back a manual run this replica was granted but did not
+// start (the answer came after its lease), retrying while Redis does not
+// answer and the request lives: unlike a queue place, a slot whose lease
+// runs out is closed lease_lost, and only its holder can take that back.
+func (s *Scheduler) handBackLate(ctx context.Context, r claimReq) {
+	defer s.manual.Delete(r.id)
+	log := s.log.With("job", r.j.Name, "run_id", r.id)
+	until := r.sched.Add(s.cfg.manualTTL)
+	for {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
+		ok, err := s.store.handBack(hctx, &r, s.cfg.waiterTTL)
+		cancel()
+		switch {
+		case err == nil && ok:
+			log.Info("manual run handed back to the cluster; a replica will run it")
 			return
-		case answerSkippedOverlap:
-			s.manual.Delete(r.id)
-			s.tel.decided(ctx, r.j, SkippedOverlap)
-			s.statsChanged(r.j.Name)
-			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedOverlap, "waited", time.Since(claimed).Round(time.Millisecond))
+		case err == nil:
+			log.Warn("manual run not handed back: no longer this replica's")
 			return
-		case answerSkippedPaused:
-			s.tel.decided(ctx, r.j, SkippedPaused)
-			s.statsChanged(r.j.Name)
-			s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedPaused, "waited", time.Since(claimed).Round(time.Millisecond))
-			return
-		case answerMissed:
-			// An earlier poll admitted it, but its answer came after the
-			// client's deadline and the lease ran out before this one:
-			// recorded missed, never started.
-			s.manual.Delete(r.id)
-			s.tel.decided(ctx, r.j, Missed)
-			s.log.Warn("run not started: its admission was answered after its lease ran out", "job", r.j.Name, "run_id", r.id)
-			return
-		case answerLost:
-			s.manual.Delete(r.id)
-			s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)
+		case !s.now().Before(until) || !sleep(context.WithoutCancel(ctx), time.Second):
+			log.Warn("manual run not handed back: the store did not answer", "err", err)
 			return
 		}
 	}

@@ -29,6 +29,7 @@ type controls interface {
 	Trigger(ctx context.Context, job string) (string, error)
 	Get(ctx context.Context, runID string) (*scheduler.Run, error)
 	Pause(ctx context.Context, job string) error
+	PauseWithReason(ctx context.Context, job, reason, who string) error
 	Resume(ctx context.Context, job string) error
 	Backfill(ctx context.Context, job scheduler.Job, from, to time.Time, parallel int) (*scheduler.Backfill, error)
 	BackfillStatus(ctx context.Context, job string) (*scheduler.Backfill, error)
@@ -186,6 +187,12 @@ func (a *adminControl) Get(ctx context.Context, runID string) (*scheduler.Run, e
 
 func (a *adminControl) Pause(ctx context.Context, job string) error {
 	return a.do(ctx, http.MethodPost, jobPath(job)+"/pause", nil, nil)
+}
+
+// PauseWithReason sends the reason, and who asks as "by": the daemon
+// records "<reason> (paused by <who> via api from <address>)".
+func (a *adminControl) PauseWithReason(ctx context.Context, job, reason, who string) error {
+	return a.do(ctx, http.MethodPost, jobPath(job)+"/pause", map[string]string{"reason": reason, "by": who}, nil)
 }
 
 func (a *adminControl) Resume(ctx context.Context, job string) error {

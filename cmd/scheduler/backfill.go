@@ -250,17 +250,25 @@ func progressText(b *scheduler.Backfill, elapsed time.Duration) string {
 // reportBackfill prints what a finished backfill did.
 func (c *cli) reportBackfill(job string, b *scheduler.Backfill) {
 	what := "done"
-	if b.Cancelled {
+	switch {
+	case b.Error != "":
+		what = "stopped"
+	case b.Cancelled:
 		what = "cancelled"
 	}
 	fmt.Fprintf(c.stdout, "%s: backfill %s: %d of %d instants ran (%d succeeded, %d failed), %d had run before, %d skipped, %d dropped\n",
 		job, what, b.Started, b.Total, b.Succeeded, b.Failed, b.Already, b.Skipped, b.Dropped())
+	if b.Error != "" {
+		fmt.Fprintf(c.stderr, "scheduler backfill: %s\n", b.Error)
+	}
 }
 
 // backfillText is a backfill's state in one line, for status.
 func backfillText(b *scheduler.Backfill) string {
 	state := "going on"
 	switch {
+	case b.Done() && b.Error != "":
+		state = "stopped " + stamp(b.Finished) + ": " + b.Error
 	case b.Done() && b.Cancelled:
 		state = "cancelled " + stamp(b.Finished)
 	case b.Done():

@@ -154,7 +154,7 @@ jobs:
 	})
 
 	t.Run("pause_resume", func(t *testing.T) {
-		r := cli(t, 0, "pause", "tick")
+		r := cli(t, 0, "pause", "tick", "--reason", "load test INC-7")
 		if !strings.Contains(r.stdout, "tick: paused") {
 			t.Errorf("pause output: %q", r.stdout)
 		}
@@ -187,7 +187,8 @@ jobs:
 		if st.Job != "tick" || !st.Paused || st.PausedInTable || len(st.History) != 2 || st.History[0].Outcome != scheduler.SkippedPaused {
 			t.Errorf("status --json while paused: %s", r.stdout)
 		}
-		if r = cli(t, 0, "status", "tick"); !regexp.MustCompile(`(?m)^paused: +yes$`).MatchString(r.stdout) {
+		if r = cli(t, 0, "status", "tick"); !regexp.MustCompile(`(?m)^paused: +yes$`).MatchString(r.stdout) ||
+			!regexp.MustCompile(`(?m)^paused why: +load test INC-7 \(paused by cli \S+\)$`).MatchString(r.stdout) {
 			t.Errorf("status while paused:\n%s", r.stdout)
 		}
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,11 +146,21 @@ func (c *cli) printJSON(v any) int {
 	return exitOK
 }
 
+// cliUser names who runs the command line, as a pause records it:
+// "user@host".
+func cliUser() string {
+	u := cmp.Or(os.Getenv("USER"), os.Getenv("LOGNAME"), "unknown")
+	if h, err := os.Hostname(); err == nil {
+		return u + "@" + h
+	}
+	return u
+}
+
 func pausedText(st jobState) string {
 	switch {
 	case st.Paused && st.PausedInTable:
 		return "yes (cluster and table)"
-	case st.Paused && st.PausedWhy != "":
+	case st.Paused && strings.HasPrefix(st.PausedWhy, "paused after "):
 		return "yes (after failures)"
 	case st.Paused:
 		return "yes"
@@ -401,7 +412,8 @@ func (c *cli) reportRun(r scheduler.Run) {
 
 func pauseFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 	c.adminFlag(fs)
-	return func(pos []string) int { return c.setPaused("pause", pos, true) }
+	reason := fs.String("reason", "", "why the job is paused: kept with who paused it, shown by status, the console and the paused notification")
+	return func(pos []string) int { c.pauseReason = *reason; return c.setPaused("pause", pos, true) }
 }
 
 func resumeFlags(fs *flag.FlagSet, c *cli) func([]string) int {
@@ -415,7 +427,9 @@ func (c *cli) setPaused(cmd string, pos []string, paused bool) int {
 		defer cancel()
 		do := ctl.Resume
 		if paused {
-			do = ctl.Pause
+			do = func(ctx context.Context, job string) error {
+				return ctl.PauseWithReason(ctx, job, c.pauseReason, "cli "+cliUser())
+			}
 		}
 		if err := do(ctx, job); err != nil {
 			return c.storeFailed(cmd, f, err)

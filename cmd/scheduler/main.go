@@ -75,6 +75,8 @@ type cli struct {
 	// redact masks the scheduler's secrets in everything printed or
 	// logged; learnSecrets fills it when a table is loaded.
 	redact *redact.Redactor
+	// pauseReason is pause's --reason.
+	pauseReason string
 }
 
 // learnSecrets adds f's secrets to the redactor, and warns about those too

@@ -34,6 +34,16 @@
       .finally(function () { busy = false; });
   }
 
+  var MESSAGES = {
+    trigger: "Run requested: a replica picks it up within a heartbeat.",
+    pause: "Paused cluster-wide.",
+    resume: "Resumed cluster-wide.",
+    cancel: "Cancel asked: the replica running it stops it at its next lease renewal.",
+    retry: "Retry requested: this new run is picked up within a heartbeat.",
+    backfill: "Backfill started: replicas run its instants within a heartbeat.",
+    "backfill-cancel": "Backfill cancelled: runs it started go on to their end."
+  };
+
   function flash(msg) {
     var f = document.getElementById("flash");
     if (f) { f.textContent = msg; }
@@ -49,10 +59,17 @@
         if (button) { button.disabled = true; }
         fetch(form.action, { method: "POST", body: new URLSearchParams(new FormData(form)), credentials: "same-origin" })
           .then(function (r) {
-            if (!r.ok) { flash("The action failed (" + r.status + "): reload the page and try again."); return; }
-            var done = new URL(r.url).searchParams.get("done");
-            flash(done === "trigger" ? "Run requested: a replica picks it up within a heartbeat."
-              : done === "pause" ? "Paused cluster-wide." : done === "resume" ? "Resumed cluster-wide." : "Done.");
+            if (!r.ok) {
+              // The server says why (a full queue, a run that ended meanwhile).
+              return r.text().then(function (html) {
+                var e = new DOMParser().parseFromString(html, "text/html").querySelector("p.error");
+                flash("The action failed (" + r.status + "): " + (e ? e.textContent : "reload the page and try again."));
+              });
+            }
+            var to = new URL(r.url);
+            if (to.pathname !== location.pathname) { location.assign(to.href); return; } // another page: a retry's new run
+            var done = to.searchParams.get("done");
+            flash(MESSAGES[done] || "Done.");
             return r.text().then(swap);
           })
           .catch(function () { flash("The action could not be sent."); })

@@ -7,7 +7,7 @@
 // page cannot reach it through DNS rebinding. When a token is configured
 // every /api/v1 endpoint, reads included, requires "Authorization: Bearer
 // <token>" (or what Config.Authenticate accepts); /healthz, /readyz and
-// /metrics stay open. Mutations (trigger, pause, resume, backfill) refuse cross-origin
+// /metrics stay open. Mutations (trigger, pause, resume, backfill, cancel and retry of a run) refuse cross-origin
 // browser requests in any case. Each client (remote IP) gets a rate limit on
 // /api/v1. Config.Console, the operator console, answers the other paths
 // under the same Host check and rate limit. The command line refuses to
@@ -18,11 +18,14 @@
 package admin
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -81,7 +84,7 @@ type Config struct {
 	StoreTimeout time.Duration
 	// Now tells the time for "next"; default time.Now.
 	Now func() time.Time
-	// ReadOnly refuses trigger, pause, resume and backfill (403).
+	// ReadOnly refuses trigger, pause, resume, backfill, cancel and retry (403).
 	ReadOnly bool
 	// Console, when set, serves every path outside /api/ that the API does
 	// not (the operator console, package console), behind the Host check,
@@ -144,13 +147,22 @@ type api struct {
 //	POST /api/v1/jobs/{name}/trigger       202 {"job", "run_id"}; 429 when
 //	                                       the job's pending manual runs
 //	                                       are at their bound (100)
-//	POST /api/v1/jobs/{name}/pause         200 {"job", "paused": true}
+//	POST /api/v1/jobs/{name}/pause         200 {"job", "paused": true, "why"};
+//	                                       body {"reason", "by"} (or
+//	                                       ?reason=), optional
 //	POST /api/v1/jobs/{name}/resume        200 {"job", "paused": false}
 //	POST /api/v1/jobs/{name}/backfill      202 the backfill's state; body
 //	                                       {"from", "to", "parallel"}; 400
 //	                                       bad range, 409 one goes on
 //	GET  /api/v1/jobs/{name}/backfill      200 its state; 404 none
 //	DELETE /api/v1/jobs/{name}/backfill    200 cancelled; 404 none goes on
+//	POST /api/v1/runs/{id}/cancel          202 {"run_id", "cancelled_by"}: its
+//	                                       replica stops it at its next
+//	                                       renewal; 404 no such run, 409 not
+//	                                       running
+//	POST /api/v1/runs/{id}/retry           202 {"run_id", "retry_of"}: a
+//	                                       manual run; 404, 409 not ended,
+//	                                       429 queue full
 //
 // Errors are {"error": "..."} with 400 (bad query), 401 (no bearer token),
 // 403 (wrong token, or a cross-origin browser request), 404 (no such job or
@@ -208,6 +220,8 @@ func NewHandler(cfg Config) http.Handler {
 	route("POST", "/api/v1/jobs/{name}/trigger", mutating(a.trigger))
 	route("POST", "/api/v1/jobs/{name}/pause", mutating(a.pause))
 	route("POST", "/api/v1/jobs/{name}/resume", mutating(a.resume))
+	route("POST", "/api/v1/runs/{id}/cancel", mutating(a.cancelRun))
+	route("POST", "/api/v1/runs/{id}/retry", mutating(a.retryRun))
 	// One path, three methods (backfill.go).
 	mux.Handle("GET /api/v1/jobs/{name}/backfill", read(a.getBackfill))
 	mux.Handle("POST /api/v1/jobs/{name}/backfill", mutating(a.startBackfill))
@@ -512,6 +526,17 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 type Paused struct {
 	Job    string `json:"job"`
 	Paused bool   `json:"paused"`
+	// Why is what the job's state keeps about the pause: the reason given
+	// and who asked (pause only).
+	Why string `json:"why,omitempty"`
+}
+
+// pauseBody is the optional body of POST /api/v1/jobs/{name}/pause.
+type pauseBody struct {
+	Reason string `json:"reason"`
+	// By names who asks, for a client acting for someone (the command
+	// line: "cli user@host"); the record says "<by> via api from <address>".
+	By string `json:"by"`
 }
 
 func (a *api) pause(w http.ResponseWriter, r *http.Request)  { a.setPaused(w, r, true) }
@@ -525,15 +550,38 @@ func (a *api) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
 	defer cancel()
 	do, verb := a.cfg.Control.Resume, "resumed"
+	why := ""
 	if paused {
-		do, verb = a.cfg.Control.Pause, "paused"
+		// The reason: {"reason": "..."} in the body, or ?reason=.
+		var b pauseBody
+		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<10))
+		if err == nil && len(bytes.TrimSpace(raw)) > 0 {
+			err = json.Unmarshal(raw, &b)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, `the body must be empty or {"reason": "..."} (at most 4 KiB)`)
+			return
+		}
+		reason := cmp.Or(b.Reason, r.URL.Query().Get("reason"))
+		who := Who("api", r)
+		if b.By != "" {
+			who = b.By + " via " + who
+		}
+		do, verb = func(ctx context.Context, job string) error {
+			return a.cfg.Control.PauseWithReason(ctx, job, reason, who)
+		}, "paused"
 	}
 	if err := do(ctx, j.Name); err != nil {
 		a.storeError(w, err)
 		return
 	}
-	a.log.Info("admin: job "+verb+" cluster-wide", "job", j.Name, "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, Paused{Job: j.Name, Paused: paused})
+	if paused {
+		if st, err := a.cfg.Control.Status(ctx, j.Name, 1); err == nil {
+			why = st.PausedWhy
+		}
+	}
+	a.log.Info("admin: job "+verb+" cluster-wide", "job", j.Name, "remote", r.RemoteAddr, "why", why)
+	writeJSON(w, http.StatusOK, Paused{Job: j.Name, Paused: paused, Why: why})
 }
 
 // lookup finds the job named in the path in the table in force.

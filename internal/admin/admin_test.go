@@ -71,7 +71,9 @@ func newFixture(t *testing.T, tok string) *fixture {
 		Ready:   func() error { return f.ready },
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "solocron_runs_total 1\n") }),
 	})
-	time.Sleep(3500 * time.Millisecond)
+	// tick's state is new: its instants under the data-loss floor (max
+	// skew + claim ahead, 2.5 s) are not its; 3s and 4s run.
+	time.Sleep(4500 * time.Millisecond)
 	_ = m
 	return f
 }
@@ -268,14 +270,15 @@ func TestMutationsNeedTheToken(t *testing.T) {
 		}
 
 		var p admin.Paused
-		a := f.do("POST", "/api/v1/jobs/tick/pause", "Bearer "+token)
+		f.send("POST", "/api/v1/jobs/tick/pause", bearer, `{"reason": 7}`).wantError(t, 400, "the body must be")
+		a := f.send("POST", "/api/v1/jobs/tick/pause", "Bearer "+token, `{"reason": "disk full on db2"}`)
 		a.decode(t, &p)
-		if a.code != 200 || p != (admin.Paused{Job: "tick", Paused: true}) {
-			t.Errorf("pause: %d %s", a.code, a.body)
+		if want := (admin.Paused{Job: "tick", Paused: true, Why: "disk full on db2 (paused by api from 192.0.2.1)"}); a.code != 200 || p != want {
+			t.Errorf("pause: %d %s, want %+v", a.code, a.body, want)
 		}
 		var list admin.JobList
 		f.do("GET", "/api/v1/jobs", bearer).decode(t, &list)
-		if list.Jobs[2].Name != "tick" || !*list.Jobs[2].Paused {
+		if list.Jobs[2].Name != "tick" || !*list.Jobs[2].Paused || list.Jobs[2].PausedWhy != p.Why {
 			t.Errorf("after pause the listing says %s", f.do("GET", "/api/v1/jobs", bearer).body)
 		}
 		a = f.do("POST", "/api/v1/jobs/tick/resume", "bearer "+token) // the scheme is case-insensitive
@@ -347,6 +350,6 @@ func TestTriggerQueueFullIs429(t *testing.T) {
 				t.Fatalf("trigger %d: %d %s", i, a.code, a.body)
 			}
 		}
-		f.do("POST", "/api/v1/jobs/cmd/trigger", "Bearer "+token).wantError(t, 429, "manual runs pending")
+		f.do("POST", "/api/v1/jobs/cmd/trigger", "Bearer "+token).wantError(t, 429, "manual runs waiting")
 	})
 }

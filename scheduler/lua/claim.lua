@@ -19,17 +19,20 @@
 --   3 the claim's other terms, separated by '|':
 --      kind: s scheduled, c catch-up, m manual, x record missed (the
 --      replica's clock says its deadline passed; Redis' decides: before
---      it, x is claimed as s), b backfill (see claim_backfill) | scheduled
+--      it, x is claimed as s), o record missed for an outage (due while no
+--      replica claimed it; never started), b backfill (see
+--      claim_backfill) | scheduled
 --      instant, ms | fire instant (scheduled + jitter), ms | lease ms |
 --      concurrency | overlap: skip|wait|replace | max wait ms | starting
 --      deadline ms | record retention ms | history limit | paused by the
 --      replica's table: 1|0 | epoch the replica knows, or "" | highest
 --      fencing token the replica has seen | catch-up window ms | catch-up:
---      the last decided instant the replica saw when it found the gap, ms;
+--      (and outage) the last decided instant the replica saw when it found
+--      the gap, ms;
 --      backfill: the backfill's cursor the replica saw, ms |
 --      queue ticket if the run must wait, or "" for the next in arrival
 --      order (Redlock passes one derived from the run, so that every
---      master orders its queue alike) | catch-up: Redis' time when the
+--      master orders its queue alike) | catch-up and outage: Redis' time when the
 --      replica read the last decided instant, ms; backfill: the
 --      backfill's id (0 otherwise) |
 --      pause_after_failures (0: never), kept in the run's record as pf |
@@ -51,30 +54,45 @@
 --                                             learns it, as from a heartbeat)
 --   {"skipped_overlap"|"skipped_paused"|"skipped_blackout"|"missed", epoch}
 --                                             decided now, by us
+--   {"expired", epoch}                        a manual run this claim started
+--                                             earlier (its answer lost), closed
+--                                             lease_lost since: never started,
+--                                             to hand back (undo.lua drop)
 --   {"waiting", epoch, place in queue}        overlap: wait; poll with admit.lua
 --   {"early", epoch, server time ms}          too early on Redis' clock: ask again
 --   {"later", epoch, server time ms}          claimed ahead of the instant, but
 --                                             not startable yet: ask again at it
 --   {"refused", epoch, reason}                not ours to decide
--- protocol: head=7 per_run=3 answers=started,decided,skipped_overlap,skipped_paused,skipped_blackout,missed,waiting,early,later,refused (checked against protocol.go by TestProtocolHeaders)
+-- protocol: head=7 per_run=3 answers=started,decided,skipped_overlap,skipped_paused,skipped_blackout,missed,expired,waiting,early,later,refused (checked against protocol.go by TestProtocolHeaders)
 local F = 3
 local TERMS = '^' .. string.rep('([^|]*)|', 21) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
 local check_fence = ARGV[6] == '1'
 local born = ARGV[7] == '1'
-local now, now_us = clock()
-local now_s = int(now)
+-- Redis' clock, read once per call by the first claim that needs it: a
+-- batch of lost races reads only the runs' records.
+local now, now_us, now_s
+local function tick()
+  if not now then
+    now, now_us = clock()
+    now_s = int(now)
+  end
+end
 
-local function claim(meta, a)
+-- rerun: a backfill decides again a run decided without starting (see
+-- claim_backfill); the old record is replaced once the new decision is
+-- made.
+local function claim(meta, a, rerun)
   -- Most claims are lost races: the run is decided already. That answer
   -- costs one read, and only the arguments it needs are looked at first.
   local base = string.sub(meta, 1, -5)
   local suffix, owner = ARGV[a + 1], ARGV[a + 2]
   local rk = base .. 'run:' .. suffix
   local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision', 'slot')
-  if d[1] then
+  if d[1] and not rerun then
     if d[3] == owner then
+      tick()
       -- Our own decision, asked again: go-redis retried a call whose reply
       -- was lost. Answer as the first time, or nobody would run the run —
       -- but only while it still holds: a run that started and has ended
@@ -97,6 +115,11 @@ local function claim(meta, a)
         -- Started by the first call, whose answer came after the client's
         -- deadline; its lease ran out meanwhile and the cluster closed it.
         -- Asked again, its holder never had the answer: it never ran.
+        if d[1] == 'lease_lost' and redis.call('HGET', rk, 'kind') == 'm' then
+          -- Someone asked for a manual run: its holder hands it back to
+          -- the pending requests (undo.lua takes the close back).
+          return {'expired', ''}
+        end
         if d[1] == 'lease_lost' then
           never_started(base, rk, job_of(base) .. '@' .. suffix,
             'never started: its claim was answered after its replica stopped waiting, and its lease ran out before the claim was asked again', now)
@@ -112,6 +135,7 @@ local function claim(meta, a)
     return 'decided||' .. d[1] .. '|' .. (d[4] or '') .. '|' .. (d[2] or '')
   end
 
+  tick()
   local job = job_of(base)
   local id = job .. '@' .. suffix
   local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,
@@ -143,12 +167,15 @@ local function claim(meta, a)
   local epoch, floor, paused, last, fence_last, lost, unsure = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen, born)
 
   -- The run's record. id and job are not stored: they are in its key.
-  local rkind = kind == 'x' and 's' or kind
+  local rkind = (kind == 'x' or kind == 'o') and 's' or kind
   -- Manual and backfill runs leave the job's last decided instant alone:
   -- catch-up reads it as "everything up to here was decided".
   local moves_last = kind ~= 'm' and kind ~= 'b'
   -- decide records a decision that starts nothing (skip, miss) and files it.
   local function decide(outcome, err)
+    if rerun then
+      redis.call('DEL', rk)
+    end
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
       'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
     keep(rk, retention, sched, now)
@@ -187,6 +214,14 @@ local function claim(meta, a)
     -- A backfill is asked for instant by instant: it trusts the records
     -- Redis holds (the floor guards the runs nobody asked for again).
     if sched < floor and kind ~= 'b' then
+      if unsure then
+        -- No replica that asked had seen the job: most likely a new job
+        -- (or cluster), whose instants before its state existed were never
+        -- its to run. The floor still keeps them from starting; nothing is
+        -- recorded, so no miss is counted, alerted or notified.
+        -- The reason is protocol.go's reasonBeforeState.
+        return {'refused', epoch, 'due before the job\'s state existed'}
+      end
       if now > sched + retention then
         return {'refused', epoch, 'too old to decide'}
       end
@@ -208,6 +243,22 @@ local function claim(meta, a)
           return {'refused', epoch, 'too old to decide'}
         end
         return decide('missed', 'not claimed before its starting deadline')
+      end
+    elseif kind == 'o' then
+      -- Due while no replica claimed it, before the instant the asking
+      -- replica's dispatcher began with (misses.go): recorded missed, never
+      -- started. As for catch-up, the replica's reading of the gap holds
+      -- only while the records decided since are kept. A record made
+      -- older than its instant's retention is kept its retention from now
+      -- (keep), and moves the last decided instant past it.
+      if fire > now then
+        return {'refused', epoch, 'not due yet on Redis\' clock'}
+      end
+      if sched <= cbase then
+        return {'refused', epoch, 'decided before the outage was read'}
+      end
+      if now > (tonumber(read_s) or 0) + retention - skew then
+        return {'refused', epoch, 'the gap was read longer ago than the record retention'}
       end
     elseif kind == 'b' then
       -- A backfill takes instants past on Redis' clock.
@@ -260,6 +311,10 @@ local function claim(meta, a)
     end
     return decide('skipped_paused', 'job paused')
   end
+  if kind == 'o' then
+    return decide('missed', 'no replica was up to run it (every replica was down, or none could reach Redis); ' ..
+      'not run: a catchup_window runs such runs')
+  end
 
   -- Free slots, after reaping expired holders and waiters (only when there
   -- are any: an idle job costs one EXISTS here, as Redis deletes an empty
@@ -304,6 +359,10 @@ local function claim(meta, a)
       end
       redis.call('ZADD', queue, ticket, id)
       redis.call('ZADD', base .. 'waiting', now + waiter_ttl, id)
+      if kind == 'm' then
+        redis.call('ZADD', base .. 'mqueue', int(now + max_wait), id)
+        redis.call('PEXPIRE', base .. 'mqueue', META_TTL)
+      end
       return {'waiting', epoch, int(redis.call('ZRANK', queue, id) + 1)}
     elseif overlap == 'replace' and held > 0 then
       -- The oldest run in flight, on whichever replica, is closed as
@@ -347,6 +406,9 @@ local function claim(meta, a)
   if ahead then
     started = int(fire)
   end
+  if rerun then
+    redis.call('DEL', rk)
+  end
   if ticket ~= '' then
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
       'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket,
@@ -372,9 +434,13 @@ end
 -- instant right after its cursor, so that replicas taking instants at the
 -- same time never take the same one nor skip one; only while the backfill
 -- goes on (not cancelled), the job is not paused (the backfill waits) and
--- fewer than its parallel runs are in flight. An instant decided already
--- (it ran, or was skipped) is counted and not run again. A run the claim
--- starts, or a decision it records, moves the cursor on.
+-- fewer than its parallel runs are in flight. An instant that started
+-- already (running, or ended any way) is counted and not run again; one
+-- decided without starting (RERUN: missed, skipped) is what a backfill is
+-- for, and is decided again. A run the claim starts, or a decision it
+-- records, moves the cursor on. Instants a min_replicas_ack undo took back
+-- (undo.lua; the job's bfredo set) are taken again, before any new one.
+local RERUN = {missed = true, skipped_overlap = true, skipped_paused = true, skipped_blackout = true}
 local function claim_backfill(meta, a)
   local base = string.sub(meta, 1, -5)
   local suffix, owner = ARGV[a + 1], ARGV[a + 2]
@@ -383,32 +449,49 @@ local function claim_backfill(meta, a)
   if not kind then
     return {'refused', '', 'malformed claim terms'}
   end
-  local bk = base .. 'backfill'
+  local bk, redo = base .. 'backfill', base .. 'bfredo'
   local b = redis.call('HMGET', bk, 'id', 'cursor', 'last', 'parallel', 'cancelled', 'finished')
   if b[1] ~= gen or b[6] then
     return {'refused', '', 'no such backfill going on'}
   end
   local sched, cursor = tonumber(sched_s), tonumber(b[2])
+  local id = job_of(base) .. '@' .. suffix
   local d = redis.call('HMGET', rk, 'outcome', 'owner', 'fence', 'replica')
-  if cursor == sched and (not d[1] or d[2] == owner) then
-    -- This claim asked again (its answer was lost, or it was taken back):
-    -- answered as any claim is; it was counted the first time.
+  local retake = redis.call('ZSCORE', redo, sched_s)
+  if not retake and cursor == sched and d[1] and d[2] == owner then
+    -- This claim asked again (its answer was lost): answered as any claim
+    -- is; it was counted the first time.
     local res = claim(meta, a)
     if res[1] == 'started' then
-      redis.call('SADD', base .. 'bfruns', string.match(base, '{(.*)}') .. '@' .. suffix)
+      redis.call('SADD', base .. 'bfruns', id)
     end
     return res
   end
   if b[5] == '1' then
     return {'refused', '', 'backfill cancelled'}
   end
-  if cursor ~= tonumber(cursor_s) or sched <= cursor or sched > tonumber(b[3]) then
-    return {'refused', '', 'backfill instant taken already'}
+  if not retake then
+    if redis.call('EXISTS', redo) == 1 then
+      return {'refused', '', 'instants taken back are taken again first'}
+    end
+    if cursor ~= tonumber(cursor_s) or sched <= cursor or sched > tonumber(b[3]) then
+      return {'refused', '', 'backfill instant taken already'}
+    end
   end
-  if d[1] then
-    redis.call('HSET', bk, 'cursor', sched_s)
+  -- move: the instant is decided; the cursor moves on to it (or it leaves
+  -- the instants to take again).
+  local function move(counter)
+    if retake then
+      redis.call('ZREM', redo, sched_s)
+    else
+      redis.call('HSET', bk, 'cursor', sched_s)
+    end
     redis.call('HINCRBY', bk, 'decided', 1)
-    redis.call('HINCRBY', bk, 'already', 1)
+    redis.call('HINCRBY', bk, counter, 1)
+  end
+  local rerun = d[1] ~= nil and RERUN[d[1]] and d[2] ~= owner
+  if d[1] and not rerun then
+    move('already')
     return {'decided', '', d[1], d[3] or '', d[4] or ''}
   end
   if lpaused == '1' or redis.call('HGET', meta, 'paused') == '1' then
@@ -417,19 +500,14 @@ local function claim_backfill(meta, a)
   if bf_prune(base) >= tonumber(b[4]) then
     return {'refused', '', 'backfill parallel limit reached'}
   end
-  local res = claim(meta, a)
+  local res = claim(meta, a, rerun)
   local st = res[1]
-  if st == 'started' or st == 'skipped_overlap' or st == 'skipped_paused' or st == 'skipped_blackout' or
-      st == 'missed' then
-    redis.call('HSET', bk, 'cursor', sched_s)
-    redis.call('HINCRBY', bk, 'decided', 1)
-    if st == 'started' then
-      redis.call('HINCRBY', bk, 'started', 1)
-      redis.call('SADD', base .. 'bfruns', string.match(base, '{(.*)}') .. '@' .. suffix)
-      redis.call('PEXPIRE', base .. 'bfruns', META_TTL)
-    else
-      redis.call('HINCRBY', bk, 'skipped', 1)
-    end
+  if st == 'started' then
+    move('started')
+    redis.call('SADD', base .. 'bfruns', id)
+    redis.call('PEXPIRE', base .. 'bfruns', META_TTL)
+  elseif st == 'skipped_overlap' or st == 'skipped_paused' or st == 'skipped_blackout' or st == 'missed' then
+    move('skipped')
   end
   return res
 end

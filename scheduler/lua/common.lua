@@ -12,7 +12,7 @@
 -- own slot (pool.go).
 -- Scripts receive the job's meta key in KEYS and derive the others from it,
 -- always inside that tag:
---   meta          hash  epoch, floor, guarded, paused, last, fence; ok, at:<outcome> (see note);
+--   meta          hash  epoch, floor, guarded, paused, last, fence; ok, at:<outcome> (see note); notify (see notify);
 --                       fails, paused_why (see tally); h:n, h:s, h:ok (see push_entry);
 --                       top (see take_slot)
 --   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
@@ -22,8 +22,13 @@
 --   waiting       zset  run id -> waiter expiry (server ms)
 --   history       list  finished run records, newest first, as JSON
 --   manual        zset  run id -> request time: manual runs not yet decided
+--   mqueue        zset  run id -> end of its wait (server ms): manual runs
+--                       queued for a slot (trigger.lua's bound counts them)
 --   backfill      hash  the job's backfill (see bf_prune below)
 --   bfruns        set   run ids of the backfill's runs in flight
+--   bfredo        zset  instants of the backfill taken back, to take again
+--   retries       zset  "<new run id>\n<run id>\n<who>" -> request time: the
+--                       job's latest retries (retry.lua), at most 100
 --
 -- All times are the server's (TIME), never a replica's, except the scheduled
 -- instants themselves, which every replica computes identically.
@@ -127,11 +132,13 @@ local function run_key(base, id)
 end
 
 local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 'fence',
-  'started', 'finished', 'attempts', 'error', 'output', 'paused', 'slot'}
+  'started', 'finished', 'attempts', 'error', 'output', 'paused', 'slot', 'cancelled_by'}
 
 -- Notifications (scheduler/notify.go; docs/monitoring.md). Per job:
 --   notify:on  string  JSON {"on": {event: [target, ...]}, "max": N}: who wants
---                      which event, written by the replicas from their table
+--                      which event, written by the replicas from their table,
+--                      with the meta's flag notify = 1 (no flag: no
+--                      subscription, and nothing reads these keys)
 --   notify:q   zset    delivery "<target> <run id>:<event>" -> when it is due
 --                      next (server ms); a replica taking it pushes it one
 --                      lease ahead, so a replica that dies holding it hands
@@ -144,13 +151,50 @@ local RECORD = {'id', 'job', 'kind', 'sched', 'decision', 'outcome', 'replica', 
 -- is never lost between the close and the queue. ended is the failure
 -- streak (meta field fails, see tally) a succeeded rec ended: a success
 -- that ended one is the event recovered.
-local function notify(base, rec, ended)
+-- A lease_lost event is due LEASE_LOST_HOLD ms after the close: a run the
+-- cluster closed lease_lost may turn out never to have started (its holder
+-- asks again, see never_started), and its one event is then missed (or,
+-- for a manual run handed back, none); the event queued for it is replaced
+-- while still held back.
+local LEASE_LOST_HOLD = 15000
+
+-- notify_subs reads the job's notification subscriptions (notify:on), or nil.
+-- The meta's notify flag says whether the job has a subscription, so a job
+-- without notifications never reads their keys.
+local function notify_subs(base)
+  if redis.call('HGET', base .. 'meta', 'notify') ~= '1' then
+    return nil
+  end
   local sub = redis.call('GET', base .. 'notify:on')
   if not sub then
-    return
+    return nil
   end
   local ok, cfg = pcall(cjson.decode, sub)
   if not ok or type(cfg) ~= 'table' or type(cfg.on) ~= 'table' then
+    return nil
+  end
+  return cfg
+end
+
+-- unnotify takes back run id's queued ev event, for every target: the run's
+-- record changed its final outcome (never_started, undo.lua).
+local function unnotify(base, id, ev)
+  local cfg = notify_subs(base)
+  local targets = cfg and cfg.on[ev]
+  if type(targets) ~= 'table' then
+    return
+  end
+  local q, d = base .. 'notify:q', base .. 'notify:d'
+  for _, t in ipairs(targets) do
+    local key = t .. ' ' .. id .. ':' .. ev
+    redis.call('ZREM', q, key)
+    redis.call('HDEL', d, key, key .. '\no', key .. '\nn')
+  end
+end
+
+local function notify(base, rec, ended)
+  local cfg = notify_subs(base)
+  if not cfg then
     return
   end
   local ev = rec.outcome
@@ -165,6 +209,10 @@ local function notify(base, rec, ended)
     return
   end
   local now = now_ms()
+  local due = now
+  if ev == 'lease_lost' then
+    due = now + LEASE_LOST_HOLD
+  end
   local q, d = base .. 'notify:q', base .. 'notify:d'
   local max = tonumber(cfg.max) or 1000
   local body = cjson.encode({event = ev, run = rec, queued = int(now)})
@@ -173,7 +221,7 @@ local function notify(base, rec, ended)
     if redis.call('ZCARD', q) >= max then
       -- Bounded: a receiver down for long must not grow Redis' memory.
       redis.call('HINCRBY', d, '#dropped', 1)
-    elseif redis.call('ZADD', q, 'NX', now, key) == 1 then
+    elseif redis.call('ZADD', q, 'NX', due, key) == 1 then
       redis.call('HSET', d, key, body)
     end
   end
@@ -181,12 +229,9 @@ local function notify(base, rec, ended)
   redis.call('PEXPIRE', d, META_TTL)
 end
 
--- notify_entry is notify for a history entry already encoded (complete.lua);
--- it decodes it only for a job with notifications.
+-- notify_entry is notify for a history entry already encoded (complete.lua),
+-- for a job whose meta's notify flag is set: it decodes it only then.
 local function notify_entry(base, entry, ended)
-  if redis.call('EXISTS', base .. 'notify:on') == 0 then
-    return
-  end
   local ok, rec = pcall(cjson.decode, entry)
   if ok and type(rec) == 'table' then
     notify(base, rec, ended)
@@ -232,19 +277,25 @@ end
 
 -- stats packs what note kept, for sync.lua's answer:
 -- "ok|fails|outcome=ms,outcome=ms,..." (only outcomes the job has had).
-local function stats(meta)
-  local f = {'ok', 'fails'}
-  for i, o in ipairs(OUTCOMES) do
-    f[i + 2] = 'at:' .. o
-  end
-  local v = redis.call('HMGET', meta, unpack(f))
+-- STATS are its fields; pack_stats packs their values, read at v[off + 1]
+-- and on.
+local STATS = {'ok', 'fails'}
+for i, o in ipairs(OUTCOMES) do
+  STATS[i + 2] = 'at:' .. o
+end
+
+local function pack_stats(v, off)
   local runs = {}
   for i, o in ipairs(OUTCOMES) do
-    if v[i + 2] then
-      runs[#runs + 1] = o .. '=' .. v[i + 2]
+    if v[off + i + 2] then
+      runs[#runs + 1] = o .. '=' .. v[off + i + 2]
     end
   end
-  return (v[1] or '') .. '|' .. (v[2] or '0') .. '|' .. table.concat(runs, ',')
+  return (v[off + 1] or '') .. '|' .. (v[off + 2] or '0') .. '|' .. table.concat(runs, ',')
+end
+
+local function stats(meta)
+  return pack_stats(redis.call('HMGET', meta, unpack(STATS)), 0)
 end
 
 -- push_entry pushes a history entry (JSON; decision and outcome are its
@@ -258,14 +309,15 @@ end
 -- push, more after history_limit was lowered). Counts that disagree with the
 -- list's length (the list expired or was lost apart from the meta, a store
 -- from before the counts) are taken afresh from the list, once.
-local function push_entry(base, entry, decision, outcome, hl)
+-- push_counted is push_entry for a caller that read the counts already (m:
+-- h:n, h:s, h:ok) and writes the meta itself: it returns the fields to set.
+local function push_counted(base, entry, decision, outcome, hl, m)
   hl = math.max(tonumber(hl) or 100, 1)
-  local h, meta = base .. 'history', base .. 'meta'
+  local h = base .. 'history'
   local n = redis.call('LPUSH', h, entry)
   if n == 1 then
     redis.call('PEXPIRE', h, META_TTL)
   end
-  local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok')
   local s, ok, sign, counted = tonumber(m[2]) or 0, tonumber(m[3]) or 0, -1, {}
   if tonumber(m[1]) == n - 1 then
     if decision == 'started' then
@@ -275,23 +327,30 @@ local function push_entry(base, entry, decision, outcome, hl)
       end
     end
     if n > hl then
-      counted = redis.call('LRANGE', h, hl, -1)
+      -- The entries trimmed off, in one command (Redis 6.2+: RPOP count).
+      counted = redis.call('RPOP', h, n - hl)
     end
-    redis.call('LTRIM', h, 0, hl - 1)
   else
     redis.call('LTRIM', h, 0, hl - 1)
     s, ok, sign, counted = 0, 0, 1, redis.call('LRANGE', h, 0, -1)
   end
   for _, item in ipairs(counted) do
-    local good, e = pcall(cjson.decode, item)
-    if good and type(e) == 'table' and e.decision == 'started' then
+    -- Found, not decoded: an entry is a JSON object, and a quote inside a
+    -- string value is escaped, so these can only be its own fields.
+    if string.find(item, '"decision":"started"', 1, true) then
       s = s + sign
-      if e.outcome == 'succeeded' then
+      if string.find(item, '"outcome":"succeeded"', 1, true) then
         ok = ok + sign
       end
     end
   end
-  redis.call('HSET', meta, 'h:n', math.min(n, hl), 'h:s', s, 'h:ok', ok)
+  return {'h:n', math.min(n, hl), 'h:s', s, 'h:ok', ok}
+end
+
+local function push_entry(base, entry, decision, outcome, hl)
+  local meta = base .. 'meta'
+  local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok')
+  redis.call('HSET', meta, unpack(push_counted(base, entry, decision, outcome, hl, m)))
 end
 
 -- file appends a closed run's record (a table of strings) to the job's
@@ -388,13 +447,20 @@ local function never_started(base, rk, id, err, now)
   -- Not a failure of the job: out of the failure streak and the stats.
   unnote_lease_lost(base, redis.call('HGET', rk, 'finished'), now)
   local h = base .. 'history'
+  local entry
   for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
     local ok, e = pcall(cjson.decode, item)
     if ok and type(e) == 'table' and e.id == id then
       e.outcome, e.error = 'missed', err
       redis.call('LSET', h, k - 1, cjson.encode(e))
+      entry = e
       break
     end
+  end
+  -- One run, one event, the one its record says: missed, not lease_lost.
+  unnotify(base, id, 'lease_lost')
+  if entry then
+    notify(base, entry, 0)
   end
 end
 
@@ -449,6 +515,7 @@ local function reap(base, now)
         -- A manual run goes back to the pending requests, with its request
         -- time: someone asked for it, and another replica runs it.
         redis.call('DEL', rk)
+        redis.call('ZREM', base .. 'mqueue', id)
         redis.call('ZADD', base .. 'manual', w[3], id)
         redis.call('PEXPIRE', base .. 'manual', META_TTL)
       else
@@ -475,9 +542,9 @@ end
 -- falls. Redis forgot things (a restart without persistence, a flush, a
 -- failover to a replica that missed writes) when:
 --   - the meta is missing: the job's state is created afresh. Whether this
---     is a brand-new job or one whose state was lost cannot be told apart,
---     so it is always treated as a loss (a new job simply starts with its
---     first instant past the floor);
+--     is a brand-new job or one whose state was lost cannot always be
+--     told apart, so a floor is placed either way (a new job simply starts
+--     with its first instant past the floor; see unsure below);
 --   - a replica remembers an epoch other than the store's;
 --   - a replica has seen a fencing token higher than the last one the store
 --     issued (seen; 0 when not checked): the store lost writes since.
@@ -493,7 +560,11 @@ end
 -- new job, and no floor is placed.
 -- unsure (kept in the meta): the floor was placed for a missing meta that
 -- the asking replica had never seen either — a new job, or a loss nobody
--- remembers (every replica restarted with it); the missed records say so.
+-- remembers (every replica restarted with it). The instants under such a
+-- floor are refused without a record (claim.lua): they were never the
+-- job's to run, and no miss is reported for them. A replica that remembers
+-- the job (another epoch, or a higher fencing token) makes it a sure loss:
+-- the rest of the floor is then recorded missed.
 -- Returns epoch, floor, paused, last, fence, lost, unsure.
 local function check_epoch(meta, known, now, margin, fresh, seen, born)
   local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day', 'lost', 'unsure')
@@ -515,14 +586,19 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
   elseif known ~= '' and known ~= epoch and m[3] ~= '1' then
     floor, lost, unsure = math.max(floor, now + margin), now, false
     redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1', 'lost', int(lost), 'unsure', '0')
+  elseif unsure and known ~= '' and known ~= epoch then
+    -- A replica that remembers another epoch: the state was lost, not new,
+    -- and the rest of the floor is recorded as the loss it is.
+    unsure = false
+    redis.call('HSET', meta, 'unsure', '0')
   end
   if seen > fence then
     if floor > now then
       -- A loss noticed less than a margin ago: the writes this replica saw
       -- were lost in it (they were made before it), and its floor covers
       -- them. Only the token catches up.
-      fence = seen
-      redis.call('HSET', meta, 'fence', int(fence))
+      fence, unsure = seen, false
+      redis.call('HSET', meta, 'fence', int(fence), 'unsure', '0')
     else
       epoch, floor, lost, fence, unsure = fresh, now + margin, now, seen, false
       redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
@@ -590,8 +666,11 @@ end
 -- Backfill (Control.Backfill): one request per job at a time, in the job's
 -- backfill hash (id, from, to, last instant, parallel, total, cursor: the
 -- latest instant taken, counts decided/started/skipped/already/succeeded/
--- failed, cancelled, created, finished, keep), and the ids of its runs in
--- flight in the job's bfruns set. claim.lua (kind b) takes the instants.
+-- failed, cancelled, error, created, finished, keep), the ids of its runs
+-- in flight in the job's bfruns set, and the instants taken back after
+-- the cursor passed them (undo.lua: min_replicas_ack) in its bfredo zset
+-- (instant ms -> instant ms), at most parallel of them. claim.lua (kind b)
+-- takes the instants.
 
 -- bf_prune drops the backfill's runs that ended from its set, counting how
 -- they ended, and returns how many are still in flight.
@@ -619,7 +698,8 @@ local function bf_settle(base, now)
   local bk = base .. 'backfill'
   local inflight = bf_prune(base)
   local b = redis.call('HMGET', bk, 'cursor', 'last', 'cancelled', 'finished', 'keep')
-  if b[1] and not b[4] and inflight == 0 and (b[3] == '1' or tonumber(b[1]) >= tonumber(b[2])) then
+  if b[1] and not b[4] and inflight == 0 and (b[3] == '1' or tonumber(b[1]) >= tonumber(b[2]) and
+      redis.call('EXISTS', base .. 'bfredo') == 0) then
     redis.call('HSET', bk, 'finished', int(now))
     redis.call('PEXPIRE', bk, tonumber(b[5]) or 86400000)
   end

@@ -10,18 +10,21 @@
 --     without its closing brace; the server adds decision, fence, started
 --     and finished, which it holds
 --   7 record retention ms   8 history limit
--- Returns one string per run: "ok", "closed" (already closed by the
--- cluster) or "lost" (not ours).
+-- Returns one string per run: "ok|<server time, µs>|<the job's run
+-- statistics after the close (common.lua's stats)>", "closed" (already
+-- closed by the cluster) or "lost" (not ours). The statistics spare every
+-- replica a read of them (the holder publishes them, scheduler/jobmetrics.go).
 -- protocol: head=0 per_run=8 answers=ok,closed,lost (checked against protocol.go by TestProtocolHeaders)
-local now = now_ms()
-local fin = int(now)
+local now, now_us = clock()
+local fin, fin_us = int(now), int(now_us)
 local out = {}
 for i = 1, #KEYS do
   local a = 8 * (i - 1)
   local id, owner, outcome = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local base = string.sub(KEYS[i], 1, -5)
   local rk = run_key(base, id)
-  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'error', 'closed_by', 'decision', 'fence', 'started', 'sched')
+  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'error', 'closed_by', 'decision', 'fence', 'started', 'sched', 'pf',
+    'cancelled_by')
   if rec[1] ~= owner then
     out[i] = 'lost'
   elseif rec[4] == 'holder' then
@@ -37,23 +40,61 @@ for i = 1, #KEYS do
     end
     redis.call('HSET', rk, 'decision', decision, 'outcome', outcome, 'finished', fin, 'error', ARGV[a + 5],
       'attempts', ARGV[a + 4], 'closed_by', 'holder')
-    note(base, outcome, fin)
     -- Kept for its retention, never deleted: a replica whose clock lags must
     -- still find the run decided.
     keep(rk, ARGV[a + 7], rec[8], now)
+    -- What the close changes in the job's meta (common.lua's note, tally
+    -- and push_entry), read and written once each.
+    local meta = base .. 'meta'
+    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'fails', 'paused', 'notify', unpack(STATS))
+    local set = {'at:' .. outcome, fin}
+    if outcome == 'succeeded' then
+      set[3], set[4] = 'ok', fin
+    end
+    -- m[7..]: the statistics as this close leaves them (STATS order).
+    for k, f in ipairs(STATS) do
+      if f == 'at:' .. outcome or (f == 'ok' and outcome == 'succeeded') then
+        m[6 + k] = fin
+      end
+    end
     local paused, ended = '', 0
     if decision == 'started' then
-      local why
-      why, ended = tally(base, rk, outcome)
-      if why then
-        paused = ',"paused":' .. cjson.encode(why)
+      local fails = tonumber(m[4]) or 0
+      if outcome == 'succeeded' and fails > 0 then
+        ended = fails
+        set[#set + 1], set[#set + 2] = 'fails', 0
+        m[8] = '0'
+      elseif BAD_END[outcome] then
+        -- tally, with the streak read above
+        fails = fails + 1
+        set[#set + 1], set[#set + 2] = 'fails', fails
+        m[8] = int(fails)
+        local limit = tonumber(rec[9]) or 0
+        if limit > 0 and fails >= limit and m[5] ~= '1' then
+          local why = string.format('paused after %d runs in a row ended badly (pause_after_failures: %d), the last %s',
+            fails, limit, outcome)
+          redis.call('HSET', meta, 'paused', '1', 'paused_why', why)
+          redis.call('HSET', rk, 'paused', why)
+          paused = ',"paused":' .. cjson.encode(why)
+          local job = job_of(base)
+          local ms, us = clock()
+          notify(base, {id = job .. '@paused-' .. int(us), job = job, outcome = 'paused', finished = int(ms), paused = why})
+        end
       end
+    end
+    if rec[10] then -- an operator asked it to stop (cancel.lua)
+      paused = paused .. ',"cancelled_by":' .. cjson.encode(rec[10])
     end
     local entry = ARGV[a + 6] .. ',"decision":"' .. decision .. '","fence":"' .. (rec[6] or '') ..
       '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"' .. paused .. '}'
-    push_entry(base, entry, decision, outcome, ARGV[a + 8])
-    notify_entry(base, entry, ended)
-    out[i] = 'ok'
+    for _, v in ipairs(push_counted(base, entry, decision, outcome, ARGV[a + 8], m)) do
+      set[#set + 1] = v
+    end
+    redis.call('HSET', meta, unpack(set))
+    if m[6] == '1' then
+      notify_entry(base, entry, ended)
+    end
+    out[i] = 'ok|' .. fin_us .. '|' .. pack_stats(m, 6)
   else
     local err = rec[3] or ''
     if ARGV[a + 5] ~= '' then

@@ -3,8 +3,10 @@
 -- means the lease is lost.
 -- KEYS[i]  meta key of run i's job
 -- ARGV: 3 fields per run: run id, owner token, lease ms
--- Returns one string per run: "ok", "lost" or "replaced".
--- protocol: head=0 per_run=3 answers=ok,lost,replaced (checked against protocol.go by TestProtocolHeaders)
+-- Returns one string per run: "ok", "lost", "replaced" or "cancelled" (an
+-- operator cancelled it, cancel.lua: renewed all the same, so its slot stays
+-- held while the job winds down; its holder closes it).
+-- protocol: head=0 per_run=3 answers=ok,lost,replaced,cancelled (checked against protocol.go by TestProtocolHeaders)
 local now = now_ms()
 local out = {}
 for i = 1, #KEYS do
@@ -12,7 +14,7 @@ for i = 1, #KEYS do
   local id, owner, lease = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
   local base = base_of(KEYS[i])
   local rk = run_key(base, id)
-  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'ret', 'pool')
+  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'ret', 'cancelled_by', 'pool')
   local slots = base .. 'slots'
   if rec[1] ~= owner then
     out[i] = 'lost'
@@ -28,9 +30,9 @@ for i = 1, #KEYS do
       close(base, rk, 'lease_lost', 'lease expired before it was renewed', now)
       out[i] = 'lost'
     else
-      hold(base, id, now + lease, true, rec[4])
+      hold(base, id, now + lease, true, rec[5])
       redis.call('PEXPIRE', rk, lease + (tonumber(rec[3]) or 60000))
-      out[i] = 'ok'
+      out[i] = rec[4] and 'cancelled' or 'ok'
     end
   end
 end

@@ -1,0 +1,237 @@
+package console
+
+import (
+	"cmp"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/solocron/solocron/scheduler"
+)
+
+// The pages across jobs: the summary strip of the jobs page, the runs of
+// every job (what failed tonight?) and the pools.
+
+// summary is the jobs page's strip: what needs a look, each a link to the
+// list behind it.
+type summary struct {
+	Running               int
+	BadHour, BadDay       int // jobs with a run failed, timed out or lease lost
+	MissedHour, MissedDay int
+	Paused                int
+}
+
+var badOutcomes = []scheduler.Outcome{scheduler.Failed, scheduler.TimedOut, scheduler.LeaseLost}
+
+func summarize(tab []scheduler.Job, ov []scheduler.Overview, now time.Time) summary {
+	var s summary
+	within := func(o scheduler.Overview, ocs []scheduler.Outcome, d time.Duration) bool {
+		for _, oc := range ocs {
+			if at, ok := o.LastEnded[oc]; ok && now.Sub(at) <= d {
+				return true
+			}
+		}
+		return false
+	}
+	missed := []scheduler.Outcome{scheduler.Missed}
+	for i, o := range ov {
+		s.Running += len(o.Running)
+		if o.Paused || tab[i].Paused {
+			s.Paused++
+		}
+		if within(o, badOutcomes, time.Hour) {
+			s.BadHour++
+		}
+		if within(o, badOutcomes, 24*time.Hour) {
+			s.BadDay++
+		}
+		if within(o, missed, time.Hour) {
+			s.MissedHour++
+		}
+		if within(o, missed, 24*time.Hour) {
+			s.MissedDay++
+		}
+	}
+	return s
+}
+
+// The runs page's filters.
+var (
+	runOutcomes = []string{"", "bad", "failed", "timed_out", "lease_lost", "missed", "cancelled", "succeeded", "skipped", "running"}
+	runSpans    = map[string]time.Duration{"1h": time.Hour, "6h": 6 * time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "": 0}
+)
+
+// runsShown bounds the runs page; runsRead bounds what it reads: each
+// job's latest runsRead/len(jobs) runs (at least 5, at most 100).
+const (
+	runsShown = 200
+	runsRead  = 5000
+)
+
+type runRow struct {
+	scheduler.Run
+	Outcome outcomeView
+	Last    string // the error's or the output's last line
+}
+
+type runsView struct {
+	Rows            []runRow
+	Outcome, Since  string
+	Outcomes, Spans []string
+	PerJob, Jobs    int
+	More            bool
+}
+
+func matchOutcome(want string, r scheduler.Run) bool {
+	o := runOutcome(r)
+	switch want {
+	case "":
+		return true
+	case "bad":
+		return slices.Contains(badOutcomes, o)
+	case "skipped":
+		return strings.HasPrefix(string(o), "skipped")
+	case "running":
+		return o == scheduler.Running
+	}
+	return string(o) == want
+}
+
+func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	v := runsView{Outcome: q.Get("outcome"), Since: q.Get("since"), Outcomes: runOutcomes, Spans: []string{"", "1h", "6h", "24h", "7d"}}
+	if !slices.Contains(runOutcomes, v.Outcome) {
+		c.fail(w, r, http.StatusBadRequest, "outcome must be one of: "+strings.Join(runOutcomes[1:], ", ")+".")
+		return
+	}
+	span, ok := runSpans[v.Since]
+	if !ok {
+		c.fail(w, r, http.StatusBadRequest, "since must be 1h, 6h, 24h or 7d.")
+		return
+	}
+	tab := c.cfg.Jobs()
+	names := make([]string, len(tab))
+	for i, j := range tab {
+		names[i] = j.Name
+	}
+	v.Jobs, v.PerJob = len(tab), min(max(runsRead/max(len(tab), 1), 5), 100)
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	ov, err := c.cfg.Control.Overview(ctx, names, v.PerJob)
+	if err != nil {
+		c.storeFailed(w, r, err)
+		return
+	}
+	now := c.cfg.Now()
+	var runs []scheduler.Run
+	for _, o := range ov {
+		runs = append(runs, o.Running...)
+		runs = append(runs, o.History...)
+	}
+	var rows []runRow
+	for _, run := range runs {
+		at := cmp.Or(run.FinishedAt, run.StartedAt, run.ScheduledAt)
+		if !matchOutcome(v.Outcome, run) || (span > 0 && (run.ScheduledAt.IsZero() || now.Sub(at) > span)) {
+			continue
+		}
+		run = c.clean(run)
+		rows = append(rows, runRow{Run: run, Outcome: outcomeOf(runOutcome(run)), Last: lastLine(run)})
+	}
+	// Newest instant first, across jobs.
+	sort.SliceStable(rows, func(i, k int) bool { return rows[i].ScheduledAt.After(rows[k].ScheduledAt) })
+	if len(rows) > runsShown {
+		rows, v.More = rows[:runsShown], true
+	}
+	v.Rows = rows
+	c.render(w, r, http.StatusOK, "runs", "Runs", v)
+}
+
+// lastLine is what a failed run's row shows besides its error: the last
+// non-empty line of its output, when the error does not say it already.
+func lastLine(r scheduler.Run) string {
+	if r.Output == "" {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(r.Output, "\n\r\t "), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" || strings.Contains(r.Error, last) {
+		return ""
+	}
+	if len(last) > 200 {
+		last = capLine(last, 200)
+	}
+	return last
+}
+
+func capLine(s string, n int) string {
+	for n > 0 && n < len(s) && s[n]&0xc0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+type poolView struct {
+	Name       string
+	Size, Used int
+	Holders    []string
+	Waiting    int
+	Jobs       []string
+}
+
+func (c *Console) poolsPage(w http.ResponseWriter, r *http.Request) {
+	tab := c.cfg.Jobs()
+	var names []string
+	for _, j := range tab {
+		if j.Pool != "" {
+			names = append(names, j.Name)
+		}
+	}
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	var ov []scheduler.Overview
+	if len(names) > 0 {
+		var err error
+		if ov, err = c.cfg.Control.Overview(ctx, names, 1); err != nil {
+			c.storeFailed(w, r, err)
+			return
+		}
+	}
+	byName := map[string]*poolView{}
+	var pools []*poolView
+	k := 0
+	for _, j := range tab {
+		if j.Pool == "" {
+			continue
+		}
+		o := ov[k]
+		k++
+		p := byName[j.Pool]
+		if p == nil {
+			p = &poolView{Name: j.Pool, Size: j.PoolSize}
+			byName[j.Pool] = p
+			pools = append(pools, p)
+		}
+		p.Jobs = append(p.Jobs, j.Name)
+		p.Waiting += o.Waiting + o.PendingManual
+		if u := o.Pool; u != nil {
+			p.Used, p.Holders, p.Size = u.Used, u.Holders, max(p.Size, u.Size)
+		}
+	}
+	slices.SortFunc(pools, func(a, b *poolView) int { return strings.Compare(a.Name, b.Name) })
+	c.render(w, r, http.StatusOK, "pools", "Pools", pools)
+}
+
+// runsLink is the runs page filtered.
+func runsLink(prefix, outcome, since string) string {
+	q := url.Values{}
+	if outcome != "" {
+		q.Set("outcome", outcome)
+	}
+	if since != "" {
+		q.Set("since", since)
+	}
+	return prefix + "/runs?" + q.Encode()
+}

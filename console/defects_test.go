@@ -1,0 +1,138 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/solocron/solocron/console"
+	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// An operator's table: nine jobs, two with a run in flight (a 16-digit
+// token), one of them two at once on one replica.
+func cockpitTable() []scheduler.Job {
+	quick := jobs.Func(func(context.Context) error { return nil })
+	block := jobs.Func(func(ctx context.Context) error { <-ctx.Done(); return nil })
+	var tab []scheduler.Job
+	for _, n := range []string{"heartbeat", "flaky-sync", "nightly-report", "sweep", "reindex", "export-orders", "billing.close", "cache_warm", "audit"} {
+		tab = append(tab, scheduler.Job{Name: n, Schedule: "@every 1h", Handler: quick})
+	}
+	tab[0].Handler, tab[0].Concurrency, tab[0].Lease = block, 2, 3*time.Second
+	tab[1].Handler, tab[1].Lease = block, 3*time.Second
+	return tab
+}
+
+// Defects of the console seen at 1280 px, 390 px and in dark mode: job
+// names break mid-word; sub-second runs are slivers without their symbol;
+// two runs at once on one replica share a lane; the timeline's labels are
+// unreadable on a phone; a phone's job cards are ~480 px tall and its
+// history shows 3 of 8 columns; the sign-in page shows links that cannot
+// be used yet.
+func TestBrowserLayoutDefects(t *testing.T) {
+	tab := cockpitTable()
+	c := newClusterOf(t, 1, tab)
+	for range 3 {
+		c.runOnce(t, "sweep") // sub-second runs
+	}
+	c.waitRunning(t, "heartbeat")
+	c.waitRunning(t, "heartbeat") // two at once, on the one replica
+	c.waitRunning(t, "flaky-sync")
+	base := serve(t, c.console(t, console.Config{}))
+	b := newBrowser(t)
+
+	// 1280 px: each name on one line.
+	b.do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+	if broken := js[string](t, b, `[...document.querySelectorAll("table.jobs tbody th a")].filter(a => a.getClientRects().length > 1).map(a => a.innerText).join(", ")`); broken != "" {
+		t.Errorf("at 1280 px these job names break across lines: %s", broken)
+	}
+	b.shot(t, "cockpit-jobs-1280")
+
+	// The timeline: a symbol on every bar; no two bars of one lane overlap.
+	b.do(t, "sweep", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
+	if n := js[int](t, b, `[...document.querySelectorAll("svg .bar")].filter(g => !g.querySelector("text")).length`); n != 0 {
+		t.Errorf("%d bars of sub-second runs carry no symbol", n)
+	}
+	b.do(t, "heartbeat", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
+	overlap := js[int](t, b, `(() => {
+		const r = [...document.querySelectorAll("svg .bar rect")].map(e => e.getBoundingClientRect());
+		let n = 0;
+		for (let i = 0; i < r.length; i++) for (let k = i + 1; k < r.length; k++)
+			if (r[i].top < r[k].bottom - 1 && r[k].top < r[i].bottom - 1 && r[i].left < r[k].right - 1 && r[k].left < r[i].right - 1) n++;
+		return n; })()`)
+	if overlap != 0 {
+		t.Errorf("%d pairs of bars cover each other on the timeline", overlap)
+	}
+	b.shot(t, "cockpit-timeline-1280")
+
+	// 390 px, dark: readable timeline labels; compact cards; every
+	// history column; no sideways scroll of the page.
+	b.phone(t, true)
+	b.do(t, "phone job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
+	if h := js[float64](t, b, `Math.min(...[...document.querySelectorAll("svg .lane text, svg .axis text")].map(e => e.getBoundingClientRect().height))`); h < 9 {
+		t.Errorf("at 390 px the timeline's labels are %.1f px tall", h)
+	}
+	if cols := js[int](t, b, `(() => { const r = document.querySelector("table.history tbody tr"); return [...r.children].filter(td => { const b = td.getBoundingClientRect(); return b.width > 0 && b.right <= window.innerWidth + 1; }).length; })()`); cols != 8 {
+		t.Errorf("at 390 px a history row shows %d of 8 columns", cols)
+	}
+	if js[bool](t, b, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
+		t.Error("the job page scrolls sideways at 390 px")
+	}
+	b.shot(t, "cockpit-job-390-dark")
+	b.do(t, "phone jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+	if avg := js[float64](t, b, `(() => { const r = [...document.querySelectorAll("table.jobs tbody tr")]; return r.reduce((s, x) => s + x.getBoundingClientRect().height, 0) / r.length; })()`); avg > 260 {
+		t.Errorf("at 390 px a job's card is %.0f px tall on average", avg)
+	}
+	b.shot(t, "cockpit-jobs-390-dark")
+	b.desktop(t, true)
+	b.do(t, "dark desktop", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
+	b.shot(t, "cockpit-job-1280-dark")
+	b.desktop(t, false)
+}
+
+// The sign-in page offers no link that cannot be used yet.
+func TestBrowserSignInWithoutNav(t *testing.T) {
+	c := newCluster(t, 0)
+	base := serve(t, c.console(t, consoleConfig("tok-nav")))
+	b := newBrowser(t)
+	b.do(t, "sign-in", chromedp.Navigate(base+"/replicas"), chromedp.WaitVisible(chromedp.ID("token")))
+	if links := js[string](t, b, `[...document.querySelectorAll("header a, nav a")].filter(a => !a.classList.contains("brand")).map(a => a.innerText).join(", ")`); links != "" {
+		t.Errorf("the sign-in page links %s", links)
+	}
+	b.do(t, "signed in", chromedp.SendKeys(chromedp.ID("token"), "tok-nav"), chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.CSS("table.replicas")))
+	if n := js[int](t, b, `document.querySelectorAll("nav a").length`); n != 4 {
+		t.Errorf("signed in, the nav has %d links", n)
+	}
+}
+
+// Run now on a full manual queue says why, with 429, with JavaScript and
+// without.
+func TestBrowserRunNowQueueFull(t *testing.T) {
+	c := newCluster(t, 0) // no replica picks the requests up
+	for range scheduler.MaxPendingManual {
+		if _, err := c.ctl.Trigger(t.Context(), "sweep"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := c.console(t, console.Config{})
+	base := serve(t, h)
+	b := newBrowser(t)
+	b.do(t, "run now", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS(`form[action$="/trigger"] button`)),
+		waitJS(`document.getElementById("flash").innerText.includes("(429)")`))
+	if f := bget(t, b, "flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "100 manual runs of this job are waiting") {
+		t.Errorf("Run now on a full queue says %q", f)
+	}
+	rec := httptestRecorder()
+	// The form's anti-forgery field, as the page has it.
+	csrf := js[string](t, b, `document.querySelector('form[action$="/trigger"] input[name=csrf]').value`)
+	r := httpPost("/jobs/sweep/trigger", map[string][]string{"csrf": {csrf}})
+	h.ServeHTTP(rec, r)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "waiting to be picked up") {
+		t.Errorf("Run now without JavaScript on a full queue: %d %q", rec.Code, rec.Body.String())
+	}
+}

@@ -1,0 +1,112 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/solocron/solocron/console"
+	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// blockTable is a job whose runs last until they are cancelled.
+func blockTable() []scheduler.Job {
+	return append(table(), scheduler.Job{Name: "block", Schedule: "@every 1h", Lease: 3 * time.Second,
+		Handler: jobs.Func(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })})
+}
+
+// waitRunning triggers job and waits until its run is running.
+func (c *cluster) waitRunning(t *testing.T, job string) string {
+	t.Helper()
+	id, err := c.ctl.Trigger(t.Context(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, id+" to run", func() bool {
+		r, _ := c.ctl.Get(t.Context(), id)
+		return r != nil && r.Outcome == scheduler.Running
+	})
+	return id
+}
+
+// Cancel from the job page's "Running now", Retry from the run's page,
+// Cancel from the retry's page: each reaches the record (with who asked),
+// and the pages follow.
+func TestBrowserCancelAndRetry(t *testing.T) {
+	c := newClusterOf(t, 2, blockTable())
+	base := serve(t, c.console(t, console.Config{}))
+	id := c.waitRunning(t, "block")
+	b := newBrowser(t)
+	b.do(t, "job page", chromedp.Navigate(base+"/jobs/block"),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/cancel"] button`)),
+		chromedp.Click(chromedp.CSS(`form[action$="/cancel"] button`)),
+		waitJS(`document.getElementById("flash").innerText.includes("Cancel asked")`),
+		waitJS(`document.querySelector("table.history").innerText.includes("cancelled")`))
+	r, _ := c.ctl.Get(t.Context(), id)
+	if r == nil || r.Outcome != scheduler.Cancelled || r.CancelledBy != "console from 127.0.0.1" {
+		t.Fatalf("after Cancel on the job page: %+v", r)
+	}
+	b.do(t, "run page", chromedp.Navigate(base+"/runs/"+url.PathEscape(id)),
+		chromedp.WaitVisible(chromedp.ID("cancelled")))
+	if note := bget(t, b, "note", chromedp.Text(chromedp.ID("cancelled"))); !strings.Contains(note, "Cancel asked by console from 127.0.0.1") {
+		t.Errorf("the cancelled run's page says %q", note)
+	}
+	if js[bool](t, b, `!!document.querySelector('form[action$="/cancel"]')`) {
+		t.Error("an ended run offers Cancel")
+	}
+	b.shot(t, "run-cancelled")
+	b.do(t, "retry", chromedp.Click(chromedp.CSS(`form[action$="/retry"] button`)))
+	loc := b.settled(t, "/runs/"+url.PathEscape(id))
+	again, _ := url.PathUnescape(strings.TrimPrefix(strings.SplitN(loc, "?", 2)[0], base+"/runs/"))
+	if !strings.HasPrefix(again, "block@manual-") {
+		t.Fatalf("after Retry the browser is at %s", loc)
+	}
+	b.do(t, "the retry's page", chromedp.WaitVisible(chromedp.ID("retry-of")),
+		waitJS(`document.querySelector(".outcome").innerText.includes("running")`),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/cancel"] button`)))
+	if txt := bget(t, b, "retry-of", chromedp.Text(chromedp.ID("retry-of"))); !strings.Contains(txt, id) {
+		t.Errorf("the retry's page says %q", txt)
+	}
+	b.do(t, "cancel the retry", chromedp.Click(chromedp.CSS(`form[action$="/cancel"] button`)),
+		waitJS(`document.querySelector(".outcome").innerText.includes("cancelled")`))
+	if r, _ := c.ctl.Get(t.Context(), again); r == nil || r.Outcome != scheduler.Cancelled || r.RetryOf != id {
+		t.Errorf("the retry after Cancel: %+v", r)
+	}
+	if r, _ := c.ctl.Get(t.Context(), id); r == nil || r.RetriedAs != again {
+		t.Errorf("the first run does not link its retry: %+v", r)
+	}
+}
+
+// The run actions are forms like the job's: a forged anti-forgery field is
+// refused, and a read-only console offers and takes none.
+func TestRunActionsGuarded(t *testing.T) {
+	c := newClusterOf(t, 1, blockTable())
+	id := c.waitRunning(t, "block")
+	h := c.console(t, console.Config{})
+	req := func(h http.Handler, form url.Values) int {
+		r := httpPost("/runs/"+url.PathEscape(id)+"/cancel", form)
+		w := httptestRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if code := req(h, url.Values{"csrf": {"forged"}}); code != http.StatusForbidden {
+		t.Errorf("cancel with a forged form field: %d", code)
+	}
+	ro := c.console(t, console.Config{ReadOnly: true})
+	if body := get(t, ro, "/runs/"+url.PathEscape(id)).Body.String(); strings.Contains(body, "/cancel") {
+		t.Error("a read-only console offers Cancel")
+	}
+	if code := req(ro, nil); code != http.StatusForbidden {
+		t.Errorf("cancel on a read-only console: %d", code)
+	}
+	if r, _ := c.ctl.Get(t.Context(), id); r.CancelledBy != "" {
+		t.Errorf("a refused request asked the cancel: %+v", r)
+	}
+}

@@ -1,0 +1,209 @@
+package scheduler
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/redistest"
+)
+
+// A replica that read a finished backfill forgets its hint only if the
+// hint is still that backfill's: one started between the read and the
+// forget keeps it, and runs. Forced interleaving: the beat's read, a new
+// backfill, then the beat's forget.
+func TestBackfillForgetKeepsANewBackfillsHint(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t, nil)
+	s, err := newStore(c, config{prefix: "bff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ctl := &Control{store: s}
+	job := Job{Name: "bf", Schedule: "@every 1m"}
+	from := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+	if _, err := ctl.Backfill(ctx, job, from, from.Add(9*time.Minute), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.CancelBackfill(ctx, job.Name); err != nil {
+		t.Fatal(err)
+	}
+	// The beat: the heartbeat's hints, then the backfill's state.
+	if _, _, err := s.manualHints(ctx, hintReq{since: time.Now(), ttl: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	hints, _ := s.backfillJobs(ctx)
+	if len(hints) != 1 || hints[0].job != job.Name {
+		t.Fatalf("hints %+v, want the job's", hints)
+	}
+	st, err := ctl.BackfillStatus(ctx, job.Name)
+	if err != nil || st == nil || !st.Done() {
+		t.Fatalf("first backfill %+v, %v: want done", st, err)
+	}
+	// A backfill started in between.
+	second, err := ctl.Backfill(ctx, job, from, from.Add(4*time.Minute), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The beat forgets what it read.
+	if err := s.backfillForget(ctx, hints[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.manualHints(ctx, hintReq{since: time.Now(), ttl: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if hints, _ := s.backfillJobs(ctx); len(hints) != 1 || hints[0].job != job.Name {
+		t.Fatalf("after forgetting the finished backfill: hints %+v, want the new backfill's (id %s)", hints, second.ID)
+	}
+	// Once the new one is read and forgotten as done, the hint goes.
+	if _, err := ctl.CancelBackfill(ctx, job.Name); err != nil {
+		t.Fatal(err)
+	}
+	hints, _ = s.backfillJobs(ctx)
+	if err := s.backfillForget(ctx, hints[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.ZCard(ctx, s.backfillHintKey()).Result(); err != nil || n != 0 {
+		t.Fatalf("hint key holds %d entries (%v), want none", n, err)
+	}
+}
+
+// backfillStore is a store on its own redis-server and job "bf" (every
+// minute, concurrency 4) with an established state.
+func backfillStore(t *testing.T, cfg config) (*store, *redis.Client, *jobState) {
+	t.Helper()
+	srv := redistest.Start(t)
+	c := srv.Client(t, nil)
+	s, err := newStore(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := testJob(t, s, "bf", "@every 1m", func(j *Job) { j.Concurrency = 4 })
+	seed(t, c, j)
+	return s, c, j
+}
+
+// backfillClaims are the claims of a backfill's instants ts, as a beat
+// sends them: each with the instant before it as the cursor it saw.
+func backfillClaims(j *jobState, b *Backfill, cursor time.Time, ts ...time.Time) []claimReq {
+	var out []claimReq
+	for i, at := range ts {
+		r := claimOf(j, at, kindBackfill, "bo-"+strconv.Itoa(i)+"-"+at.Format("150405"))
+		r.base, r.backfill = cursor, b.ID
+		out = append(out, r)
+		cursor = at
+	}
+	return out
+}
+
+// A backfill runs the instants of its range that never started (missed,
+// skipped): that is what it is for. An instant that started is not run
+// again, and counts as run before.
+func TestBackfillRunsInstantsThatNeverStarted(t *testing.T) {
+	s, c, j := backfillStore(t, config{prefix: "bfr"})
+	ctx := context.Background()
+	ctl := &Control{store: s}
+	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+	ts := []time.Time{t0, t0.Add(time.Minute), t0.Add(2 * time.Minute), t0.Add(3 * time.Minute), t0.Add(4 * time.Minute)}
+	record := func(at time.Time, decision, outcome string) {
+		t.Helper()
+		id := runID(j.Name, at)
+		if err := c.HSet(ctx, s.key(j.Name, "run:"+id[len(j.Name)+1:]), "kind", "s", "sched", at.UnixMilli(),
+			"decision", decision, "outcome", outcome, "owner", "someone", "replica", "r0", "error", "as it was").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(ts[0], "missed", "missed")
+	record(ts[1], "skipped_overlap", "skipped_overlap")
+	record(ts[2], "skipped_paused", "skipped_paused")
+	record(ts[3], "started", "succeeded")
+	b, err := ctl.Backfill(ctx, j.Job, ts[0], ts[4], 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []answer{answerStarted, answerStarted, answerStarted, answerDecided, answerStarted}
+	for i, r := range res {
+		if r.status != want[i] {
+			t.Errorf("instant %d: %q, want %q", i, r.status, want[i])
+		}
+	}
+	b, err = ctl.BackfillStatus(ctx, j.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Decided != 5 || b.Started != 4 || b.Already != 1 || b.Skipped != 0 {
+		t.Fatalf("backfill %+v: want 5 decided, 4 started, 1 run before", b)
+	}
+	for _, at := range ts[:3] {
+		rec, _ := recordOf(t, s, c, j, runID(j.Name, at))
+		if rec["outcome"] != "running" || rec["kind"] != "b" || rec["error"] != "" || rec["fence"] == "" {
+			t.Errorf("%s after the backfill took it: %v, want a fresh running backfill record", at.Format(time.RFC3339), rec)
+		}
+	}
+}
+
+// With min_replicas_ack, a backfill's start too few replicas acknowledged
+// is taken back: not counted as started, and taken again (before any new
+// instant), never dropped with the cursor past it.
+func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
+	s, c, j := backfillStore(t, config{prefix: "bfa", minAck: 1, ackTimeout: 20 * time.Millisecond})
+	ctx := context.Background()
+	ctl := &Control{store: s}
+	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+	ts := []time.Time{t0, t0.Add(time.Minute), t0.Add(2 * time.Minute)}
+	b, err := ctl.Backfill(ctx, j.Job, ts[0], ts[2], 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No replica acknowledges: both starts are taken back.
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts[:2]...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.status != answerRetry {
+			t.Fatalf("instant %d unacknowledged: %q, want %q", i, r.status, answerRetry)
+		}
+	}
+	b, err = ctl.BackfillStatus(ctx, j.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Started != 0 || b.Decided != 0 || len(b.redo) != 2 || b.Done() {
+		t.Fatalf("after the undo: %+v (redo %v), want nothing counted and both instants to take again", b, b.redo)
+	}
+	// A replica without the ack requirement (acks come back): a new
+	// instant waits for those taken back.
+	s2, err := newStore(c, config{prefix: "bfa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, backfillClaims(j, b, ts[1], ts[2]))
+	if err != nil || res[0].status != answerRefused {
+		t.Fatalf("a new instant before those taken back: %+v, %v, want refused", res, err)
+	}
+	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, append(backfillClaims(j, b, b.cursor, b.redo...), backfillClaims(j, b, ts[1], ts[2])...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.status != answerStarted {
+			t.Errorf("instant %d taken again: %q, want started", i, r.status)
+		}
+	}
+	b, err = ctl.BackfillStatus(ctx, j.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Started != 3 || b.Decided != 3 || len(b.redo) != 0 {
+		t.Fatalf("after taking them again: %+v, want 3 started and decided", b)
+	}
+}

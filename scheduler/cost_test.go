@@ -1,0 +1,331 @@
+package scheduler
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/jobs"
+)
+
+// The Redis work of one run, counted: every command Redis runs for it, the
+// script call itself and the commands inside the script (INFO
+// commandstats counts both), for a won claim, a lost claim (another
+// replica decided the run first), a renewal and a close, per combination
+// of the features a job may use. Not a timing: the same code gives the same
+// counts on any machine, so a change that adds a command to the hot path
+// fails here until its budget is raised on purpose (with a reason in the
+// commit). bench/README.md says where the commands go and what they cost.
+//
+// One run per script call: a batch shares the call itself (EVALSHA) and
+// Redis' clock (TIME) among its runs, so a run in a batch costs up to two
+// commands less than counted here.
+var runBudgets = map[string]map[string]int{
+	// A job that uses none of the optional features.
+	"plain": {"won claim": 11, "lost claim": 2, "renewal": 6, "close": 14},
+	// pool: a pool slot is taken, renewed and freed with the job's.
+	"pool": {"won claim": 16, "lost claim": 2, "renewal": 7, "close": 15},
+	// notifications: the close of a failed run queues its event.
+	"notifications": {"won claim": 11, "lost claim": 2, "renewal": 6, "close": 22},
+	// pause_after_failures, blackouts (the instant outside them) and
+	// concurrency 3, its close failed: the failure streak is counted.
+	"the rest": {"won claim": 13, "lost claim": 2, "renewal": 6, "close": 14},
+}
+
+// Slot numbers from a free list (common.lua take_slot, unhold) cost a won
+// claim 2 commands (ZPOPMIN nums, HINCRBY top when none was given back) and
+// a close 4 (HMGET of the record's slot and pool, EXISTS slots, then DEL
+// nums and HDEL top when no slot is held any more, or one ZADD nums); a
+// pooled run's claim also records its pool key (HSET pool): 1 more. The
+// budgets above include them.
+
+// featureKeys are the key kinds (the part after the job's tag) that belong
+// to an optional feature: a job that does not use the feature never has a
+// command touch them on its hot path.
+var featureKeys = map[string][]string{
+	"plain":         {"notify:on", "notify:q", "notify:d", "backfill", "bfruns", ":held", "queue", "waiting", "manual"},
+	"pool":          {"notify:on", "notify:q", "notify:d", "backfill", "bfruns", "queue", "waiting", "manual"},
+	"notifications": {"backfill", "bfruns", ":held", "queue", "waiting", "manual"},
+	"the rest":      {"notify:on", "notify:q", "notify:d", "backfill", "bfruns", ":held", "queue", "waiting", "manual"},
+}
+
+func TestRedisCommandsPerRun(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t, nil)
+	ctx := context.Background()
+	st, err := newStore(c, config{prefix: "cost", pools: &poolPlace{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.preload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]Job{
+		"plain":         {Name: "plain", Schedule: "@every 1s"},
+		"pool":          {Name: "pooled", Schedule: "@every 1s", Pool: "p", PoolSize: 2},
+		"notifications": {Name: "notified", Schedule: "@every 1s", Notify: []string{"ops"}},
+		"the rest": {Name: "rest", Schedule: "@every 1s", Concurrency: 3, PauseAfterFailures: 1000,
+			Blackouts: []Blackout{{From: time.Now().Add(240 * time.Hour), To: time.Now().Add(241 * time.Hour)}}},
+	}
+	var table []Job
+	for _, j := range cases {
+		table = append(table, j)
+	}
+	st.placePools(table)
+	mon := watchKeys(t, srv)
+
+	// Past the floor a new job state places (max clock skew and claim ahead).
+	base := time.Now().Truncate(time.Second).Add(time.Hour)
+	for name, spec := range cases {
+		spec.Handler = jobs.Func(func(context.Context) error { return nil })
+		// A full history: the close trims it, as it does in steady state.
+		spec.HistoryLimit = 3
+		spec = spec.withDefaults()
+		j, err := newJobState(spec, st.metaKey(spec.Name), &memo{}, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(spec.Notify) > 0 {
+			sub := `{"on":{"failed":["ops"]},"max":1000}`
+			if err := c.Set(ctx, st.key(spec.Name, "notify:on"), sub, time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.HSet(ctx, st.metaKey(spec.Name), "notify", "1").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		outcome := Succeeded
+		if name != "plain" && name != "pool" {
+			outcome = Failed
+		}
+		// Runs of earlier instants first: the job's state exists and its
+		// history is full, as for a job that has been running for a while.
+		var got map[string]int
+		for k := range spec.HistoryLimit + 2 {
+			at := base.Add(time.Duration(k) * time.Second)
+			got = countRun(t, st, c, j, at, outcome)
+		}
+		touched := map[string]bool{}
+		for _, k := range mon.take(t) {
+			touched[k] = true
+		}
+		for op, n := range got {
+			if b := runBudgets[name][op]; n > b {
+				t.Errorf("%s: a %s runs %d Redis commands, budget %d", name, op, n, b)
+			}
+		}
+		t.Logf("%-14s won claim %2d, lost claim %2d, renewal %2d, close %2d", name,
+			got["won claim"], got["lost claim"], got["renewal"], got["close"])
+		for k := range touched {
+			if !strings.Contains(k, "{"+spec.Name+"}") {
+				continue
+			}
+			for _, f := range featureKeys[name] {
+				if strings.HasSuffix(k, f) {
+					t.Errorf("%s: a job without %s touched %s on its hot path", name, f, k)
+				}
+			}
+		}
+	}
+}
+
+// countRun claims the run of j at at (won by replica "a", then lost by
+// "b"), renews it and closes it with outcome, and returns how many Redis
+// commands each step ran.
+func countRun(t *testing.T, st *store, c *redis.Client, j *jobState, at time.Time, outcome Outcome) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	var w claimReq
+	claim := func(replica string) claimRes {
+		r := claimReq{j: j, id: runID(j.Name, at), kind: kindScheduled, sched: at, fire: time.Now(),
+			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+		r.suffix = r.id[len(j.Name)+1:]
+		r.known, r.fenceFloor = j.memo.snapshot()
+		res, err := st.claim(ctx, replica, 2*time.Second, 3*time.Second, []claimReq{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.memo.observe(res[0].epoch, res[0].fence)
+		if replica == "a" {
+			w = r
+		}
+		return res[0]
+	}
+	got := map[string]int{}
+	count := func(op string, f func()) {
+		before := redisCalls(t, c)
+		f()
+		// The INFO that read before is counted in after.
+		got[op] = redisCalls(t, c) - before - 1
+	}
+	count("won claim", func() {
+		if res := claim("a"); res.status != answerStarted {
+			t.Fatalf("%s: claim answered %+v, want started", j.Name, res)
+		}
+	})
+	count("lost claim", func() {
+		if res := claim("b"); res.status != answerDecided {
+			t.Fatalf("%s: second claim answered %+v, want decided", j.Name, res)
+		}
+	})
+	count("renewal", func() {
+		res, err := st.renew(ctx, []renewReq{{j: j, id: w.id, owner: w.owner}})
+		if err != nil || res[0] != leaseOK {
+			t.Fatalf("%s: renewal answered %v, %v", j.Name, res, err)
+		}
+	})
+	count("close", func() {
+		res, err := st.complete(ctx, []completeReq{{r: &w, replica: "a", outcome: outcome, attempts: 1}})
+		if err != nil || res[0] != closeOK {
+			t.Fatalf("%s: close answered %v, %v", j.Name, res, err)
+		}
+	})
+	return got
+}
+
+// redisCalls is the number of commands Redis has run, from INFO
+// commandstats (which counts the commands scripts run too).
+func redisCalls(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(info, "\n") {
+		if _, rest, ok := strings.Cut(l, "calls="); ok && strings.HasPrefix(l, "cmdstat_") {
+			v, _, _ := strings.Cut(rest, ",")
+			k, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("commandstats: %q", l)
+			}
+			n += k
+		}
+	}
+	return n
+}
+
+// keyWatch collects the keys named by the commands Redis runs, scripts'
+// commands included: a MONITOR connection of its own.
+type keyWatch struct {
+	c     *redis.Client
+	lines *bufio.Reader
+	n     int
+}
+
+func watchKeys(t *testing.T, srv *redistest.Server) *keyWatch {
+	t.Helper()
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	w := &keyWatch{c: srv.Client(t, nil), lines: bufio.NewReader(conn)}
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := w.lines.ReadString('\n'); err != nil || !strings.HasPrefix(l, "+OK") {
+		t.Fatalf("MONITOR: %q, %v", l, err)
+	}
+	return w
+}
+
+// take returns the keys named since the last take: up to a marker it
+// sends (MONITOR shows it once every command before it was shown).
+func (w *keyWatch) take(t *testing.T) []string {
+	t.Helper()
+	w.n++
+	marker := fmt.Sprintf("cost-marker-%d", w.n)
+	if err := w.c.Echo(context.Background(), marker).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for {
+		l, err := w.lines.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		// +1700000000.123456 [0 lua] "HMGET" "cost:{plain}:run:..." ...
+		f := strings.Split(l, `"`)
+		if len(f) < 4 {
+			continue
+		}
+		if f[3] == marker {
+			return out
+		}
+		out = append(out, f[3])
+	}
+}
+
+// runsBudget is what three replicas cost Redis per run, everything
+// counted (claims won and lost, closes, heartbeats, the replicas'
+// registry), with jobs that run every second and a full history: the
+// figure bench/README.md gives for the sweep, guarded here. 20 before the
+// slot numbers' free list, which adds 6 commands to every run (2 to its
+// claim, 4 to its close: see runBudgets): 18.4 then, 24.4 with it.
+const runsBudget = 26.0
+
+// Three replicas, every job every second: Redis commands per run started,
+// over a few seconds of the steady state. Not a timing either: whatever
+// the machine's speed, a run costs the same commands, and a heartbeat's
+// share per run only falls with more jobs. A change that makes every
+// replica read every job at every beat (as publishing changed statistics
+// by name alone did: ~25 commands a run) fails here.
+func TestRedisCommandsPerRunAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of three replicas")
+	}
+	srv := redistest.Start(t)
+	admin := srv.Client(t, nil)
+	var runs atomic.Int64
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	const nj = 100
+	for r := range 3 {
+		c := srv.Client(t, &redis.Options{PoolSize: 16})
+		table := make([]Job, nj)
+		for i := range table {
+			table[i] = Job{Name: fmt.Sprintf("job-%03d", i), Schedule: "* * * * * *", HistoryLimit: 3,
+				Handler: jobs.Func(func(context.Context) error { runs.Add(1); return nil })}
+		}
+		s, err := New(redisStore(t, c), table, WithReplicaID(fmt.Sprintf("r%d", r)),
+			WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = s.Run(ctx) })
+	}
+	// Past the start (the first sync of every job, the new jobs' floor)
+	// and with full histories: a few seconds of runs.
+	waitRuns := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for runs.Load() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d runs in a minute", runs.Load())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitRuns(5 * nj)
+	before, r0 := redisCalls(t, admin), runs.Load()
+	waitRuns(r0 + 4*nj)
+	calls, n := redisCalls(t, admin)-before-1, runs.Load()-r0
+	per := float64(calls) / float64(n)
+	t.Logf("%d Redis commands for %d runs: %.1f a run", calls, n, per)
+	if per > runsBudget {
+		t.Errorf("%.1f Redis commands a run, budget %.0f", per, runsBudget)
+	}
+}
