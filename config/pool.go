@@ -35,6 +35,10 @@ func (d *decoder) poolSizes(n *yaml.Node, path string) map[string]int {
 			d.errorf(p.val, fp, "a pool needs at least 1 slot (got %d)", size)
 			continue
 		}
+		if size > scheduler.MaxPoolSize {
+			d.errorf(p.val, fp, "a pool has at most %d slots (got %d)", scheduler.MaxPoolSize, size)
+			continue
+		}
 		out[p.name] = size
 	}
 	return out

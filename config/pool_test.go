@@ -44,6 +44,9 @@ func TestPoolErrors(t *testing.T) {
 		{"pools: {\"a b\": 2}\njobs: []\n", `t.yaml:1:9: pools["a b"]: "a b" is not a valid pool name`},
 		{"pools: {\"p{x}\": 2}\njobs: []\n", `is not a valid pool name`},
 		{"pools: [exports]\njobs: []\n", `t.yaml:1:8: pools: expected a mapping of pool names to sizes`},
+		{"pools: {exports: 10001}\njobs: []\n", `t.yaml:1:18: pools.exports: a pool has at most 10000 slots (got 10001)`},
+		{"jobs:\n  - name: wide\n    schedule: \"@hourly\"\n    command: [x]\n    concurrency: 2000000\n",
+			`t.yaml:5:5: jobs[0].concurrency: must be at most 10000 (got 2000000)`},
 		{"store:\n  mode: redlock\n  redlock: {urls: [\"redis://a:1\", \"redis://b:1\", \"redis://c:1\"]}\npools: {exports: 3}\njobs: []\n",
 			`t.yaml:4:1: pools: need one Redis deployment: in redlock mode`},
 	} {

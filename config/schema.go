@@ -154,6 +154,11 @@ func integer(least int) map[string]any {
 	return orVariable(map[string]any{"type": "integer", "minimum": least})
 }
 
+// integerIn is an integer in [least, most].
+func integerIn(least, most int) map[string]any {
+	return orVariable(map[string]any{"type": "integer", "minimum": least, "maximum": most})
+}
+
 func boolean() map[string]any { return orVariable(map[string]any{"type": "boolean"}) }
 
 func enum[T ~string](values ...T) map[string]any {
@@ -181,7 +186,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"admin":         {desc: "The admin HTTP server: /healthz, /readyz, /metrics, the console and the JSON API. Off when listen is unset.", schema: ref("admin")},
 		"defaults":      {desc: "Any job field except name and schedule; a job's own value wins (env and http.headers merge key by key).", schema: ref("defaults")},
 		"notifications": {desc: "Webhook targets jobs name in notify:. One POST per event across the cluster (Solocron-Delivery: <run id>:<event> is the idempotency key), retried with backoff. Not in redlock mode.", schema: map[string]any{"type": []string{"array", "null"}, "items": ref("notification")}},
-		"pools":         {desc: "Pools of slots shared by jobs: name -> number of slots, e.g. {exports: 3}. A job with pool: <name> needs a slot of its pool as well as one of its own, across all replicas and all the pool's jobs. Not in redlock mode.", schema: map[string]any{"type": []string{"object", "null"}, "propertyNames": map[string]any{"pattern": `^[A-Za-z0-9_.-]{1,128}$`}, "additionalProperties": integer(1)}},
+		"pools":         {desc: "Pools of slots shared by jobs: name -> number of slots, e.g. {exports: 3}. A job with pool: <name> needs a slot of its pool as well as one of its own, across all replicas and all the pool's jobs. Not in redlock mode.", schema: map[string]any{"type": []string{"object", "null"}, "propertyNames": map[string]any{"pattern": `^[A-Za-z0-9_.-]{1,128}$`}, "additionalProperties": integerIn(1, scheduler.MaxPoolSize)}},
 		"jobs":          {desc: "The jobs. Write jobs: [] for a replica that runs none.", schema: map[string]any{"type": []string{"array", "null"}, "items": ref("job")}},
 	},
 	"store": {
@@ -242,7 +247,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"dir":               {desc: "Command jobs: the working directory; default the scheduler's.", schema: text},
 		"env":               {desc: "Command jobs: variables added to the environment. SOLOCRON_* variables are set by the scheduler.", schema: strMap()},
 		"kill_grace":        {desc: "Command jobs: time between SIGTERM and SIGKILL to the process group when a run is stopped; default the shorter of 10s and lease/3; at most lease/2 (a lost lease is declared kill_grace + 0.5s early so the group is gone before the slot can be given away).", schema: duration},
-		"concurrency":       {desc: "Runs of this job in flight at once, across all replicas (0 means the default). 1 with store mode redlock.", schema: integer(0), def: scheduler.DefaultConcurrency},
+		"concurrency":       {desc: "Runs of this job in flight at once, across all replicas (0 means the default). 1 with store mode redlock.", schema: integerIn(0, scheduler.MaxConcurrency), def: scheduler.DefaultConcurrency},
 		"overlap":           {desc: "When all slots are busy: skip the run, wait (first in, first out, up to max_wait), or replace the oldest run in flight of an earlier instant (none: the run is skipped).", schema: enum(scheduler.OverlapSkip, scheduler.OverlapWait, scheduler.OverlapReplace), def: scheduler.OverlapSkip},
 		"max_wait":          {desc: "overlap: wait only: how long a run may queue for a slot; default starting_deadline.", schema: duration},
 		"lease":             {desc: "The claim's lifetime, renewed every lease/3 while the job runs; a run whose renewals fail for that long loses it.", schema: duration, def: scheduler.DefaultLease.String()},
@@ -255,12 +260,12 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"catchup":           {desc: "Which missed runs catch-up runs: the latest only, or all (oldest first).", schema: enum(scheduler.CatchupLatest, scheduler.CatchupAll), def: scheduler.CatchupLatest},
 		"on_lease_lost":     {desc: "What a lost lease does to a running job: cancel it, or continue (log, count, and let it finish; for jobs fenced downstream).", schema: enum(scheduler.LeaseLostCancel, scheduler.LeaseLostContinue), def: scheduler.LeaseLostCancel},
 		"paused":            {desc: "true keeps the job from starting; scheduler pause/resume act cluster-wide.", schema: boolean(), def: false},
-		"history_limit":     {desc: "Finished run records kept in the store for this job (0 means the default).", schema: integer(0), def: scheduler.DefaultHistoryLimit},
+		"history_limit":     {desc: "Finished run records kept in the store for this job (0 means the default).", schema: integerIn(0, scheduler.MaxHistoryLimit), def: scheduler.DefaultHistoryLimit},
 		"notify":            {desc: "Names of notifications (from notifications:) told of this job's events.", schema: list(orVariable(map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]{1,64}$`}), 0)},
 		"log_output":        {desc: "Command jobs: the level the job's output lines are logged at; debug keeps output out of an INFO log.", schema: enum("debug", "info"), def: "debug"},
 
 		"blackouts":            {desc: "Windows in which scheduled (and catch-up) instants do not run but are recorded skipped_blackout: {cron, duration, timezone} (each cron instant opens a window of duration) or {from, to} (RFC 3339; from inclusive, to exclusive). Manual runs still run.", schema: list(ref("blackout"), 0)},
-		"pool":                 {desc: "A pool (from pools:) whose slots this job shares with its other jobs: each run needs a free slot of the pool as well as one of its own; overlap applies to whichever is full (replace stops only this job's runs). Moving a job into or out of a pool starts its Redis keys, and history, afresh. Not in redlock mode.", schema: orVariable(map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]{1,128}$`})},
+		"pool":                 {desc: "A pool (from pools:) whose slots this job shares with its other jobs: each run needs a free slot of the pool as well as one of its own; overlap applies to whichever is full (replace stops only this job's runs). Moving a job into or out of a pool keeps its state (a job's keys depend on its name only). Not in redlock mode.", schema: orVariable(map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]{1,128}$`})},
 		"pause_after_failures": {desc: "Pause the job cluster-wide after this many runs in a row end failed, timed_out or lease_lost (a success resets the count; scheduler resume clears it). The run that paused it says why in its record. 0 means never.", schema: integer(0), def: 0},
 	},
 	"blackout": {

@@ -193,6 +193,9 @@ func (s *Scheduler) keepTrying(reqs []claimReq) []claimReq {
 func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start, end time.Time, later claimsAgain) {
 	j := r.j
 	j.memo.touch(end)
+	if res.status == answerStarted {
+		r.pool, r.poolMember = res.pool, res.poolMember
+	}
 	if lost := j.memo.observe(res.epoch, res.fence); lost != "" {
 		s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
 			"job", j.Name, "old_epoch", lost, "new_epoch", res.epoch)

@@ -41,9 +41,6 @@ func establish(t testing.TB, rdb redis.Cmdable, table []scheduler.Job) {
 	t.Helper()
 	for _, j := range table {
 		tag := "{" + j.Name + "}"
-		if j.Pool != "" {
-			tag = "{pool:" + j.Pool + "}" + tag // pool.go
-		}
 		if err := rdb.HSetNX(context.Background(), "solocron:"+tag+":meta", "epoch", "established").Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -44,8 +44,8 @@
 // NewRedisStore takes one Redis deployment: a *redis.Client for a standalone server,
 // the client of redis.NewFailoverClient for a Sentinel-managed primary, or a
 // *redis.ClusterClient for Redis Cluster, where every key of a job shares the
-// hash tag {<job>} (a job in a pool, Job.Pool, has its pool's tag instead,
-// so that its claim takes the pool's slot in the same script), so each
+// hash tag {<job>} whatever the table says (a pool's slots are a key of
+// their own, taken apart on Cluster: pool.go), so each job
 // script touches one slot and a batch of claims is one pipeline per node. Replication in all of these is asynchronous: a
 // failover can lose a claim and let a run start twice, unless
 // WithMinReplicasAck makes each claim (and renewal) count only once enough

@@ -67,6 +67,12 @@ const (
 	// MaxHistoryLimit bounds HistoryLimit: the history is kept in Redis'
 	// memory.
 	MaxHistoryLimit = 10000
+	// MaxConcurrency bounds Concurrency, and MaxPoolSize a pool's size
+	// (PoolSize): a claim costs the same at any limit, but a job's status
+	// lists every run in flight, and a limit beyond what one scheduler
+	// can run is a typo more often than a plan.
+	MaxConcurrency = 10000
+	MaxPoolSize    = 10000
 )
 
 // Job is one entry of the job table. The zero value of every optional field
@@ -324,9 +330,14 @@ func (j *Job) validate(index int) ([]error, parsed) {
 		bad("Pool", "%q is not a valid pool name: letters, digits, '_', '.' and '-', at most %d bytes", clipName(j.Pool), MaxJobNameLen)
 	case j.PoolSize < 1:
 		bad("Pool", "pool %q needs a size of at least 1 slot (PoolSize %d)", j.Pool, j.PoolSize)
+	case j.PoolSize > MaxPoolSize:
+		bad("Pool", "pool %q has %d slots, more than the most a pool may have, %d", j.Pool, j.PoolSize, MaxPoolSize)
 	}
 	if j.Concurrency < 0 {
 		bad("Concurrency", "must be at least 1 (got %d)", j.Concurrency)
+	}
+	if j.Concurrency > MaxConcurrency {
+		bad("Concurrency", "must be at most %d (got %d): every run in flight is listed in the job's status", MaxConcurrency, j.Concurrency)
 	}
 	if j.Retries < 0 {
 		bad("Retries", "must not be negative (got %d)", j.Retries)

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -178,39 +179,50 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 // poolUses fills in the pool use of the pooled jobs among jobs, reading
 // each pool once, in one more round trip (none without pools).
 func (s *store) poolUses(ctx context.Context, jobs []string, out []Overview) error {
-	held := map[string]*redis.ZSliceCmd{}
-	for _, j := range jobs {
-		if p := s.pools.pool(j); p != "" {
-			held[p] = nil
+	held, err := s.poolHolders(ctx, jobs)
+	for i, j := range jobs {
+		if ids, ok := held[s.pools.pool(j)]; ok {
+			out[i].Pool = s.pools.use(j, ids)
 		}
 	}
-	if len(held) == 0 {
-		return nil
+	return err
+}
+
+// poolHolders reads the pools of the pooled jobs among jobs (as this
+// store's table places them), each once, in one round trip (none without
+// pools): pool -> the runs holding one of its slots, their leases valid on
+// Redis' clock.
+func (s *store) poolHolders(ctx context.Context, jobs []string) (map[string][]string, error) {
+	cmds := map[string]*redis.ZSliceCmd{}
+	for _, j := range jobs {
+		if p := s.pools.pool(j); p != "" {
+			cmds[p] = nil
+		}
+	}
+	if len(cmds) == 0 {
+		return nil, nil
 	}
 	var now *redis.TimeCmd
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for name := range held {
-			held[name] = p.ZRangeWithScores(ctx, s.poolKey(name), 0, -1)
+		for name := range cmds {
+			cmds[name] = p.ZRangeWithScores(ctx, s.poolKey(name), 0, -1)
 		}
 		now = p.Time(ctx)
 		return nil
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	for i, j := range jobs {
-		cmd := held[s.pools.pool(j)]
-		if cmd == nil {
-			continue
-		}
-		var ids []string
+	out := make(map[string][]string, len(cmds))
+	for name, cmd := range cmds {
+		ids := []string{}
 		for _, z := range cmd.Val() {
-			if int64(z.Score) > now.Val().UnixMilli() {
-				ids = append(ids, fmt.Sprint(z.Member))
+			if id := poolHolder(fmt.Sprint(z.Member)); int64(z.Score) > now.Val().UnixMilli() && !slices.Contains(ids, id) {
+				ids = append(ids, id)
 			}
 		}
-		out[i].Pool = s.pools.use(j, ids)
+		out[name] = ids
 	}
-	return nil
+	return out, nil
 }
 
 // HistoryPage returns the job's finished run records newest first, skipping

@@ -155,6 +155,7 @@ var scriptSpecs = map[string]scriptSpec{
 	"attempt":  {head: attemptArgs},
 	"trigger":  {head: triggerArgs},
 	"pause":    {head: 2},
+	"pool":     {head: 5, answers: []string{poolOK, poolFull, string(leaseLost)}},
 	"cancel":   {head: cancelArgs, answers: []string{string(cancelAsked), string(cancelEnded), string(cancelNone)}},
 	"retry":    {head: retryArgs, answers: []string{string(retryQueued), string(retryRunning), string(retryFull), string(retryNone)}},
 	// Encoded where their features live: notify.go, replicas.go, statuses.go.
@@ -224,6 +225,14 @@ type claimReq struct {
 	// slot is the concurrency slot (1..concurrency) the run holds once
 	// started; 0 before.
 	slot int
+	// pgrant tells the script about the run's pool slot on Redis Cluster
+	// (takePools, pool.go): '1' the replica holds it, '0' the pool is full;
+	// 0: the script takes it itself (or the job has no pool).
+	pgrant byte
+	// pool and poolMember name the pool slot the started run holds on
+	// Redis Cluster, which the replica renews and frees ("": none, or
+	// the scripts keep it).
+	pool, poolMember string
 }
 
 // appendTerms appends the claim's terms as claim.lua reads them, separated
@@ -232,7 +241,7 @@ type claimReq struct {
 // history limit, paused, known epoch, fence floor, catch-up window,
 // catch-up base (backfill: its cursor), ticket, catch-up read time
 // (backfill: its id), pause after failures, in a blackout window (1|0),
-// pool size (0: no pool).
+// pool size (0: no pool), pool name, pool slot grant (pgrant).
 func (r *claimReq) appendTerms(b []byte) []byte {
 	j := r.j
 	b = append(b, byte(r.kind), '|')
@@ -288,7 +297,14 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 		}
 	}
 	b = append(b, blackout, '|')
-	return strconv.AppendInt(b, int64(j.PoolSize), 10)
+	b = strconv.AppendInt(b, int64(j.PoolSize), 10)
+	b = append(b, '|')
+	b = append(b, j.Pool...)
+	b = append(b, '|')
+	if r.pgrant != 0 {
+		b = append(b, r.pgrant)
+	}
+	return b
 }
 
 // claimRes is the decision for one run.
@@ -303,6 +319,9 @@ type claimRes struct {
 	reason  string
 	unacked string // started, but too few replicas acknowledged it: why
 	slot    int    // started: the run's concurrency slot, 1..concurrency
+	// pool and poolMember: started, the pool slot it holds on Redis
+	// Cluster (settlePools).
+	pool, poolMember string
 }
 
 // appendClaim appends run r's claim.lua arguments; buf is scratch space.
@@ -355,17 +374,22 @@ func decodeClaim(f []string, ackMode bool) claimRes {
 
 // admitHead is the number of admit.lua's own arguments; admitFields the
 // number per run.
-const admitHead, admitFields = 6, 2
+const admitHead, admitFields = 7, 3
 
-// admitCall polls rs, queued runs of one job (the first's job state gives
-// the terms), in one call.
+// admitCall polls rs, queued runs of one job, in one call. The first's job
+// state gives the terms: all of them carry the job as the table in force
+// has it now (pollQueued), whatever table they were queued under.
 func admitCall(rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) call {
 	j := rs[0].j
 	args := make([]any, 0, admitHead+admitFields*len(rs))
 	args = append(args, j.Lease.Milliseconds(), j.Concurrency, waiterTTL.Milliseconds(),
-		strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize)
+		strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize, j.Pool)
 	for _, r := range rs {
-		args = append(args, r.id, r.owner)
+		grant := ""
+		if r.pgrant != 0 {
+			grant = string(r.pgrant)
+		}
+		args = append(args, r.id, r.owner, grant)
 	}
 	return call{keys: []string{j.metaKey}, args: args}
 }
@@ -406,6 +430,9 @@ func appendUndo(args []any, r *undoReq, waiterTTL time.Duration) []any {
 type renewReq struct {
 	j         *jobState
 	id, owner string
+	// pool and member: the pool slot the run holds on Redis Cluster,
+	// renewed apart (renewPools); "" for none.
+	pool, member string
 }
 
 // renewFields is the number of ARGV fields per run in renew.lua.

@@ -119,9 +119,12 @@ func TestProtocolEncoders(t *testing.T) {
 	check("pause", pauseArgs(true, "why"), nil)
 	check("cancel", cancelCall(j.metaKey, r.id, "who").args, nil)
 	check("retry", retryCall(j.metaKey, r.id, "j@manual-1", "who", false).args, nil)
-	// claim.lua reads the terms as '|'-separated fields: 20 of them.
-	if n := len(strings.Split(string(r.appendTerms(nil)), "|")); n != 20 {
-		t.Errorf("claim terms: %d fields, claim.lua reads 20", n)
+	// claim.lua reads the terms as '|'-separated fields: 22 of them.
+	for _, grant := range []byte{0, '0', '1'} {
+		r.pgrant = grant
+		if n := len(strings.Split(string(r.appendTerms(nil)), "|")); n != 22 {
+			t.Errorf("claim terms: %d fields, claim.lua reads 22", n)
+		}
 	}
 }
 

@@ -46,10 +46,12 @@ type runLease struct {
 	j     *jobState
 	id    string
 	owner string
+	// pool, member: the pool slot the run holds on Redis Cluster ("": none).
+	pool, member string
 }
 
 func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) error {
-	res, err := l.s.renew(ctx, renewReq{j: l.j, id: l.id, owner: l.owner})
+	res, err := l.s.renew(ctx, renewReq{j: l.j, id: l.id, owner: l.owner, pool: l.pool, member: l.member})
 	if err != nil {
 		l.s.tel.renewed(ctx, renewFailed)
 		return err
@@ -137,7 +139,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	if !r.sent.IsZero() && r.sent.Before(sent) {
 		sent = r.sent
 	}
-	lease := lockprovider.NewLease(&runLease{s: s, j: j, id: r.id, owner: r.owner}, r.id, r.owner, fence, j.Lease, sent)
+	lease := lockprovider.NewLease(&runLease{s: s, j: j, id: r.id, owner: r.owner, pool: r.pool, member: r.poolMember}, r.id, r.owner, fence, j.Lease, sent)
 	grace := stopGrace(j)
 	if !time.Now().Before(lease.Until().Add(-grace)) {
 		// The claim's answer came after the lease this replica may count

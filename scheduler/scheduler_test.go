@@ -619,7 +619,7 @@ func claimCalls() *scriptCounter {
 			return false
 		}
 		terms, _ := argv[len(argv)-1].(string)
-		return strings.Count(terms, "|") == 19 // 20 terms (claimReq.appendTerms)
+		return strings.Count(terms, "|") == 21 // 22 terms (claimReq.appendTerms)
 	}}
 }
 
@@ -757,13 +757,13 @@ func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
 		// A failing job: a retried close must not report its error twice.
 		{"complete", scheduler.Job{Name: "c", Schedule: "@every 10s"},
 			func(context.Context) error { return errors.New("boom") }, scriptPerRun(8)},
-		// admit.lua: EVALSHA sha 1 key + 6 args + 2 per run (one queued).
+		// admit.lua: EVALSHA sha 1 key + 7 args + 3 per run (one queued).
 		// Runs last 11s, so the run at 10s queues and polls admit (every
 		// 100ms) before the first ends.
 		{"admit", scheduler.Job{Name: "c", Schedule: "@every 10s", Overlap: scheduler.OverlapWait, MaxWait: time.Minute},
 			sleepJob(11 * time.Second), func(cmd redis.Cmder) bool {
 				rc, ok := cmd.(*redis.Cmd)
-				if !ok || !scriptWithArgs(3+1+6+2)(cmd) {
+				if !ok || !scriptWithArgs(3+1+7+3)(cmd) {
 					return false
 				}
 				rows, _ := rc.Val().([]any)

@@ -68,8 +68,14 @@ func (s *store) statuses(ctx context.Context, jobs []string, limit int) ([]*Stat
 		if out[i], err = decodeStatus(j, per[i]); err != nil {
 			return nil, err
 		}
-		if f, _ := per[i].([]any); len(f) > 8 {
-			out[i].Pool = s.pools.use(j, strs(f[8]))
+	}
+	held, err := s.poolHolders(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := range jobs {
+		if ids, ok := held[s.pools.pool(j)]; ok {
+			out[i].Pool = s.pools.use(j, ids)
 		}
 	}
 	return out, nil

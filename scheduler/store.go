@@ -17,7 +17,7 @@ import (
 type store struct {
 	redisConn // the transport: the scripts run through it
 	prefix    string
-	pools     *poolPlace // which jobs' keys are under a pool's tag
+	pools     *poolPlace // the table's pools, for status (not for keys)
 
 	// claimAhead is how long before its instant a run may be claimed.
 	claimAhead time.Duration
@@ -45,8 +45,11 @@ func newStore(c redis.UniversalClient, cfg config) (*store, error) {
 }
 
 func (s *store) metaKey(job string) string { return s.key(job, "meta") }
+
+// key is one of job's keys: the job's name alone says where its state is
+// (pool.go), whatever the table.
 func (s *store) key(job, kind string) string {
-	return s.prefix + ":" + s.pools.tag(job) + ":" + kind
+	return s.prefix + ":{" + job + "}:" + kind
 }
 func (s *store) placePools(jobs []Job) {
 	if s.pools == nil { // a store made without a Store (tests)
@@ -73,10 +76,30 @@ func (s *store) handBack(ctx context.Context, r *claimReq, waiterTTL time.Durati
 	if err != nil {
 		return false, err
 	}
+	if r.pool != "" { // a pool slot held on Redis Cluster
+		s.freePools(ctx, []call{s.poolCall("release", r.pool, r.poolMember, r.owner, 0, 0)})
+	}
 	return undoAnswer(at(strs(v), 0)) == undoDropped, nil
 }
 
 func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
+	ptrs := make([]*claimReq, len(reqs))
+	for i := range reqs {
+		ptrs[i] = &reqs[i]
+	}
+	if err := s.takePools(ctx, ptrs, func(r *claimReq) string { return r.id }); err != nil {
+		return nil, err
+	}
+	out, err := s.claimAcked(ctx, replica, skew, waiterTTL, reqs)
+	if err == nil && s.cluster {
+		s.settlePools(ctx, reqs, out)
+	}
+	return out, err
+}
+
+// claimAcked is claimOnly, then, with min_replicas_ack, takes back the
+// starts too few replicas acknowledged.
+func (s *store) claimAcked(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
 	out, err := s.claimOnly(ctx, replica, skew, waiterTTL, reqs)
 	if err != nil || s.minAck <= 0 {
 		return out, err
@@ -135,11 +158,34 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 	return out, nil
 }
 
-// admit polls rs, queued runs of one job, in one call.
+// admit polls rs, queued runs of one job, in one call. On Redis Cluster
+// each pooled run's pool slot is taken first (pool.lua, under admitMember):
+// a run that started keeps it, the others give it back.
 func (s *store) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
 	if len(rs) == 0 {
 		return nil, nil
 	}
+	if err := s.takePools(ctx, rs, func(r *claimReq) string { return admitMember(r.id) }); err != nil {
+		return nil, err
+	}
+	out, err := s.admitOnly(ctx, rs, waiterTTL, fenceFloor)
+	var free []call
+	for i, r := range rs {
+		switch {
+		case r.pgrant != '1' || err != nil:
+			// An answer lost may have been a start: the hold stays (the
+			// next poll takes it again), or ends with its lease.
+		case out[i].status == answerStarted:
+			r.pool, r.poolMember = r.j.Pool, admitMember(r.id)
+		default:
+			free = append(free, s.poolCall("release", r.j.Pool, admitMember(r.id), r.owner, 0, 0))
+		}
+	}
+	s.freePools(ctx, free)
+	return out, err
+}
+
+func (s *store) admitOnly(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
 	replies, acks, err := s.run(ctx, admitScript, []call{admitCall(rs, waiterTTL, fenceFloor)})
 	if err != nil {
 		return nil, err
@@ -193,12 +239,43 @@ func (s *store) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, erro
 	// A renewal a failover could lose does not extend the lease: the
 	// holder's deadline must not outrun the one a promoted replica would
 	// enforce.
-	return scatter("renew", replies, groups, len(reqs), func(gi int, v leaseAnswer) leaseAnswer {
+	out, err := scatter("renew", replies, groups, len(reqs), func(gi int, v leaseAnswer) leaseAnswer {
 		if v == leaseOK && acks != nil && !acks[gi].ok() {
 			return leaseUnacked
 		}
 		return v
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, s.renewPools(ctx, reqs, out)
+}
+
+// renewPools renews, on Redis Cluster, the pool slots of the runs whose job
+// slot was just renewed: a renewal counts only if both were. A pool slot
+// found gone is a lost lease.
+func (s *store) renewPools(ctx context.Context, reqs []renewReq, out []leaseAnswer) error {
+	var calls []call
+	var idx []int
+	for i, r := range reqs {
+		if r.pool != "" && out[i] == leaseOK {
+			calls = append(calls, s.poolCall("renew", r.pool, r.member, r.owner, 0, r.j.Lease))
+			idx = append(idx, i)
+		}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	replies, err := s.exec(ctx, poolScript, calls)
+	if err != nil {
+		return err
+	}
+	for k, i := range idx {
+		if v, _ := replies[k].(string); v != poolOK {
+			out[i] = leaseLost
+		}
+	}
+	return nil
 }
 
 // attempt issues the fencing token of a run's next attempt; 0 means the run
@@ -223,6 +300,13 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 	if err != nil {
 		return nil, err
 	}
+	var free []call
+	for _, c := range reqs {
+		if c.r.pool != "" { // a pool slot held on Redis Cluster
+			free = append(free, s.poolCall("release", c.r.pool, c.r.poolMember, c.r.owner, 0, 0))
+		}
+	}
+	s.freePools(ctx, free)
 	out, err := scatter("complete", replies, groups, len(reqs), func(gi int, v closeAnswer) closeAnswer {
 		v, stats := closeStats(v)
 		if acks != nil && !acks[gi].ok() && (v == closeOK || v == closeClosed) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -184,8 +185,8 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 		// Held with a valid lease on Redis' clock, as status.lua reads it.
 		var held []string
 		for _, z := range pool.Val() {
-			if int64(z.Score) > now.Val().UnixMilli() {
-				held = append(held, fmt.Sprint(z.Member))
+			if id := poolHolder(fmt.Sprint(z.Member)); int64(z.Score) > now.Val().UnixMilli() && !slices.Contains(held, id) {
+				held = append(held, id)
 			}
 		}
 		st.Pool = s.pools.use(job, held)

@@ -70,14 +70,21 @@ func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) 
 			return
 		case <-t.C:
 		}
+		// Admitted by the limits in force now (concurrency, pool and its
+		// size, lease), not by those of the table they were queued under:
+		// a reload that raised them admits them at once.
+		cur := s.current(j)
 		s.waiters.mu.Lock()
 		runs := slices.Clone(g.runs)
+		for _, w := range runs {
+			w.r.j = cur
+		}
 		s.waiters.mu.Unlock()
 		reqs := make([]*claimReq, len(runs))
 		for i, w := range runs {
 			reqs[i] = &w.r
 		}
-		_, floor := j.memo.snapshot()
+		_, floor := cur.memo.snapshot()
 		start := time.Now()
 		// As a claim's, an admission's round trip finishes whatever
 		// happens to ctx: its answer may be a start.
@@ -217,4 +224,16 @@ func (s *Scheduler) handBackManual(ctx context.Context, r claimReq) {
 	case ok:
 		log.Info("replica stopping: manual run handed back to the cluster; another replica will run it")
 	}
+}
+
+// current is job j as the table in force has it now, or j itself if the
+// table no longer has the job.
+func (s *Scheduler) current(j *jobState) *jobState {
+	tab, _ := s.table()
+	for _, t := range tab {
+		if t.Name == j.Name {
+			return t
+		}
+	}
+	return j
 }

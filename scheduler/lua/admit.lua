@@ -7,7 +7,13 @@
 -- ARGV[4] highest fencing token the replica has seen
 -- ARGV[5] paused by the replica's table: 1|0
 -- ARGV[6] the size of the job's pool (0: the job has no pool)
--- then 2 fields per run: run id, owner token
+-- ARGV[7] the job's pool, or ""
+-- then 3 fields per run: run id, owner token, the run's pool slot, as
+--         claim.lua's last term: "" this script takes it, 1 held by the
+--         replica for this run already (pool.lua), 0 the replica found the
+--         pool full
+-- The limits (ARGV[2], ARGV[6], ARGV[7]) are those of the asking replica's
+-- table now, not of the table the runs were queued under.
 -- Returns one array per run, in order:
 --         {"started", fencing token, slot} | {"waiting", place} |
 --         {"skipped_overlap"} | {"skipped_paused"} |
@@ -16,10 +22,10 @@
 --         {"expired"} (the same, for a manual run: its holder hands it back
 --         to the pending requests with undo.lua, which takes the close back) |
 --         {"lost"} (no longer ours: reaped, or not found)
--- protocol: head=6 per_run=2 answers=started,waiting,skipped_overlap,skipped_paused,missed,expired,lost (checked against protocol.go by TestProtocolHeaders)
+-- protocol: head=7 per_run=3 answers=started,waiting,skipped_overlap,skipped_paused,missed,expired,lost (checked against protocol.go by TestProtocolHeaders)
 local meta = KEYS[1]
 local lease, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
-local wttl, ffloor, lpaused, psize = tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
+local wttl, ffloor, lpaused, psize, pool = tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local now = now_ms()
 local base = base_of(meta)
 -- Always a write, even when this call only repeats an earlier answer: with
@@ -29,7 +35,7 @@ redis.call('PEXPIRE', meta, META_TTL)
 reap(base, now)
 local queue, waiting = base .. 'queue', base .. 'waiting'
 
-local function admit(id, owner)
+local function admit(id, owner, grant)
   local rk = run_key(base, id)
   local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'wait_until', 'fence', 'kind', 'slot', 'closed_by')
   if rec[1] == owner and rec[2] == 'running' then
@@ -69,8 +75,17 @@ local function admit(id, owner)
     close(base, rk, 'skipped_overlap', 'no concurrency slot freed within max_wait', now)
     return {'skipped_overlap'}
   end
-  -- A pooled job's run also needs a free slot of its pool.
-  local free = math.min(limit - redis.call('ZCARD', base .. 'slots'), pool_free(base, psize, now))
+  -- A pooled job's run also needs a free slot of its pool: taken here
+  -- (pk), or by the replica already (grant 1; 0: the pool was full).
+  local pk
+  if pool ~= '' and grant == '' then
+    pk = pool_key(base, pool)
+  end
+  local pfree = pool_free(pk, psize, now)
+  if grant == '0' then
+    pfree = 0
+  end
+  local free = math.min(limit - redis.call('ZCARD', base .. 'slots'), pfree)
   local rank = redis.call('ZRANK', queue, id)
   if rank and rank < free then
     if rec[5] == 'm' then
@@ -78,7 +93,7 @@ local function admit(id, owner)
     end
     redis.call('ZREM', queue, id)
     redis.call('ZREM', waiting, id)
-    local f, slot = start(meta, base, rk, id, lease, now, ffloor, limit)
+    local f, slot = start(meta, base, rk, id, lease, now, ffloor, pk)
     return {'started', int(f), int(slot)}
   end
   redis.call('ZADD', waiting, now + wttl, id)
@@ -86,7 +101,7 @@ local function admit(id, owner)
 end
 
 local out = {}
-for i = 7, #ARGV, 2 do
-  out[#out + 1] = admit(ARGV[i], ARGV[i + 1])
+for i = 8, #ARGV, 3 do
+  out[#out + 1] = admit(ARGV[i], ARGV[i + 1], ARGV[i + 2])
 end
 return out

@@ -38,7 +38,10 @@
 --      pause_after_failures (0: never), kept in the run's record as pf |
 --      1 if the instant is inside one of the job's blackout windows (every
 --      replica computes it alike), else 0 | the size of the job's pool
---      (0: the job has no pool)
+--      (0: the job has no pool) | the job's pool, or "" | the pool slot:
+--      "" this script takes it (one Redis: it may reach the pool's key),
+--      1 the replica holds it for this run already, 0 the replica found the
+--      pool full (Redis Cluster: pool.lua, in the pool's own hash slot)
 --   A lost race reads only the first two: Redis makes a Lua string of every
 --   argument, so few of them keep the common answer cheap.
 -- Returns one array per run, all strings:
@@ -62,7 +65,7 @@
 --   {"refused", epoch, reason}                not ours to decide
 -- protocol: head=7 per_run=3 answers=started,decided,skipped_overlap,skipped_paused,skipped_blackout,missed,expired,waiting,early,later,refused (checked against protocol.go by TestProtocolHeaders)
 local F = 3
-local TERMS = '^' .. string.rep('([^|]*)|', 19) .. '([^|]*)$'
+local TERMS = '^' .. string.rep('([^|]*)|', 21) .. '([^|]*)$'
 local replica, skew, waiter_ttl, fresh = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local ahead_ms = tonumber(ARGV[5])
 local check_fence = ARGV[6] == '1'
@@ -136,7 +139,7 @@ local function claim(meta, a, rerun)
   local job = job_of(base)
   local id = job .. '@' .. suffix
   local kind, sched_s, fire_s, lease_s, limit_s, overlap, max_wait_s, deadline_s, ret_s, hlimit, lpaused, known,
-    ffloor, cwindow_s, cbase_s, ticket, read_s, pf, blackout, psize = string.match(ARGV[a + 3], TERMS)
+    ffloor, cwindow_s, cbase_s, ticket, read_s, pf, blackout, psize, pool, pgrant = string.match(ARGV[a + 3], TERMS)
   if not kind then
     return {'refused', '', 'malformed claim terms'}
   end
@@ -144,6 +147,18 @@ local function claim(meta, a, rerun)
   local lease, limit = tonumber(lease_s), tonumber(limit_s)
   local max_wait, deadline, retention = tonumber(max_wait_s), tonumber(deadline_s), tonumber(ret_s)
   local cwindow, cbase = tonumber(cwindow_s), tonumber(cbase_s)
+  -- Every check that can fail comes before the first write: a claim that
+  -- cannot be decided leaves nothing behind, and no other run of the batch
+  -- is touched.
+  if not (sched and fire and lease and limit and max_wait and deadline and retention and cwindow and cbase and
+      tonumber(psize)) or limit < 1 then
+    return {'refused', '', 'malformed claim terms'}
+  end
+  -- The pool's key, when this script takes the run's pool slot itself.
+  local pk
+  if pool ~= '' and pgrant == '' then
+    pk = pool_key(base, pool)
+  end
 
   local seen = 0
   if check_fence then
@@ -312,11 +327,14 @@ local function claim(meta, a, rerun)
   end
   -- A pooled job also needs a slot of its pool; a run that would wait
   -- queues behind the job's runs already waiting for one.
-  local pfree = pool_free(base, psize, now)
-  local pool_full = pfree <= 0 or (overlap == 'wait' and queued > 0 and pfree ~= math.huge)
+  local pfree = pool_free(pk, psize, now)
+  if pgrant == '0' then
+    pfree = 0
+  end
+  local pool_full = pfree <= 0 or (overlap == 'wait' and queued > 0 and pool ~= '')
   local full = 'all ' .. limit .. ' concurrency slots busy'
   if held + queued < limit and pool_full then
-    full = 'all ' .. psize .. ' slots of pool ' .. string.match(pool_of(base), '{pool:([^{}]*)}') .. ' busy'
+    full = 'all ' .. psize .. ' slots of pool ' .. pool .. ' busy'
   end
   if held + queued >= limit or pool_full then
     if kind == 'b' then
@@ -353,16 +371,20 @@ local function claim(meta, a, rerun)
       -- of an earlier instant (after an outage, or answered late) does not
       -- stop a later one, and a run claimed ahead, not started yet, would
       -- start at its instant all the same, its replacement beside it.
+      -- With the pool full, only a run holding a slot of this very pool
+      -- (in this script's hands) makes room by ending.
       local oldest, oldest_start
       for _, other in ipairs(redis.call('ZRANGE', slots, 0, -1)) do
-        local o = redis.call('HMGET', run_key(base, other), 'started', 'sched')
+        local o = redis.call('HMGET', run_key(base, other), 'started', 'sched', 'pool')
         local st, at = tonumber(o[1]) or 0, tonumber(o[2]) or 0
-        if st <= now and at < sched and (not oldest or st < oldest_start) then
+        if st <= now and at < sched and (not oldest or st < oldest_start) and
+            (pfree > 0 or (pk and o[3] == pk)) then
           oldest, oldest_start = other, st
         end
       end
       if not oldest then
-        return decide('skipped_overlap', full .. ' with runs of later instants (replace stops only older runs)')
+        return decide('skipped_overlap', full .. ' with runs of later instants, or of none that frees the pool' ..
+          ' (replace stops only older runs)')
       end
       release(base, oldest)
       local vk = run_key(base, oldest)
@@ -378,7 +400,7 @@ local function claim(meta, a, rerun)
   -- Start: the record, the slot and the job's token and last instant, in
   -- four writes.
   local f = int(fence_after(now_us, fence_last, ffloor))
-  local slot = take_slot(meta, base, rk, id, limit)
+  local slot = take_slot(base)
   -- Claimed ahead, the job starts at its instant.
   local started = now_s
   if ahead then
@@ -389,13 +411,17 @@ local function claim(meta, a, rerun)
   end
   if ticket ~= '' then
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket)
+      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket,
+      'slot', slot)
   else
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started)
+      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'slot', slot)
+  end
+  if pk then
+    redis.call('HSET', rk, 'pool', pk)
   end
   redis.call('PEXPIRE', rk, lease + retention)
-  hold(base, id, now + lease)
+  hold(base, id, now + lease, false, pk)
   if moves_last and sched > last then
     redis.call('HSET', meta, 'fence', f, 'last', sched_s)
   else
@@ -486,13 +512,24 @@ local function claim_backfill(meta, a)
   return res
 end
 
+-- Each run is decided on its own: a run whose claim fails (its keys hold
+-- something else, say) is answered refused, and the other runs of the
+-- batch are decided as if it were not there. Its own checks come before
+-- its writes, so it leaves nothing half decided.
 local out = {}
 for i = 1, #KEYS do
   local a = 7 + F * (i - 1)
+  local fn = claim
   if string.sub(ARGV[a + 3], 1, 2) == 'b|' then
-    out[i] = claim_backfill(KEYS[i], a)
-  else
-    out[i] = claim(KEYS[i], a)
+    fn = claim_backfill
   end
+  local ok, res = pcall(fn, KEYS[i], a)
+  if not ok then
+    if type(res) == 'table' then
+      res = res.err
+    end
+    res = {'refused', '', 'claim failed: ' .. tostring(res)}
+  end
+  out[i] = res
 end
 return out

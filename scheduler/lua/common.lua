@@ -1,16 +1,23 @@
 -- common.lua is prepended to every scheduler script.
 --
--- Keys of one job share the hash tag {<job>}, so one script may touch them
--- all on Redis Cluster; a job in a pool (pools:) has the tag of its pool
--- instead, "<prefix>:{pool:<pool>}{<job>}:" .. kind, so that one script may
--- also touch the pool's key, "<prefix>:{pool:<pool>}:held" (zset run id ->
--- lease expiry, server ms: the pool's slots, held by runs of all its jobs).
+-- A job's state is identified by its name alone: every key of a job shares
+-- the hash tag {<job>}, whatever the table says (pool, concurrency, ...), so
+-- one script may touch them all on Redis Cluster and no table change starts
+-- the job afresh in other keys. A pool (pools:) has a key of its own,
+-- "<prefix>:{pool:<pool>}:held" (zset run id -> lease expiry, server ms: the
+-- pool's slots, held by runs of all its jobs; pool_key). Where one script
+-- may reach any key (standalone, Sentinel, the embedded store), the job's
+-- scripts take, renew and free a run's pool slot with its job slot; on
+-- Redis Cluster the replica takes it first with pool.lua, in the pool's
+-- own slot (pool.go).
 -- Scripts receive the job's meta key in KEYS and derive the others from it,
 -- always inside that tag:
 --   meta          hash  epoch, floor, guarded, paused, last, fence; ok, at:<outcome> (see note); notify (see notify);
---                       fails, paused_why (see tally); h:n, h:s, h:ok (see push_entry)
+--                       fails, paused_why (see tally); h:n, h:s, h:ok (see push_entry);
+--                       top (see take_slot)
 --   run:<suffix>  hash  one run's record (suffix: the RFC 3339 instant, or manual-<id>)
 --   slots         zset  run id -> lease expiry (server ms): the concurrency slots
+--   nums          zset  slot numbers given back below meta's top (see take_slot)
 --   queue         zset  run id -> ticket: runs waiting for a slot, first come first served
 --   waiting       zset  run id -> waiter expiry (server ms)
 --   history       list  finished run records, newest first, as JSON
@@ -44,64 +51,80 @@ local function base_of(meta)
   return string.sub(meta, 1, -5)
 end
 
--- job_of is the job's name in its keys' base ("<prefix>:{<job>}:" or
--- "<prefix>:{pool:<pool>}{<job>}:").
+-- job_of is the job's name in its keys' base ("<prefix>:{<job>}:").
 local function job_of(base)
   return string.match(base, '{([^{}]*)}:$')
 end
 
--- pool_of is the key of the pool a job's keys belong to, or nil.
-local function pool_of(base)
-  local p = string.match(base, '^(.*{pool:[^{}]*})')
-  if p then
-    return p .. ':held'
-  end
-end
-
--- Slots: a run in flight holds one of its job's slots (base .. 'slots'),
--- and one of its pool's when the job has one, under the same lease: hold
--- takes or extends both, release frees both, expire frees those whose lease
--- ran out. No other code writes either set.
-local function hold(base, id, expiry, xx)
-  local p = pool_of(base)
-  if xx then
-    redis.call('ZADD', base .. 'slots', 'XX', expiry, id)
-    if p then
-      redis.call('ZADD', p, 'XX', expiry, id)
-    end
-    return
-  end
-  redis.call('ZADD', base .. 'slots', expiry, id)
-  if p then
-    redis.call('ZADD', p, expiry, id)
-    redis.call('PEXPIRE', p, META_TTL)
-  end
-end
-
-local function release(base, id)
-  redis.call('ZREM', base .. 'slots', id)
-  local p = pool_of(base)
-  if p then
-    redis.call('ZREM', p, id)
-  end
+-- pool_key is the key of pool name's slots, beside the job's keys (base):
+-- "<prefix>:{pool:<name>}:held".
+local function pool_key(base, name)
+  return string.match(base, '^(.*):{[^{}]*}:$') .. ':{pool:' .. name .. '}:held'
 end
 
 local function expire(key, now)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
 end
 
--- pool_free is how many slots of the job's pool (size: the pool's size in
--- the asking replica's table; 0: the job has no pool) are free at now, after
--- freeing those whose lease ran out: a holder that died gives its pool slot
--- back when its lease ends, whichever job's claim notices. Its own record
--- is closed lease_lost by its own job's reap.
-local function pool_free(base, size, now)
-  local p = pool_of(base)
-  if not p or (tonumber(size) or 0) <= 0 then
+-- Slots: a run in flight holds one of its job's slots (base .. 'slots'),
+-- numbered (take_slot), and one of its pool's when it took one under the
+-- same lease: its record's field pool names that key (a pool slot taken by
+-- the replica on Redis Cluster is not in the record: the replica renews and
+-- frees it, pool.go). hold takes or extends both (pk: the pool key, or nil),
+-- release frees both, reap frees those whose lease ran out. The record, not
+-- the replica's table, says which pool a run holds: a table that moved the
+-- job out of its pool still renews and frees the slot its run took.
+local function hold(base, id, expiry, xx, pk)
+  if xx then
+    redis.call('ZADD', base .. 'slots', 'XX', expiry, id)
+    if pk then
+      redis.call('ZADD', pk, 'XX', expiry, id)
+    end
+    return
+  end
+  redis.call('ZADD', base .. 'slots', expiry, id)
+  if pk then
+    redis.call('ZADD', pk, expiry, id)
+    redis.call('PEXPIRE', pk, META_TTL)
+  end
+end
+
+-- unhold gives back what run id (record rk) held besides its job slot, once
+-- that slot is gone: its pool slot, and its slot number (to nums, unless
+-- none is held any more: numbers then start again from 1, and nums stays
+-- as small as the most runs ever held at once).
+local function unhold(base, rk, id)
+  local r = redis.call('HMGET', rk, 'slot', 'pool')
+  if r[2] then
+    redis.call('ZREM', r[2], id)
+  end
+  if redis.call('EXISTS', base .. 'slots') == 0 then
+    redis.call('DEL', base .. 'nums')
+    redis.call('HDEL', base .. 'meta', 'top')
+  elseif r[1] then
+    redis.call('ZADD', base .. 'nums', r[1], r[1])
+  end
+end
+
+-- release frees run id's slots. Only the call that removes its job slot
+-- gives its number back: a number is never freed twice, so never held twice.
+local function release(base, id)
+  if redis.call('ZREM', base .. 'slots', id) == 1 then
+    unhold(base, base .. 'run:' .. string.match(id, '@(.*)$'), id)
+  end
+end
+
+-- pool_free is how many slots of pool pk (size: the pool's size in the
+-- asking replica's table) are free at now, after freeing those whose lease
+-- ran out: a holder that died gives its pool slot back when its lease ends,
+-- whichever job's claim notices. Its own record is closed lease_lost by its
+-- own job's reap. nil pk: no pool, no limit.
+local function pool_free(pk, size, now)
+  if not pk or (tonumber(size) or 0) <= 0 then
     return math.huge
   end
-  expire(p, now)
-  return tonumber(size) - redis.call('ZCARD', p)
+  expire(pk, now)
+  return tonumber(size) - redis.call('ZCARD', pk)
 end
 
 local function run_key(base, id)
@@ -477,9 +500,8 @@ local function reap(base, now)
   end
   if #dead > 0 then
     expire(slots, now)
-    local p = pool_of(base)
-    if p then
-      expire(p, now)
+    for _, id in ipairs(dead) do
+      unhold(base, run_key(base, id), id)
     end
   end
   local gone = redis.call('ZRANGEBYSCORE', waiting, '-inf', now)
@@ -606,45 +628,36 @@ local function next_fence(meta, floor)
   return f
 end
 
--- take_slot gives run id the lowest slot number (1..limit) that no run
--- holding a slot has, records it in the job's meta (slot:<n> -> run id) and
--- in the run's record (slot), and returns it. A number whose holder no
--- longer holds a slot (it ended, was reaped or replaced) is free: nothing
--- needs clearing when a run ends. With one slot there is nothing to choose
--- and nothing is written: a record without slot holds slot 1. Its caller
--- has reaped expired holders, and holds fewer than limit runs in slots.
--- The fencing token rises per job, so per slot too: a sink that keeps the
--- highest token per slot refuses exactly that slot's stale holders.
-local function take_slot(meta, base, rk, id, limit)
-  if limit <= 1 then
-    return 1
+-- take_slot returns the lowest slot number no run holding a slot has; its
+-- caller records it in the run's record (slot). The numbers held
+-- are 1..top (meta field top) but those given back (nums, by release and
+-- reap): the lowest free one is nums' lowest, or top + 1. Its cost does not
+-- depend on concurrency, and it holds whatever limits the replicas' tables
+-- say: a number is recorded at every limit, 1 included, so a limit raised
+-- (or lowered and raised) while runs hold slots never gives a held number
+-- again. The fencing token rises per job, so per slot too: a sink that keeps
+-- the highest token per slot refuses exactly that slot's stale holders.
+-- Its caller has reaped expired holders.
+local function take_slot(base)
+  local low = redis.call('ZPOPMIN', base .. 'nums')
+  local n = tonumber(low[1])
+  if not n then
+    n = redis.call('HINCRBY', base .. 'meta', 'top', 1)
   end
-  local names = {}
-  for k = 1, limit do
-    names[k] = 'slot:' .. k
-  end
-  local holders = redis.call('HMGET', meta, unpack(names))
-  local slots, n = base .. 'slots', limit + 1
-  for k = 1, limit do
-    local h = holders[k]
-    if not h or h == id or not redis.call('ZSCORE', slots, h) then
-      n = k
-      break
-    end
-  end
-  redis.call('HSET', meta, 'slot:' .. n, id)
-  redis.call('HSET', rk, 'slot', n)
   return n
 end
 
--- start puts a decided run into a slot and issues its first fencing token.
--- Returns the token and the slot's number.
-local function start(meta, base, rk, id, lease, now, ffloor, limit)
-  local slot = take_slot(meta, base, rk, id, limit or 1)
+-- start puts a decided run into a slot (and a slot of pool pk, or nil) and
+-- issues its first fencing token. Returns the token and the slot's number.
+local function start(meta, base, rk, id, lease, now, ffloor, pk)
+  local slot = take_slot(base)
   local f = next_fence(meta, ffloor)
-  hold(base, id, now + lease)
+  hold(base, id, now + lease, false, pk)
   redis.call('HSET', rk, 'decision', 'started', 'outcome', 'running', 'fence', int(f),
-    'started', int(now), 'attempts', '1')
+    'started', int(now), 'attempts', '1', 'slot', slot)
+  if pk then
+    redis.call('HSET', rk, 'pool', pk)
+  end
   redis.call('PEXPIRE', rk, lease + (tonumber(redis.call('HGET', rk, 'ret')) or 60000))
   return f, slot
 end

@@ -1,5 +1,5 @@
 -- Renews the leases of runs in flight: each run's record and its slot
--- (and its pool's slot, for a job in a pool) together. Renewal never re-creates anything: a missing record or slot
+-- (and the pool slot its record names, if it took one) together. Renewal never re-creates anything: a missing record or slot
 -- means the lease is lost.
 -- KEYS[i]  meta key of run i's job
 -- ARGV: 3 fields per run: run id, owner token, lease ms
@@ -14,7 +14,7 @@ for i = 1, #KEYS do
   local id, owner, lease = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
   local base = base_of(KEYS[i])
   local rk = run_key(base, id)
-  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'ret', 'cancelled_by')
+  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'ret', 'cancelled_by', 'pool')
   local slots = base .. 'slots'
   if rec[1] ~= owner then
     out[i] = 'lost'
@@ -30,7 +30,7 @@ for i = 1, #KEYS do
       close(base, rk, 'lease_lost', 'lease expired before it was renewed', now)
       out[i] = 'lost'
     else
-      hold(base, id, now + lease, true)
+      hold(base, id, now + lease, true, rec[5])
       redis.call('PEXPIRE', rk, lease + (tonumber(rec[3]) or 60000))
       out[i] = rec[4] and 'cancelled' or 'ok'
     end

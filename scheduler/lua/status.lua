@@ -9,12 +9,11 @@
 -- ('' when unset), waiting and manual
 -- the sizes of the queue and of the manual requests, history the latest
 -- records (JSON, newest first), and running one {id, {field, value, ...}}
--- per run holding a slot, and pool the ids of the runs holding a slot of
--- the job's pool, their leases valid (empty for a job in no pool).
+-- per run holding a slot, and pool always empty (a pool's key is not the
+-- job's: the store reads it apart, statuses.go).
 -- protocol: head=1 per_run=0 answers= (checked against protocol.go by TestProtocolHeaders)
 local limit = tonumber(ARGV[1])
 local out = {}
-local now = now_ms()
 for i, meta in ipairs(KEYS) do
   local base = base_of(meta)
   local m = redis.call('HMGET', meta, 'paused', 'last', 'paused_why', 'fails')
@@ -27,9 +26,5 @@ for i, meta in ipairs(KEYS) do
   end
   out[i] = {m[1] or '', m[2] or '', redis.call('ZCARD', base .. 'queue'), redis.call('ZCARD', base .. 'manual'),
     redis.call('LRANGE', base .. 'history', 0, limit - 1), running, m[3] or '', m[4] or '', {}}
-  local p = pool_of(base)
-  if p then
-    out[i][9] = redis.call('ZRANGEBYSCORE', p, '(' .. now, '+inf')
-  end
 end
 return out
