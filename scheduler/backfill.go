@@ -348,8 +348,17 @@ func (s *store) backfillStatus(ctx context.Context, p redis.Pipeliner, job strin
 
 // backfills is the backfill beat: every sync interval, the replica takes
 // instants of the backfills of the jobs in its table.
+//
+// The beat's phase is drawn anew each time, in [interval/2, 3·interval/2):
+// a backfill instant waits for a free slot of its job, and a job whose own
+// runs hold that slot at the same point of every second (a job every second
+// with runs of a few hundred ms) would otherwise meet a beat in step with
+// them forever.
 func (s *Scheduler) backfills(ctx context.Context) {
-	every(ctx, s.cfg.syncInterval, func() { s.backfillBeat(ctx) })
+	d := s.cfg.syncInterval
+	for sleep(ctx, d/2+s.cfg.jitter("backfill beat", d)) {
+		s.backfillBeat(ctx)
+	}
 }
 
 // backfillBeat is one beat of backfills.
@@ -357,7 +366,11 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, max(s.cfg.syncInterval, time.Second))
 	defer cancel()
 	jobs, err := s.store.backfillJobs(cctx)
-	if err != nil || len(jobs) == 0 {
+	if err != nil {
+		s.log.Warn("backfills not read; trying again at the next beat", "err", err)
+		return
+	}
+	if len(jobs) == 0 {
 		return
 	}
 	tab, _ := s.table()
@@ -374,6 +387,7 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 		}
 		_, st, err := s.store.backfill(cctx, name, []any{"read"})
 		if err != nil {
+			s.log.Warn("backfill not read; trying again at the next beat", "job", name, "err", err)
 			return
 		}
 		if st == nil || st.Done() {
@@ -388,6 +402,7 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 		paused := j.memo.paused
 		j.memo.mu.Unlock()
 		if st.Cancelled || paused || j.Paused {
+			s.log.Debug("backfill waits", "job", name, "cancelled", st.Cancelled, "paused", paused, "paused_in_table", j.Paused)
 			continue
 		}
 		if why := s.backfillPlanDiffers(j, st); why != "" {
