@@ -289,10 +289,22 @@ func TestScenario17RollingDeploy(t *testing.T) {
 			missed++
 		}
 	}
+	outcomes := map[string]map[string]int{}
+	for _, r := range records {
+		o := string(r.Decision)
+		if r.Decision == scheduler.Started {
+			o = string(r.Outcome)
+		}
+		if outcomes[r.Job] == nil {
+			outcomes[r.Job] = map[string]int{}
+		}
+		outcomes[r.Job][o]++
+	}
 	row.Runs, row.Duplicates, row.Missed = len(starts(all)), len(dups), missed
 	row.figure("max processes at once: busy %d (limit 1→3), waiter %d (1→2); pool p %d of 4 with v2 alone; writes refused by the per-slot sink %d",
 		maxOverlap(byJob["busy"], time.Time{}, stopped), maxOverlap(byJob["waiter"], time.Time{}, stopped), poolMax, refused)
 	row.figure("held paused as seen by all 3 replicas after %d of 4 steps (pause, r1, r2, r3), %d instants started > 1 s after the pause", d.pausedSeen, len(heldAfter))
+	row.figure("records: busy %s; waiter %s; held %s", decisionSummary(outcomes["busy"]), decisionSummary(outcomes["waiter"]), decisionSummary(outcomes["held"]))
 	row.figure("%d notifications for %d final events; runs in flight at the steps: %s", events, len(got), strings.Join(steps, "; "))
 }
 
