@@ -80,6 +80,14 @@ local function tick()
   end
 end
 
+-- Why a run below the data-loss floor is missed. Built once per call:
+-- Lua concatenates at run time, and a won claim would build them per run.
+local LOSS = 'Redis lost data (a restart without persistence, a flush, or a failover to a copy that missed ' ..
+  'writes) after this run could have started: it is not started again'
+local LOSS_UNSURE = 'Redis held no state of this job when this run was due: a new job (or key prefix), or Redis ' ..
+  'lost data (a restart without persistence, a flush, or a failover to a copy that missed writes) that no running ' ..
+  'replica saw; a run that could have started before is not started, so that it cannot run twice'
+
 -- rerun: a backfill decides again a run decided without starting (see
 -- claim_backfill); the old record is replaced once the new decision is
 -- made.
@@ -187,12 +195,9 @@ local function claim(meta, a, rerun)
     return {outcome, epoch}
   end
 
-  local loss = 'Redis lost data (a restart without persistence, a flush, or a failover to a copy that missed ' ..
-    'writes) after this run could have started: it is not started again'
+  local loss = LOSS
   if unsure then
-    loss = 'Redis held no state of this job when this run was due: a new job (or key prefix), or Redis lost data ' ..
-      '(a restart without persistence, a flush, or a failover to a copy that missed writes) that no running ' ..
-      'replica saw; a run that could have started before is not started, so that it cannot run twice'
+    loss = LOSS_UNSURE
   end
   if kind == 'm' then
     if not redis.call('ZSCORE', base .. 'manual', id) then
@@ -332,11 +337,13 @@ local function claim(meta, a, rerun)
     pfree = 0
   end
   local pool_full = pfree <= 0 or (overlap == 'wait' and queued > 0 and pool ~= '')
-  local full = 'all ' .. limit .. ' concurrency slots busy'
-  if held + queued < limit and pool_full then
-    full = 'all ' .. psize .. ' slots of pool ' .. pool .. ' busy'
-  end
   if held + queued >= limit or pool_full then
+    -- Said only when the run does not start: a number in a string is a
+    -- conversion, and most claims start.
+    local full = 'all ' .. limit .. ' concurrency slots busy'
+    if held + queued < limit then
+      full = 'all ' .. psize .. ' slots of pool ' .. pool .. ' busy'
+    end
     if kind == 'b' then
       -- A backfill runs within the job's concurrency and its pool: it
       -- takes the instant again when a slot is free.
