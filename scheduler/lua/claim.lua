@@ -179,7 +179,11 @@ local function claim(meta, a, rerun)
   -- Manual and backfill runs leave the job's last decided instant alone:
   -- catch-up reads it as "everything up to here was decided".
   local moves_last = kind ~= 'm' and kind ~= 'b'
-  -- decide records a decision that starts nothing (skip, miss) and files it.
+  -- decide records a decision that starts nothing (skip, miss) and files
+  -- it (common.lua's file: note, push_entry, notify), reading the job's
+  -- meta once and writing it once, as complete.lua does: a replica that
+  -- fell behind decides many runs so, and each must cost less than the
+  -- run it did not start.
   local function decide(outcome, err)
     if rerun then
       redis.call('DEL', rk)
@@ -187,11 +191,18 @@ local function claim(meta, a, rerun)
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
       'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
     keep(rk, retention, sched, now)
+    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'notify')
+    local rec = {id = id, job = job, kind = rkind, sched = sched_s, decision = outcome, outcome = outcome,
+      replica = replica, finished = now_s, error = err}
+    local set = push_counted(base, cjson.encode(rec), outcome, outcome, hlimit, m)
+    set[#set + 1], set[#set + 2] = 'at:' .. outcome, now_s
     if moves_last and sched > last then
-      redis.call('HSET', meta, 'last', sched_s)
+      set[#set + 1], set[#set + 2] = 'last', sched_s
     end
-    file(base, {id = id, job = job, kind = rkind, sched = sched_s, decision = outcome, outcome = outcome,
-      replica = replica, finished = now_s, error = err}, hlimit)
+    redis.call('HSET', meta, unpack(set))
+    if m[4] == '1' then
+      notify(base, rec)
+    end
     return {outcome, epoch}
   end
 
