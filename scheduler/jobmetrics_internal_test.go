@@ -474,6 +474,15 @@ func TestParseStats(t *testing.T) {
 	if st.fails != 4 || !st.lastSuccess.Equal(time.UnixMilli(1000)) || !st.latest().Equal(time.UnixMilli(2000)) {
 		t.Errorf("%+v", st)
 	}
+	// Every end of a run has its last time, cancelled (by an operator)
+	// included: solocron_job_last_run_timestamp_seconds{outcome="cancelled"}.
+	for _, o := range []Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Cancelled} {
+		st := parseStats("0|0|" + string(o) + "=3000")
+		i := slices.Index(statOutcomes[:], o)
+		if i < 0 || !st.lastRun[i].Equal(time.UnixMilli(3000)) {
+			t.Errorf("%s=3000: not kept as the last %s run: %+v", o, o, st)
+		}
+	}
 }
 
 // A stopped replica exports no job gauges and no replica_info.
