@@ -74,9 +74,23 @@ func TestBrowserLayoutDefects(t *testing.T) {
 	// 390 px, dark: readable timeline labels; compact cards; every
 	// history column; no sideways scroll of the page.
 	b.Phone(t, true)
-	b.Do(t, "phone job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
-	if h := browsertest.JS[float64](t, b, `Math.min(...[...document.querySelectorAll("svg .lane text, svg .axis text")].map(e => e.getBoundingClientRect().height))`); h < 9 {
+	b.Do(t, "phone job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline figcaption")))
+	if h := browsertest.JS[float64](t, b, `Math.min(...[...document.querySelectorAll("svg .lane text, svg .axis text")].map(e => e.getBoundingClientRect().height).filter(h => h > 0))`); h < 9 {
 		t.Errorf("at 390 px the timeline's labels are %.1f px tall", h)
+	}
+	// Every run on the timeline is in view, without scrolling it: the
+	// recent runs are at its right end, which a timeline wider than the
+	// phone kept out of view.
+	if shown, all := browsertest.JS[int](t, b, `[...document.querySelectorAll("svg .bar rect")].filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth; }).length`),
+		browsertest.JS[int](t, b, `document.querySelectorAll("svg.wide .bar").length`); all == 0 || shown != all {
+		t.Errorf("at 390 px %d of the timeline's %d runs are in view", shown, all)
+	}
+	if n := browsertest.JS[int](t, b, `(() => {
+		const r = [...document.querySelectorAll("svg .axis text")].map(e => e.getBoundingClientRect()).filter(r => r.width > 0);
+		let n = 0;
+		for (let i = 1; i < r.length; i++) if (r[i].left < r[i-1].right) n++;
+		return n; })()`); n != 0 {
+		t.Errorf("at 390 px %d of the timeline's time labels run into the one before", n)
 	}
 	if cols := browsertest.JS[int](t, b, `(() => { const r = document.querySelector("table.history tbody tr"); return [...r.children].filter(td => { const b = td.getBoundingClientRect(); return b.width > 0 && b.right <= window.innerWidth + 1; }).length; })()`); cols != 8 {
 		t.Errorf("at 390 px a history row shows %d of 8 columns", cols)
