@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
@@ -246,9 +245,8 @@ jobs:
 		b.Shot(t, "console-replicas")
 
 		// Phone width and dark mode: no sideways scrolling, a dark page.
-		b.Do(t, "phone", browsertest.Send(emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 390, Height: 844, DeviceScaleFactor: 2, Mobile: true}),
-			browsertest.Send(emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}),
-			chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("table.jobs")))
+		b.Phone(t, true)
+		b.Do(t, "phone", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("table.jobs")))
 		if browsertest.Get(t, b, "overflow", chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)) {
 			t.Error("the jobs page scrolls sideways at phone width")
 		}
@@ -264,7 +262,15 @@ jobs:
 			t.Errorf("dark mode background %q", bg)
 		}
 		b.Shot(t, "console-phone-dark")
-		b.Do(t, "desktop again", browsertest.Send(emulation.ClearDeviceMetricsOverride, cdp.Empty{}), browsertest.Send(emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{}))
+		// A job's page on the phone: its timeline's runs (three replicas'
+		// lanes) in view, without scrolling the timeline.
+		b.Do(t, "phone timeline", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(css("figure.timeline figcaption")))
+		if shown, all := browsertest.JS[int](t, b, `[...document.querySelectorAll("svg .bar rect")].filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth; }).length`),
+			browsertest.JS[int](t, b, `document.querySelectorAll("svg.wide .bar").length`); all == 0 || shown != all {
+			t.Errorf("at phone width %d of the timeline's %d runs are in view", shown, all)
+		}
+		b.Shot(t, "console-timeline-phone-dark")
+		b.Desktop(t, false)
 
 		// JavaScript off: the forms still work, by a page load.
 		b.Do(t, "no script", browsertest.Send(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}),
