@@ -432,6 +432,11 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	if st = stats(); st.fails != 0 || !at(st, LeaseLost).IsZero() || !at(st, Missed).After(missedAt) {
 		t.Errorf("after the holder said it never started: %+v", st)
 	}
+	// A run an operator cancelled: its time is the last cancelled run's.
+	end(claim('s'), Cancelled)
+	if st = stats(); at(st, Cancelled).IsZero() {
+		t.Errorf("after a cancelled run: %+v", st)
+	}
 }
 
 // nominalPeriod: @every is its period; a cron spec's longest gap.
