@@ -20,8 +20,10 @@ var luaFiles embed.FS
 
 // script builds a redis.Script: internal/fencing's fence.lua, then the
 // named script with lua/common.lua and the given shared parts before it —
-// or, when it has a line "-- @shared", there: a script's fast path above
-// that line does not pay for defining functions it never calls. redis.Script
+// or, when it has a line "-- @shared", fence.lua and those parts there: a
+// script's fast path above that line does not pay for defining functions
+// it never calls (every EVALSHA runs the whole chunk, and each local
+// function defined is a closure made again). redis.Script
 // runs EVALSHA and falls back to EVAL on NOSCRIPT, so a SCRIPT FLUSH or a
 // restarted server costs one extra round trip once, never an error.
 func script(parts ...string) *redis.Script {
@@ -34,7 +36,7 @@ func script(parts ...string) *redis.Script {
 	if !ok {
 		before, after = "", body
 	}
-	return redis.NewScript(fencing.Lua + before + "\n" + shared.String() + after)
+	return redis.NewScript(before + "\n" + fencing.Lua + shared.String() + after)
 }
 
 // bare builds a redis.Script from the named script alone: for one that

@@ -66,6 +66,10 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 			once.Do(func() { publish = s.takeChanged() })
 			return publish
 		},
+		// Where the last read ended, on Redis' clock: each change is read
+		// once (the look-back above only serves the first beat, and
+		// Redlock).
+		changedAfter: s.changedAt,
 		// Entries carry values now, one per change rather than one per job:
 		// kept twice as long as any heartbeat looks back, no longer.
 		changedKeep: max(2*changedLookback(s.cfg.syncInterval, s.cfg.skew), 10*time.Second),
@@ -79,6 +83,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		return nil
 	}
 	s.storeAnswered()
+	s.changedAt = hinted.changedAt
 	s.lastSync.Store(time.Now().UnixNano())
 	s.redisClock.observe(server, sent, time.Now())
 	// A job is synced when it has a manual request, when no claim answer
