@@ -25,6 +25,7 @@ type slowClaims struct {
 	calls    int
 	inFlight int
 	most     int
+	widest   int           // the most scheduled runs one call carried
 	claimed  map[int64]int // scheduled instant (ms) -> claims of it sent as scheduled
 }
 
@@ -55,6 +56,7 @@ func (h *slowClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		h.inFlight++
 		h.most = max(h.most, h.inFlight)
+		h.widest = max(h.widest, len(scheduled))
 		for _, ms := range scheduled {
 			h.claimed[ms]++
 		}
@@ -132,6 +134,50 @@ func TestSlowClaimsGoOutOneBatchAtATime(t *testing.T) {
 			if n > 1 {
 				t.Errorf("instant %d claimed %d times as scheduled", ms, n)
 			}
+		}
+		if len(c.ledger.Entries()) == 0 {
+			t.Error("nothing ran")
+		}
+	})
+}
+
+// The runs that waited go out at most one instant's worth at a time (the
+// most that came due at once; here one run, the floor lowered to it), the
+// oldest first: a pipeline is answered only when all of it is, so a batch
+// of several instants would start the runs Redis decided first seconds
+// after their decision, and hold back the drop of those whose deadline
+// passes meanwhile. Each instant is still decided once.
+func TestHeldRunsGoOutOneInstantAtATime(t *testing.T) {
+	defer scheduler.SetHeldBatchMin(1)()
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		rdb := c.client()
+		table := []scheduler.Job{{Name: "busy", Schedule: "* * * * * *", StartingDeadline: 2 * time.Second,
+			Handler: c.ledger.Job(nil)}}
+		establish(t, rdb, table)
+		hook := &slowClaims{first: 7 * time.Second, rest: 1500 * time.Millisecond, claimed: map[int64]int{}}
+		rdb.AddHook(hook)
+		s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := c.run(s)
+		time.Sleep(14 * time.Second)
+		stop()
+		synctest.Wait()
+
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		if hook.widest != 1 || hook.most != 1 {
+			t.Errorf("claim calls carried up to %d scheduled runs, %d in flight at once; want 1 and 1", hook.widest, hook.most)
+		}
+		seen := map[int64]bool{}
+		for _, r := range c.history("busy") {
+			ms := r.ScheduledAt.UnixMilli()
+			if seen[ms] {
+				t.Errorf("instant %s decided twice", r.ScheduledAt)
+			}
+			seen[ms] = true
 		}
 		if len(c.ledger.Entries()) == 0 {
 			t.Error("nothing ran")

@@ -37,6 +37,7 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 	gen := -1
 	hold := false
 	lastDue := 0
+	maxDue := 0                  // the most runs due at once: the size of a batch that waited
 	var held []claimReq          // due while a batch was in flight
 	var inflight <-chan struct{} // closed once the batch in flight is answered // runs claimed at the last instant: the next is sized for as many
 	timer := time.NewTimer(time.Hour)
@@ -94,10 +95,22 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 		// them answered late, the heartbeats and closes starved, and the
 		// backlog never drained. Those whose starting deadline passed
 		// meanwhile are missed: recorded as such, not claimed.
+		//
+		// A batch carries at most one instant's worth of runs (the most
+		// that came due at once), the oldest first: a pipeline is answered
+		// only when all of it is, so runs Redis decided early in a batch of
+		// several instants would start seconds after their decision, and
+		// the runs behind them could not be dropped when their deadline
+		// passed.
+		maxDue = max(maxDue, len(due))
 		held = append(held, due...)
 		if inflight == nil && len(held) > 0 {
 			batch := s.dropLate(held)
 			held = nil
+			if n := max(maxDue, heldBatchMin); len(batch) > n {
+				held = append([]claimReq(nil), batch[n:]...)
+				batch = batch[:n:n]
+			}
 			if len(batch) > 0 {
 				lastDue = len(batch)
 				answered := make(chan struct{})
@@ -140,6 +153,11 @@ func (s *Scheduler) dropLate(reqs []claimReq) []claimReq {
 	}
 	return keep
 }
+
+// heldBatchMin is the least a batch of runs that waited for the one before
+// may carry (see dispatch): the runs of several instants of a small table
+// go out together.
+var heldBatchMin = 4 * maxBatch
 
 // maxDispatchSleep bounds the dispatcher's sleep between looks at the clock.
 const maxDispatchSleep = time.Second
