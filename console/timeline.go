@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -76,7 +77,16 @@ type tlMark struct {
 	ID, Title, Class, Symbol string
 	X, Y                     float64
 	Path                     string
+	// Runs is how many instants the mark stands for: more than one when
+	// they were too close to draw apart; Label counts them then, at TX.
+	Runs        int
+	Label       string
+	TX, TY      float64
+	Left, Right float64 // its extent, the label's included
 }
+
+// tlMarkHalf is half a mark's width.
+const tlMarkHalf = 6.0
 
 type tlTick struct {
 	X      float64
@@ -192,16 +202,13 @@ func drawTimelineAt(hist, running []scheduler.Run, now time.Time, width, label f
 		t.Lanes = append(t.Lanes, tlLane{Name: n, Y: y, TY: y + tlLaneH/2 + 4})
 	}
 	pieces := map[int][]tlPiece{} // by lane
+	var marks []tlPiece
 	for _, r := range runs {
 		oc := outcomeOf(runOutcome(r))
 		title := fmt.Sprintf("%s — %s", r.ID, oc.Words)
 		if r.Decision != scheduler.Started {
-			y := tlTop + float64(notStarted)*tlLaneH + tlLaneH/2
-			mx := x(r.ScheduledAt)
-			t.Marks = append(t.Marks, tlMark{
-				ID: r.ID, Title: title + " at " + r.ScheduledAt.UTC().Format("15:04:05Z"), Class: oc.Class, Symbol: oc.Symbol,
-				X: mx, Y: y, Path: fmt.Sprintf("M%.1f %.1f l6 10 h-12 z", mx, y-6),
-			})
+			marks = append(marks, tlPiece{id: r.ID, x0: x(r.ScheduledAt), oc: oc, start: r.ScheduledAt,
+				title: title + " at " + r.ScheduledAt.UTC().Format("15:04:05Z")})
 			continue
 		}
 		start := cmp.Or(r.StartedAt, r.ScheduledAt)
@@ -221,6 +228,7 @@ func drawTimelineAt(hist, running []scheduler.Run, now time.Time, width, label f
 			t.Bars = append(t.Bars, g.bar(y))
 		}
 	}
+	t.Marks = layoutMarks(marks, tlTop+float64(notStarted)*tlLaneH+tlLaneH/2)
 	t.AxisY = tlTop + float64(len(names))*tlLaneH + 4
 	t.Height = t.AxisY + tlAxis
 	// Five ticks across the wide timeline; three across the narrow one,
@@ -353,14 +361,19 @@ func (g *tlGroup) label() string {
 // tlTitleRuns bounds the runs a merged bar's tooltip lists.
 const tlTitleRuns = 10
 
-func (g *tlGroup) bar(y float64) tlBar {
-	// The run the bar links to: the worst, the latest of those.
+// lead is the run a merged bar links to: the worst, the latest of those.
+func (g *tlGroup) lead() tlPiece {
 	lead := g.pieces[0]
 	for _, p := range g.pieces[1:] {
 		if tlSeverity[p.oc.Class] >= tlSeverity[lead.oc.Class] {
 			lead = p
 		}
 	}
+	return lead
+}
+
+func (g *tlGroup) bar(y float64) tlBar {
+	lead := g.lead()
 	b := tlBar{
 		ID: lead.id, X: g.left, Y: y, W: g.right - g.left, H: tlLaneH - 10, Class: lead.oc.Class,
 		Label: g.label(), Title: lead.title, Runs: len(g.pieces),
@@ -369,20 +382,26 @@ func (g *tlGroup) bar(y float64) tlBar {
 		b.Running = b.Running || p.running
 	}
 	if len(g.pieces) > 1 {
-		lines := []string{fmt.Sprintf("%d runs one after another, from %s: %s; links to %s",
-			len(g.pieces), g.pieces[0].start.UTC().Format("15:04:05Z"), g.words(), lead.id)}
-		for i, p := range g.pieces {
-			if i == tlTitleRuns {
-				lines = append(lines, fmt.Sprintf("… and %d more in the history", len(g.pieces)-i))
-				break
-			}
-			lines = append(lines, p.title)
-		}
-		b.Title = strings.Join(lines, "\n")
+		b.Title = g.title("runs one after another", lead)
 	}
 	b.Sym = b.W >= 14
 	b.TX, b.TY = b.X+b.W/2, y+(tlLaneH-10)/2+4
 	return b
+}
+
+// title is a merged bar's tooltip: how many what, of which outcomes, and
+// each of them (the first tlTitleRuns).
+func (g *tlGroup) title(what string, lead tlPiece) string {
+	lines := []string{fmt.Sprintf("%d %s, from %s: %s; links to %s",
+		len(g.pieces), what, g.pieces[0].start.UTC().Format("15:04:05Z"), g.words(), lead.id)}
+	for i, p := range g.pieces {
+		if i == tlTitleRuns {
+			lines = append(lines, fmt.Sprintf("… and %d more in the history", len(g.pieces)-i))
+			break
+		}
+		lines = append(lines, p.title)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // words is a merged bar's outcomes in words: "2 succeeded, 1 failed".
@@ -400,4 +419,40 @@ func (g *tlGroup) words() string {
 		parts = append(parts, fmt.Sprintf("%d %s", count[w], w))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// layoutMarks draws the instants that did not start as triangles on the
+// "not started" lane; instants too close to draw apart (a paused job's
+// skips every second) share one triangle with their count beside it,
+// coloured by the worst (a miss among skips) and linking to it.
+func layoutMarks(ps []tlPiece, y float64) []tlMark {
+	slices.SortStableFunc(ps, func(a, b tlPiece) int { return cmp.Compare(a.x0, b.x0) })
+	var gs []*tlGroup
+	for _, p := range ps {
+		if n := len(gs); n > 0 && p.x0-tlMarkHalf < gs[n-1].right {
+			gs[n-1].pieces = append(gs[n-1].pieces, p)
+		} else {
+			gs = append(gs, &tlGroup{pieces: []tlPiece{p}})
+		}
+		g := gs[len(gs)-1]
+		g.left, g.right = g.pieces[0].x0-tlMarkHalf, g.pieces[0].x0+tlMarkHalf
+		if len(g.pieces) > 1 {
+			g.right += tlPadX/2 + tlGlyph*float64(len(strconv.Itoa(len(g.pieces))))
+		}
+	}
+	var out []tlMark
+	for _, g := range gs {
+		b := g.bar(y)
+		if len(g.pieces) > 1 {
+			b.Title = g.title("instants not started", g.lead())
+		}
+		mx := g.pieces[0].x0
+		m := tlMark{ID: b.ID, Title: b.Title, Class: b.Class, Symbol: g.pieces[0].oc.Symbol, X: mx, Y: y,
+			Path: fmt.Sprintf("M%.1f %.1f l6 10 h-12 z", mx, y-6), Runs: len(g.pieces), Left: g.left, Right: g.right}
+		if m.Runs > 1 {
+			m.Label, m.TX, m.TY = strconv.Itoa(m.Runs), mx+tlMarkHalf+tlPadX/2, y+4
+		}
+		out = append(out, m)
+	}
+	return out
 }

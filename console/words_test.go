@@ -147,3 +147,39 @@ func TestTimelineBarsOfALaneNeverOverlap(t *testing.T) {
 		}
 	}
 }
+
+// A paused job skips an instant every second: their triangles, 12 units
+// wide, were drawn over each other, a miss among them hidden. Marks too
+// close to draw apart share one, with their count, coloured by the worst.
+func TestTimelineMarksNeverOverlap(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	hist := []scheduler.Run{{ID: "j@ran", Replica: "a", Decision: scheduler.Started, Outcome: scheduler.Succeeded,
+		ScheduledAt: now.Add(-90 * time.Second), StartedAt: now.Add(-90 * time.Second), FinishedAt: now.Add(-89 * time.Second)}}
+	for i := range 60 {
+		d := scheduler.SkippedPaused
+		if i == 30 {
+			d = scheduler.Missed
+		}
+		hist = append(hist, scheduler.Run{ID: fmt.Sprint("j@", i), Decision: d, ScheduledAt: now.Add(time.Duration(i-60) * time.Second)})
+	}
+	for _, tl := range []*timeline{drawTimeline(hist, nil, now), drawNarrowTimeline(hist, nil, now)} {
+		n, missed := 0, false
+		for i, a := range tl.Marks {
+			n += a.Runs
+			if (a.Runs > 1) != (a.Label != "") || a.Right > tl.Width {
+				t.Errorf("%s: mark %s stands for %d instants, label %q, extent [%.1f, %.1f]", tl.Class, a.ID, a.Runs, a.Label, a.Left, a.Right)
+			}
+			if a.ID == "j@30" {
+				missed = a.Class == "bad" && strings.Contains(a.Title, "1 missed")
+			}
+			for _, b := range tl.Marks[i+1:] {
+				if a.Left < b.Right && b.Left < a.Right {
+					t.Errorf("%s: marks %s [%.1f, %.1f] and %s [%.1f, %.1f] overlap", tl.Class, a.ID, a.Left, a.Right, b.ID, b.Left, b.Right)
+				}
+			}
+		}
+		if n != 60 || !missed {
+			t.Errorf("%s: the marks stand for %d instants (want 60); the miss shows: %v", tl.Class, n, missed)
+		}
+	}
+}
