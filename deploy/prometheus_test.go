@@ -193,6 +193,35 @@ func (w *watcher) query(t *testing.T, q string) string {
 	return v
 }
 
+// lastEvaluation returns when Prometheus last evaluated the rule group
+// (zero if it cannot tell).
+func (w *watcher) lastEvaluation(t *testing.T, group string) time.Time {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(w.url + "/api/v1/rules")
+	if err != nil {
+		return time.Time{}
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Groups []struct {
+				Name           string    `json:"name"`
+				LastEvaluation time.Time `json:"lastEvaluation"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return time.Time{}
+	}
+	for _, g := range body.Data.Groups {
+		if g.Name == group {
+			return g.LastEvaluation
+		}
+	}
+	return time.Time{}
+}
+
 // current returns the alert name/job as last polled, if active.
 func (w *watcher) current(key string) (alert, bool) {
 	w.mu.Lock()
@@ -383,11 +412,17 @@ scrape_configs:
 	// Until its next heartbeat the thawed replica exports the job state it
 	// read before the freeze: reloaded now, it could be the last to export
 	// gone, with a last success older than gone's late budget, and the
-	// rules would rightly call gone late. The reload waits for its gauges
-	// to be fresh (gone succeeds every 2 s).
+	// rules would rightly call gone late. And what the freeze did to gone
+	// (a run it held recorded missed) is for an alert active before gone
+	// is removed. So the reload waits for the thawed replica's gauges to be
+	// fresh (gone succeeds every 2 s), and for the rules to have read them.
 	testkit.WaitFor(t, 30*time.Second, "the thawed replica's gauges fresh", func() bool {
 		v, err := strconv.ParseFloat(w.query(t, fmt.Sprintf(`time() - solocron_job_last_run_timestamp_seconds{instance=%q, job="gone", outcome="succeeded"}`, admins[h])), 64)
 		return err == nil && v < 5
+	})
+	fresh := time.Now()
+	testkit.WaitFor(t, 30*time.Second, "the rules evaluated after the thawed replica's fresh scrape", func() bool {
+		return w.lastEvaluation(t, "solocron.jobs").After(fresh)
 	})
 
 	// A reload (SIGHUP, every replica) of a table without gone and with a
