@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/schedtest"
-	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -56,9 +55,6 @@ func TestDSTNights(t *testing.T) {
 				"2026-11-01T14:30:00Z", "2026-11-01T15:30:00Z"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if len(tc.want) > 1 {
-				testkit.Long(t) // twelve runs on fake time: a minute under -race
-			}
 			synctest.Test(t, func(t *testing.T) {
 				c := newCluster(t)
 				off := utc(tc.from).Sub(time.Now())

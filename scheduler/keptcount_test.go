@@ -32,6 +32,7 @@ func TestKeptCountsMatchHistory(t *testing.T) {
 }
 
 func TestKeptCountsMatchHistoryRealRedis(t *testing.T) {
+	testkit.Long(t) // TestKeptCountsMatchHistory (miniredis) runs by default
 	srv := redistest.Start(t)
 	keptScenario(t, func() *redis.Client { return srv.Client(t, nil) })
 }
@@ -140,7 +141,6 @@ func keptScenario(t *testing.T, client func() *redis.Client) {
 
 // On Redlock the counts are those of the master that kept the most runs.
 func TestKeptCountsRedlock(t *testing.T) {
-	testkit.Long(t) // TestKeptCountsMatchHistory and its real-server twin run by default
 	synctest.Test(t, func(t *testing.T) {
 		c := newRLCluster(t)
 		var ran atomic.Int64
