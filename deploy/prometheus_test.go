@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
 )
 
 // prometheusBinary finds Prometheus (Debian's prometheus package). Without
@@ -82,6 +83,15 @@ func startDaemon(t *testing.T, log string, bin string, args ...string) *daemon {
 	go func() { _ = d.cmd.Wait(); close(d.done) }()
 	t.Cleanup(d.kill)
 	return d
+}
+
+// signal sends sig (SIGSTOP freezes the process, SIGCONT resumes it,
+// SIGHUP reloads a scheduler's table).
+func (d *daemon) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
 }
 
 // kill sends SIGKILL (a crash: no shutdown, no closing of runs) and waits.
@@ -163,7 +173,8 @@ func (w *watcher) fetch(ctx context.Context) ([]alert, error) {
 // query returns the value of an instant query's single sample, or "".
 func (w *watcher) query(t *testing.T, q string) string {
 	t.Helper()
-	resp, err := http.Get(w.url + "/api/v1/query?query=" + url.QueryEscape(q))
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(w.url + "/api/v1/query?query=" + url.QueryEscape(q))
 	if err != nil {
 		return ""
 	}
@@ -214,6 +225,21 @@ func (w *watcher) active() []string {
 	return out
 }
 
+// waitFiringSince waits until the alert name/job fires, active since from
+// or later: not one that was already active before.
+func (w *watcher) waitFiringSince(t *testing.T, key string, from time.Time, limit time.Duration) alert {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if a, ok := w.current(key); ok && a.State == "firing" && !a.ActiveAt.Before(from.Add(-time.Second)) {
+			return a
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("alert %s not firing (active since %v or later) after %v; active: %v", key, from, limit, w.active())
+	return alert{}
+}
+
 // since returns the alerts seen (pending or firing) at or after from.
 func (w *watcher) since(from time.Time) []seenAlert {
 	w.mu.Lock()
@@ -230,9 +256,11 @@ func (w *watcher) since(from time.Time) []seenAlert {
 // The shipped rules in a real Prometheus, scraping three real replicas
 // every second and evaluating every second, with the rules' for: and
 // keep_firing_for: cut from minutes to 3 s per minute (scaledRules). A new
-// cluster; one replica killed; a pause and a resume; every replica killed
-// for a while, then one back. Which alerts fire, and which never do, is
-// read from Prometheus' HTTP API. About 90 s.
+// cluster; one replica frozen (SIGSTOP) past its run's lease, then resumed;
+// a pause and a resume; a reload (SIGHUP) of every replica with a changed
+// table; one replica killed; every replica killed for a while, then one
+// back. Which alerts fire, and which never do, is read from Prometheus'
+// HTTP API. About 90 s.
 func TestRulesInPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs three replicas and Prometheus for about 90 s")
@@ -247,12 +275,19 @@ func TestRulesInPrometheus(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	// starting_deadline 2s: a 2 s job is late after 2 × 2 + 2 = 6 s.
+	// starting_deadline 3s: a 2 s job is late after 2 × 2 + 3 = 7 s. The
+	// lease is short next to that, as in production (a 30 s lease on a 2 s
+	// job would let a frozen holder keep it from running for 15 periods,
+	// and its lateness would be true).
 	table := filepath.Join(dir, "solocron.yaml")
-	writeTestFile(t, table, fmt.Sprintf(`store:
+	// The reload removes gone and adds added.
+	tableText := func(last string) string {
+		return fmt.Sprintf(`store:
   url: redis://%s/0
 defaults:
-  starting_deadline: 2s
+  starting_deadline: 3s
+  lease: 2s
+  kill_grace: 500ms
 jobs:
   - {name: failing, schedule: "@every 2s", command: ["false"]}
   - {name: healthy, schedule: "@every 2s", command: ["true"]}
@@ -260,8 +295,12 @@ jobs:
   - {name: flaky, schedule: "@every 2s", command: ["false"], pause_after_failures: 3}
   - {name: toggled, schedule: "@every 2s", command: ["true"]}
   - {name: probe, schedule: "@every 5s", command: ["sleep", "4"]}   # a miss stays its latest run for seconds
+  - {name: long, schedule: "@every 10s", command: ["sleep", "8"]}   # a lease_lost stays its latest end for seconds
   - {name: hourly, schedule: "@hourly", command: ["true"]}
-`, srv.Addr()))
+  - %s
+`, srv.Addr(), last)
+	}
+	writeTestFile(t, table, tableText(`{name: gone, schedule: "@every 2s", command: ["true"]}`))
 
 	admins := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
 	replica := func(i int) *daemon {
@@ -324,22 +363,59 @@ scrape_configs:
 	// must not be, until the outage.
 	settled := time.Now()
 
-	// Pause and resume through the API: no lateness, then or after.
+	// One replica frozen (SIGSTOP) while it runs long, for longer than
+	// its 2 s lease: the cluster closes that run lease_lost and
+	// Prometheus cannot scrape the replica, two warnings; nothing critical
+	// pages. Meanwhile a pause and a resume through the API: no lateness,
+	// then or after.
+	h := holder(t, admins, "long")
+	api := "http://" + admins[(h+1)%len(admins)]
 	paused := time.Now()
-	post(t, "http://"+admins[0]+"/api/v1/jobs/toggled/pause")
-	time.Sleep(10 * time.Second) // past the 6 s late budget
-	post(t, "http://"+admins[0]+"/api/v1/jobs/toggled/resume")
-	time.Sleep(8 * time.Second)
+	post(t, api+"/api/v1/jobs/toggled/pause")
+	reps[h].signal(t, syscall.SIGSTOP)
+	frozen := time.Now()
+	w.waitFiringSince(t, "SolocronLeaseLost/long", frozen, 30*time.Second)
+	w.waitFiringSince(t, "SolocronReplicaDown/", frozen, 30*time.Second)
+	time.Sleep(time.Until(paused.Add(10 * time.Second))) // past toggled's 7 s late budget
+	reps[h].signal(t, syscall.SIGCONT)
+	post(t, api+"/api/v1/jobs/toggled/resume")
+	resumed := time.Now()
+
+	// A reload (SIGHUP, every replica) of a table without gone and with a
+	// new job, added: gone leaves the metrics, every replica runs the new
+	// table, and added raises nothing (a new job has no missed runs).
+	writeTestFile(t, table, tableText(`{name: added, schedule: "@every 2s", command: ["true"]}`))
+	reloaded := time.Now()
+	for _, r := range reps {
+		r.signal(t, syscall.SIGHUP)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		gone := w.query(t, `count(solocron_job_interval_seconds{job="gone"})`)
+		added := w.query(t, `count(solocron_job_interval_seconds{job="added"})`)
+		tables := w.query(t, `count(count by (table) (solocron_replica_info))`)
+		if gone == "" && added == "3" && tables == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after the reload: replicas exporting gone %q, added %q; tables %q (want none, 3, 1)", gone, added, tables)
+		}
+	}
+	time.Sleep(time.Until(resumed.Add(8 * time.Second)))
 	for _, s := range w.since(paused) {
 		if s.a.key() == "SolocronJobLate/toggled" {
 			t.Errorf("%s (%s) during a pause or right after the resume", s.a.key(), s.a.State)
 			break
 		}
 	}
+	testkit.WaitFor(t, 30*time.Second, "SolocronReplicaDown to resolve once the frozen replica runs again", func() bool {
+		_, ok := w.current("SolocronReplicaDown/")
+		return !ok
+	})
 
 	// One replica of three killed: a warning, not "no replica up".
+	killed := time.Now()
 	reps[2].kill()
-	w.waitFiring(t, "SolocronReplicaDown/", 40*time.Second)
+	w.waitFiringSince(t, "SolocronReplicaDown/", killed, 40*time.Second)
 
 	// Every replica down: the failing job's alert does not resolve, and
 	// "no replica up" pages.
@@ -379,28 +455,86 @@ scrape_configs:
 			break
 		}
 	}
+	reported := map[string]bool{}
 	for _, s := range w.since(start) {
 		job, name := s.a.Labels["job"], s.a.Labels["alertname"]
+		errorf := func(format string, args ...any) { // once per alert
+			if !reported[s.a.key()] {
+				reported[s.a.key()] = true
+				t.Errorf(format, args...)
+			}
+		}
 		switch {
 		case job == "held" || job == "hourly":
-			t.Errorf("%s for job %s (%s) at %v", name, job, s.a.State, s.at.Sub(start))
+			errorf("%s for job %s (%s) at %v", name, job, s.a.State, s.at.Sub(start))
 		case job == "flaky" && name != "SolocronJobPausedAfterFailures":
-			t.Errorf("%s for the job pause_after_failures paused (%s) at %v", name, s.a.State, s.at.Sub(start))
-		case name == "SolocronRunsMissed" && s.at.Before(outage):
-			t.Errorf("%s for job %s on a new cluster (%s) at %v", name, job, s.a.State, s.at.Sub(start))
+			errorf("%s for the job pause_after_failures paused (%s) at %v", name, s.a.State, s.at.Sub(start))
+		case name == "SolocronRunsMissed" && s.at.Before(frozen):
+			errorf("%s for job %s on a new cluster (%s) at %v", name, job, s.a.State, s.at.Sub(start))
 		case name == "SolocronNoReplicaUp" && s.at.After(settled) && s.at.Before(outage):
-			t.Errorf("%s (%s) at %v while replicas were up", name, s.a.State, s.at.Sub(start))
+			errorf("%s (%s) at %v while replicas were up", name, s.a.State, s.at.Sub(start))
+		case job == "added" && s.at.Before(outage):
+			errorf("%s for job %s, new in the reload at %v (%s) at %v", name, job, reloaded.Sub(start), s.a.State, s.at.Sub(start))
+		case job == "gone" && s.at.After(reloaded) && s.at.Before(outage):
+			// Not during the outage: the rules' fallback for an unseen
+			// cluster (last_over_time over 1h) brings back a job removed
+			// within that hour, late like every other job then.
+			errorf("%s for job %s, removed by the reload at %v (%s) at %v", name, job, reloaded.Sub(start), s.a.State, s.at.Sub(start))
+		case s.a.Labels["severity"] == "critical" && s.at.After(frozen) && s.at.Before(outage) && s.a.key() != "SolocronJobFailing/failing":
+			errorf("%s for job %q (%s, critical) at %v: a frozen replica, a reload or one replica down pages", name, job, s.a.State, s.at.Sub(start))
 		}
 		if s.a.Labels["deployment"] != "test" && s.a.Labels["alertname"] != "SolocronNoReplicaUp" {
-			t.Errorf("%s for job %s without the deployment label: %v", name, job, s.a.Labels)
+			errorf("%s for job %s without the deployment label: %v", name, job, s.a.Labels)
 		}
 	}
 	t.Logf("took %v", time.Since(start).Round(time.Second))
 }
 
+// holder returns the index of the replica running job, in a run that
+// started less than 4 s ago (long lasts 8 s: it is still running when the
+// test freezes its replica).
+func holder(t *testing.T, admins []string, job string) int {
+	t.Helper()
+	var found int
+	asked := 0
+	testkit.WaitFor(t, 20*time.Second, "a replica running "+job, func() bool {
+		// Slowly, and each replica in turn: the admin API limits the rate
+		// of each client.
+		time.Sleep(250 * time.Millisecond)
+		asked++
+		c := http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get("http://" + admins[asked%len(admins)] + "/api/v1/jobs/" + job)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Status struct {
+				Running []struct {
+					Replica   string    `json:"replica"`
+					StartedAt time.Time `json:"started_at"`
+				} `json:"running"`
+			} `json:"status"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&body) != nil {
+			return false
+		}
+		for _, r := range body.Status.Running {
+			i, err := strconv.Atoi(strings.TrimPrefix(r.Replica, "r"))
+			if err == nil && i >= 1 && i <= len(admins) && !r.StartedAt.IsZero() && time.Since(r.StartedAt) < 4*time.Second {
+				found = i - 1
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
 func post(t *testing.T, to string) {
 	t.Helper()
-	resp, err := http.Post(to, "application/json", strings.NewReader(`{}`))
+	c := http.Client{Timeout: 20 * time.Second}
+	resp, err := c.Post(to, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}

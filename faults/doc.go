@@ -31,8 +31,10 @@
 // Besides faults of the network, of Redis and of the clocks, scenarios
 // stop replicas (SIGTERM, SIGKILL, SIGSTOP) and start them again with the
 // same id, ask for manual runs (through the scheduler trigger command or
-// the Control API) while the job is busy, and check that a bad table is
-// refused with the file, line, column and field.
+// the Control API) while the job is busy, check that a bad table is
+// refused with the file, line, column and field, and roll a new table
+// through three replicas (restarts and a SIGHUP) while a test HTTP server
+// receives their notifications (scenario 17).
 //
 // At the end the suite prints one row per scenario: runs, duplicate starts,
 // missed runs, stale writes the sink accepted, recovery time, and what each

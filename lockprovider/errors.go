@@ -3,6 +3,7 @@ package lockprovider
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -53,6 +54,24 @@ type LimitError struct {
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("lockprovider: semaphore %q: holders use limit %d, not %d", e.Name, e.Current, e.Requested)
 }
+
+// FrozenError is the cause KeepAlive gives a lease lost because this
+// process did not run when the lease's deadline came: its timers fired Late
+// past it, as they do once a process frozen by SIGSTOP, a VM pause or a
+// stall runs again. Redis did nothing wrong; the lease ran out meanwhile, and
+// another holder may have taken it.
+type FrozenError struct {
+	Name string        // the lease's name
+	Late time.Duration // how long past the deadline the process ran again
+}
+
+func (e *FrozenError) Error() string {
+	return fmt.Sprintf("lockprovider: lease lost: %q: this process was frozen (SIGSTOP, a VM pause, a stall) and ran again %s past the lease's deadline",
+		e.Name, e.Late.Round(time.Millisecond))
+}
+
+// Unwrap makes errors.Is(err, ErrLeaseLost) true.
+func (e *FrozenError) Unwrap() error { return ErrLeaseLost }
 
 // Is makes errors.Is(err, ErrLimitMismatch) true.
 func (e *LimitError) Is(target error) bool { return target == ErrLimitMismatch }

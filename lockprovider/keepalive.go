@@ -83,7 +83,8 @@ func KeepAlive(ctx context.Context, l *Lease, opts ...KeepAliveOption) (context.
 	k.ctx, k.cancel = context.WithCancelCause(ctx)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.lossTimer = time.AfterFunc(k.untilLost(), k.lose)
+	k.lossDue = time.Now().Add(k.untilLost())
+	k.lossTimer = time.AfterFunc(time.Until(k.lossDue), k.lose)
 	granted := l.Until().Add(-(l.TTL() - Drift(l.TTL())))
 	k.timer = time.AfterFunc(time.Until(granted.Add(k.interval)), k.renew)
 	return k.ctx, k.stop
@@ -102,6 +103,7 @@ type keeper struct {
 	lastErr   error
 	timer     *time.Timer // the next renewal
 	lossTimer *time.Timer // the lease's deadline
+	lossDue   time.Time   // when lossTimer is due
 	inflight  sync.WaitGroup
 }
 
@@ -111,11 +113,20 @@ func (k *keeper) untilLost() time.Duration {
 	return time.Until(k.l.Until()) - k.stopGrace
 }
 
+// frozenAfter is how late past the lease's deadline a timer of this
+// process must run for the process to be called frozen: far more than a
+// busy scheduler delays a timer, far less than any stop an operator sees.
+const frozenAfter = time.Second
+
 // lose ends the lease at its deadline: no renewal succeeded in time.
 func (k *keeper) lose() {
 	k.mu.Lock()
-	err := k.lastErr
+	err, late := k.lastErr, time.Since(k.lossDue)
 	k.mu.Unlock()
+	if late >= frozenAfter {
+		k.cancel(&FrozenError{Name: k.l.Name(), Late: late})
+		return
+	}
 	if err != nil {
 		k.cancel(lostf("%q: no renewal succeeded before the lease ran out (last error: %v)", k.l.Name(), err))
 	} else {
@@ -129,6 +140,15 @@ func (k *keeper) renew() {
 	if k.stopped || k.ctx.Err() != nil {
 		k.lossTimer.Stop()
 		k.mu.Unlock()
+		return
+	}
+	if !time.Now().Before(k.lossDue) {
+		// Past the lease's deadline already (a process frozen past it runs
+		// its overdue timers now, in any order): a renewal sent now cannot
+		// count. Lost, whatever Redis would answer; lose says why.
+		k.lossTimer.Stop()
+		k.mu.Unlock()
+		k.lose()
 		return
 	}
 	k.inflight.Add(1)
@@ -148,7 +168,8 @@ func (k *keeper) renew() {
 	case k.stopped || k.ctx.Err() != nil:
 		k.lossTimer.Stop()
 	case err == nil:
-		k.lossTimer.Reset(k.untilLost())
+		k.lossDue = time.Now().Add(k.untilLost())
+		k.lossTimer.Reset(time.Until(k.lossDue))
 		k.timer.Reset(time.Until(sent.Add(k.interval)))
 	case isLost(err):
 		k.lossTimer.Stop()

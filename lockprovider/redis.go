@@ -20,11 +20,13 @@ var luaFiles embed.FS
 
 // script builds a redis.Script with internal/luascript, the loader the
 // scheduler uses too: fence.lua, then lua/common.lua and the given shared
-// parts, then the named script — or, when it has a line "-- @shared", the
-// shared parts there: a script's fast path above that line does not pay for
-// defining functions it never calls. redis.Script runs EVALSHA and falls
-// back to EVAL on NOSCRIPT, so a SCRIPT FLUSH or a restarted server costs
-// one extra round trip once, never an error.
+// parts, then the named script — or, when it has a line "-- @shared",
+// fence.lua and those parts there: a script's fast path above that line
+// does not pay for defining functions it never calls (every EVALSHA runs
+// the whole chunk, and each local function defined is a closure made
+// again). redis.Script runs EVALSHA and falls back to EVAL on NOSCRIPT, so
+// a SCRIPT FLUSH or a restarted server costs one extra round trip once,
+// never an error.
 func script(parts ...string) *redis.Script {
 	return redis.NewScript(luascript.Source(luaFiles, "lua", append([]string{"common"}, parts...)...))
 }

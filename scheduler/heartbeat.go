@@ -55,6 +55,10 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	hinted, server, err := s.store.manualHints(cctx, hintReq{
 		since: sent.Add(-hintLookback), ttl: s.cfg.manualTTL,
 		changedSince: sent.Add(-changedLookback(s.cfg.syncInterval, s.cfg.skew)), changed: publish,
+		// Where the last read ended, on Redis' clock: each change is read
+		// once (the look-back above only serves the first beat, and
+		// Redlock).
+		changedAfter: s.changedAt,
 		// Entries carry values now, one per change rather than one per job:
 		// kept twice as long as any heartbeat looks back, no longer.
 		changedKeep: max(2*changedLookback(s.cfg.syncInterval, s.cfg.skew), 10*time.Second),
@@ -67,6 +71,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		return nil
 	}
 	s.storeAnswered()
+	s.changedAt = hinted.changedAt
 	s.lastSync.Store(time.Now().UnixNano())
 	s.redisClock.observe(server, sent, time.Now())
 	// A job is synced when it has a manual request, when no claim answer

@@ -74,8 +74,7 @@ func (c *counter) note(cmds []redis.Cmder) {
 			if len(a) > 1 && (a[1] == syncScript.Hash()) {
 				c.syncs.Add(1)
 			}
-		case "zrangebyscore":
-			if len(a) > 1 && strings.HasSuffix(fmt.Sprint(a[1]), ":{changed}") {
+			if len(a) > 1 && (a[1] == changedScript.Hash()) {
 				c.changedReads.Add(1)
 			}
 		case "hget", "hmget", "hgetall", "lrange", "zrange":

@@ -162,6 +162,7 @@ var scriptSpecs = map[string]scriptSpec{
 	"notify_take":     {head: 3},
 	"notify_done":     {head: 3, answers: []string{"ok", "lost"}},
 	"replicas":        {head: 4},
+	"changed":         {head: 3},
 	"status":          {head: 1},
 	"backfill_forget": {head: 2, answers: []string{"forgot", "kept"}},
 	"backfill":        {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
@@ -816,4 +817,5 @@ var (
 
 	notifyTakeScript = script("notify_take")
 	notifyDoneScript = script("notify_done")
+	changedScript    = script("changed")
 )

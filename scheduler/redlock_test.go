@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -305,4 +306,194 @@ func TestRedlockRefusesWhatItCannotDo(t *testing.T) {
 	if _, err := scheduler.NewRedisStore(c, scheduler.WithRedlockTimeout(time.Second)); err == nil {
 		t.Error("NewRedisStore accepted WithRedlockTimeout")
 	}
+}
+
+// slowGrants holds every call that match picks (every claim call if nil)
+// for d before it reaches the master, while on: each master grants it d
+// after it was sent.
+type slowGrants struct {
+	on    *atomic.Bool
+	d     time.Duration
+	match func(redis.Cmder) bool
+}
+
+func (h slowGrants) is(cmd redis.Cmder) bool {
+	if h.match != nil {
+		return h.match(cmd)
+	}
+	return isClaim(cmd)
+}
+
+func (h slowGrants) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h slowGrants) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.on.Load() && h.is(cmd) {
+			time.Sleep(h.d)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h slowGrants) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.on.Load() && slices.ContainsFunc(cmds, h.is) {
+			time.Sleep(h.d)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// heldBy lists, per master, the runs of job holding a slot there.
+func (c *rlCluster) heldBy(t *testing.T, job string) (n int, who []string) {
+	t.Helper()
+	key := "solocron:{" + job + "}:slots"
+	for i, m := range c.masters {
+		if !m.Exists(key) {
+			continue
+		}
+		ids, err := m.ZMembers(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) > 0 {
+			n++
+			who = append(who, fmt.Sprintf("master %d: %v", i, ids))
+		}
+	}
+	return n, who
+}
+
+// The expired path: a quorum of masters (here all three) that grants a
+// claim only after the lease's validity (lease − the time the claim took −
+// drift) has run out is no lease. The run must not start, and what the
+// masters granted must be taken back at once, not left to hold the job's
+// slot for a whole lease. Every master grants the claims 2.99 s after they
+// are sent, with a 3 s lease, until an instant's starting deadline has
+// passed: no run starts, no master holds one between claims, and the
+// instant is recorded missed. Then the claims are prompt again and the next run starts
+// and holds the slot on the masters — the key the check reads is the one a
+// holder is in.
+func TestRedlockQuorumPastValidityIsNotAcquired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRLCluster(t)
+		const lease, late = 3 * time.Second, 2990 * time.Millisecond
+		var slow atomic.Bool
+		slow.Store(true)
+		table := []scheduler.Job{{Name: "x", Schedule: "@every 20s", Lease: lease, StartingDeadline: 8 * time.Second,
+			Handler: c.ledger.Job(sleepJob(2 * time.Second))}}
+		clients := c.clients()
+		for _, cl := range clients {
+			establish(t, cl, table)
+			cl.(*redis.Client).AddHook(slowGrants{on: &slow, d: late})
+		}
+		s, err := scheduler.New(schedtest.RedlockStore(t, clients, scheduler.WithRedlockTimeout(10*time.Second)), table,
+			scheduler.WithReplicaID("r0"), scheduler.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The instant checked: the first after the replica's start (an
+		// instant at the very start, if any, is claimed late too).
+		at := time.Now().Truncate(20 * time.Second).Add(20 * time.Second)
+		c.run(s)
+		held := func() (int, []string) { return c.heldBy(t, "x") }
+		// Every 100 ms until well past the starting deadline: a claim is
+		// either still on its way to the masters or decided and taken back.
+		reported := false
+		for time.Now().Before(at.Add(12 * time.Second)) {
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+			if n, who := held(); n > 0 && !reported {
+				t.Errorf("at %s: the masters hold a claim granted past its validity: %v", time.Now().UTC().Format("15:04:05.0"), who)
+				reported = true
+			}
+		}
+		for _, e := range c.ledger.Entries() {
+			t.Errorf("%s, granted by every master only past its lease's validity, started (token %d)", e.RunID, e.Token)
+		}
+		rec, err := c.ctl.Get(context.Background(), id("x", at))
+		if err != nil || rec == nil || rec.Decision != scheduler.Missed {
+			t.Errorf("%s: record %+v (%v), want decided missed", id("x", at), rec, err)
+		}
+
+		// Prompt claims: the next run starts, and holds the slot on every
+		// master while it runs.
+		slow.Store(false)
+		next := at.Add(20 * time.Second)
+		time.Sleep(time.Until(next.Add(time.Second)))
+		synctest.Wait()
+		if n := c.ledger.Starts()[id("x", next)]; n != 1 {
+			t.Errorf("%s, claimed promptly, started %d times", id("x", next), n)
+		}
+		if n, who := held(); n != len(c.masters) {
+			t.Errorf("%s runs; %d masters hold it in the key checked above (%v)", id("x", next), n, who)
+		}
+		c.stop()
+	})
+}
+
+// The same for an admission (overlap: wait): a queued run that a quorum of
+// masters admits only past its lease's validity is not started, and is put
+// back in the queue on every master, not left holding the slot. The first
+// run holds the job's slot for 11 s; the next queues (max_wait 6 s), and every
+// admission poll reaches the masters 1.99 s after it is sent, lease 2 s:
+// once the first has ended the masters admit it, always too late. It never
+// starts, no master holds it in the slot between polls, and once its wait is
+// over it is recorded as not started (skipped_overlap: no slot within
+// max_wait).
+func TestRedlockAdmissionPastValidityIsNotAcquired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRLCluster(t)
+		// A poll arriving more than the waiter's TTL (3 s) after the last
+		// would drop the waiter: 2 s leases, polls 1.99 s late.
+		const lease, late = 2 * time.Second, 1990 * time.Millisecond
+		var slow atomic.Bool
+		slow.Store(true)
+		table := []scheduler.Job{{Name: "w", Schedule: "@every 10s", Lease: lease, Overlap: scheduler.OverlapWait,
+			MaxWait: 6 * time.Second, Handler: c.ledger.Job(sleepJob(11 * time.Second))}}
+		clients := c.clients()
+		for _, cl := range clients {
+			establish(t, cl, table)
+			// admit.lua with one run: EVALSHA sha 1 key + 7 + 3 args (a
+			// claim of one run has as many).
+			admit := func(cmd redis.Cmder) bool { return scriptWithArgs(3+1+7+3)(cmd) && !isClaim(cmd) }
+			cl.(*redis.Client).AddHook(slowGrants{on: &slow, d: late, match: admit})
+		}
+		s, err := scheduler.New(schedtest.RedlockStore(t, clients, scheduler.WithRedlockTimeout(10*time.Second)), table,
+			scheduler.WithReplicaID("r0"), scheduler.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first instant: the replica's start, or the next on the grid.
+		first := time.Now().Truncate(10 * time.Second)
+		if first.Before(time.Now()) {
+			first = first.Add(10 * time.Second)
+		}
+		queued := first.Add(10 * time.Second)
+		c.run(s)
+		time.Sleep(time.Until(first.Add(time.Second)))
+		synctest.Wait()
+		if n, who := c.heldBy(t, "w"); n != len(c.masters) || c.ledger.Starts()[id("w", first)] != 1 {
+			t.Fatalf("%s should run and hold the slot on every master: %d started, held on %d (%v)", id("w", first),
+				c.ledger.Starts()[id("w", first)], n, who)
+		}
+		// From when the first run ends until past the queued run's wait and
+		// a lease more, before the next instant's claim.
+		time.Sleep(time.Until(first.Add(11*time.Second + 100*time.Millisecond)))
+		reported := false
+		for time.Now().Before(queued.Add(6*time.Second + lease)) {
+			synctest.Wait()
+			if n, who := c.heldBy(t, "w"); n > 0 && !reported {
+				t.Errorf("at %s: the masters hold an admission granted past its validity: %v", time.Now().UTC().Format("15:04:05.0"), who)
+				reported = true
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := c.ledger.Starts()[id("w", queued)]; n != 0 {
+			t.Errorf("%s, admitted by every master only past its lease's validity, started %d times", id("w", queued), n)
+		}
+		rec, err := c.ctl.Get(context.Background(), id("w", queued))
+		if err != nil || rec == nil || rec.Decision == scheduler.Started || rec.FinishedAt.IsZero() {
+			t.Errorf("%s: record %+v (%v), want decided not started (its wait over)", id("w", queued), rec, err)
+		}
+		c.stop()
+	})
 }

@@ -221,14 +221,14 @@ func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, clai
 		if err != nil {
 			text := fmt.Sprintf("never started: its claim was answered %s after it was sent, past its lease, and the lease could not be taken back: %v", late, err)
 			log.Warn("run not started: its claim was answered after its lease ran out", "late_by", late, "err", err)
-			if !s.closeRun(r, Missed, 0, text, "", "", log) {
+			if !s.closeRun(r, Missed, nil, 0, text, "", "", log) {
 				// Only this replica knows the run never started; if Redis
 				// stays away past the lease, the cluster closes it
 				// lease_lost. Keep saying so while its record lives: the
 				// close turns that lease_lost into missed.
 				until := r.sched.Add(j.retention(r.sched) + j.Lease)
 				for s.now().Before(until) && sleep(ctx, time.Second) {
-					if s.closeRun(r, Missed, 0, text, "", "", log) {
+					if s.closeRun(r, Missed, nil, 0, text, "", "", log) {
 						break
 					}
 				}
@@ -366,7 +366,7 @@ func (s *Scheduler) finish(ctx context.Context, span trace.Span, r claimReq, run
 		outcome, errText = Missed, "never started: "+errText
 	}
 	errText = s.cfg.redacted(errText) // before the record, the span and the log
-	s.closeRun(r, outcome, attempt, errText, s.cfg.redacted(tail.String()), traceID, log)
+	s.closeRun(r, outcome, lostCause, attempt, errText, s.cfg.redacted(tail.String()), traceID, log)
 
 	d := time.Since(startedAt)
 	s.tel.ended(context.WithoutCancel(ctx), j, outcome, d)
@@ -397,9 +397,12 @@ func (s *Scheduler) finish(ctx context.Context, span trace.Span, r claimReq, run
 // expires and the heartbeat of any replica closes it as lease_lost — the
 // record is never lost.
 //
+// lost is why the run's lease was lost, if it was: a replica frozen past
+// its lease finds its record closed or moved on, and says it was frozen.
+//
 // It reports whether Redis answered (the end recorded, or the record found
 // closed or gone); false: it gave up at the close timeout.
-func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, output, traceID string, log interface {
+func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, errText, output, traceID string, log interface {
 	Warn(string, ...any)
 }) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
@@ -407,6 +410,8 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: capText(errText, errorLimit), output: output, traceID: traceID}
 	backoff := 50 * time.Millisecond
 	unacked := false
+	var frozen *lockprovider.FrozenError
+	errors.As(lost, &frozen)
 	for {
 		done := make(chan closed, 1)
 		var c closed
@@ -421,14 +426,23 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, attempts int, errText, outpu
 			c.err = ctx.Err()
 		}
 		switch {
+		case c.err == nil && c.res == closeClosed && frozen != nil:
+			log.Warn("this replica was frozen past its lease: the cluster had already closed this run, and its record keeps that outcome", "outcome_here", o, "frozen_past_lease", frozen.Late.Round(time.Millisecond))
+			return true
 		case c.err == nil && c.res == closeClosed:
 			log.Warn("the cluster had already closed this run; its record keeps that outcome", "outcome_here", o)
 			return true
+		case c.err == nil && c.res == closeLost && frozen != nil:
+			// The keepalive saw its timers run past the lease's deadline:
+			// the process did not run (SIGSTOP, a VM pause, a stall) while
+			// the cluster closed the run lease_lost. Redis lost nothing.
+			log.Warn("run record no longer ours: this replica was frozen past its lease, and the cluster closed the run meanwhile", "outcome_here", o, "frozen_past_lease", frozen.Late.Round(time.Millisecond))
+			return true
 		case c.err == nil && c.res == closeLost:
-			// Mostly a replica that was frozen (SIGSTOP, a VM pause, a long
-			// GC) or cut off from Redis past its lease: the cluster closed
-			// the run lease_lost and its record moved on.
-			log.Warn("run record no longer ours: the cluster closed this run while this replica could not renew its lease (the process was frozen, or cut off from Redis), or Redis lost the record")
+			// Mostly a replica cut off from Redis past its lease (or frozen
+			// for less than the keepalive can tell): the cluster closed the
+			// run lease_lost and its record moved on.
+			log.Warn("run record no longer ours: the cluster closed this run while this replica could not renew its lease (cut off from Redis, or frozen), or Redis lost the record")
 			return true
 		case c.err == nil && c.res == closeUnacked:
 			// Applied, but not on enough replicas yet: sent again (a close

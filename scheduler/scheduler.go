@@ -71,6 +71,9 @@ type Scheduler struct {
 	redisClock redisClock   // Redis' clock, as of the last heartbeat
 	clockBad   atomic.Bool  // this replica's clock is off from Redis' beyond the skew
 	syncs      int          // heartbeats so far (touched by the heartbeat goroutine only)
+	// changedAt is where the last heartbeat's read of the published
+	// statistics changes ended (hints.changedAt; 0: look back instead).
+	changedAt  int64        // touched by the heartbeat goroutine only
 	downSince  atomic.Int64 // unix nanoseconds since Redis stopped answering; 0 when up
 	lastDownAt atomic.Int64 // when the last "store unreachable" was logged
 

@@ -74,9 +74,13 @@ func (s *store) trigger(ctx context.Context, job, id string) error {
 }
 
 // changedKey is the store-wide set of jobs whose run statistics changed
-// lately (job -> time of the change on the publishing replica's clock, ms).
-// Its hash tag is its own (Redis Cluster), never a job's.
-func (s *store) changedKey() string { return s.prefix + ":{changed}" }
+// lately (statsEntry -> a score that rises with each publication, on
+// Redis' clock in µs: changed.lua). Its hash tag is its own (Redis
+// Cluster), never a job's. Named apart from the set earlier versions kept
+// (":{changed}", scored on the publishing replica's clock in ms): during a
+// rolling upgrade the two versions do not see each other's published
+// statistics, which then follow from the full sweep, a few heartbeats late.
+func (s *store) changedKey() string { return s.prefix + ":{changed}:us" }
 
 // changedTTL is how long changedKey lives after its last change, and how
 // long an entry of it is kept when the heartbeat does not say
@@ -88,19 +92,25 @@ const changedTTL = time.Minute
 type hintReq struct {
 	since time.Time     // manual requests made since
 	ttl   time.Duration // manual hints older than that are dropped
-	// changedSince: jobs whose statistics changed since; changed: those
-	// this replica changed since its last heartbeat (statsEntry);
-	// changedKeep: how long a published change is kept (older ones are
-	// dropped).
+	// changedSince: jobs whose statistics changed since (on this
+	// replica's clock); changedAfter, when not zero, replaces it: the
+	// changes published after the last read (its hints.changedAt, a
+	// cursor: each change is read once). changed: those this
+	// replica changed since its last heartbeat (statsEntry); changedKeep:
+	// how long a published change is kept (older ones are dropped).
 	changedSince time.Time
+	changedAfter int64
 	changed      []string
 	changedKeep  time.Duration
 }
 
 // hints is what a heartbeat's first round trip learns: the jobs with
-// manual requests, and the jobs whose run statistics changed.
+// manual requests, and the jobs whose run statistics changed, read up to
+// changedAt (changed.lua's cursor; 0: none, as on Redlock, whose masters
+// each have their own: the next read looks back instead).
 type hints struct {
 	manual, changed []string
+	changedAt       int64
 }
 
 // manualHints returns the jobs with manual requests since h.since, and
@@ -108,9 +118,26 @@ type hints struct {
 // h.changed), and drops the hints older than their time to live. One
 // round trip.
 func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
-	var jobs, changed *redis.StringSliceCmd
+	var jobs *redis.StringSliceCmd
+	var changed *redis.Cmd
 	var backfills *redis.ZSliceCmd
 	var now *redis.TimeCmd
+	// The statistics changes: published and read by one script
+	// (changed.lua), on Redis' clock.
+	from := ""
+	if h.changedAfter > 0 {
+		from = strconv.FormatInt(h.changedAfter, 10)
+	} else if !h.changedSince.IsZero() {
+		from = strconv.FormatInt(h.changedSince.UnixMicro(), 10)
+	}
+	var changedArgs []any
+	if from != "" || len(h.changed) > 0 {
+		changedArgs = make([]any, 0, 3+len(h.changed))
+		changedArgs = append(changedArgs, from, cmp.Or(h.changedKeep, changedTTL).Milliseconds(), changedTTL.Milliseconds())
+		for _, e := range h.changed {
+			changedArgs = append(changedArgs, e)
+		}
+	}
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		now = p.Time(ctx)
 		if s.fenceCheck { // not a Redlock master: Redlock cannot backfill
@@ -118,22 +145,19 @@ func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, e
 		}
 		jobs = p.ZRangeByScore(ctx, s.hintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.since.UnixMilli(), 10), Max: "+inf"})
 		p.ZRemRangeByScore(ctx, s.hintKey(), "-inf", strconv.FormatInt(time.Now().Add(-h.ttl).UnixMilli(), 10))
-		if len(h.changed) > 0 {
-			at := float64(time.Now().UnixMilli())
-			zs := make([]redis.Z, len(h.changed))
-			for i, j := range h.changed {
-				zs[i] = redis.Z{Score: at, Member: j}
-			}
-			p.ZAdd(ctx, s.changedKey(), zs...)
-			p.PExpire(ctx, s.changedKey(), changedTTL)
-		}
-		if !h.changedSince.IsZero() {
-			changed = p.ZRangeByScore(ctx, s.changedKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.changedSince.UnixMilli(), 10), Max: "+inf"})
-			keep := cmp.Or(h.changedKeep, changedTTL)
-			p.ZRemRangeByScore(ctx, s.changedKey(), "-inf", strconv.FormatInt(time.Now().Add(-keep).UnixMilli(), 10))
+		if changedArgs != nil {
+			changed = changedScript.EvalSha(ctx, p, []string{s.changedKey()}, changedArgs...)
 		}
 		return nil
 	})
+	if changed != nil && redis.HasErrorPrefix(changed.Err(), "NOSCRIPT") {
+		// After SCRIPT FLUSH or a restart: the rest of the pipeline read
+		// and dropped hints only; the script alone runs again.
+		changed = changedScript.Run(ctx, s.c, []string{s.changedKey()}, changedArgs...)
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			err = changed.Err()
+		}
+	}
 	if err == nil && backfills != nil {
 		zs := backfills.Val()
 		bf := make([]backfillHint, len(zs))
@@ -143,8 +167,21 @@ func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, e
 		s.backfillSeen.Store(&bf)
 	}
 	out := hints{manual: jobs.Val()}
-	if changed != nil {
-		out.changed = changed.Val()
+	if changed != nil && err == nil {
+		v, cerr := changed.StringSlice()
+		if cerr != nil {
+			return out, now.Val(), cerr
+		}
+		if len(v) == 0 {
+			return out, now.Val(), fmt.Errorf("scheduler: changed.lua answered nothing")
+		}
+		at, perr := strconv.ParseInt(v[0], 10, 64)
+		if perr != nil {
+			return out, now.Val(), fmt.Errorf("scheduler: changed.lua answered time %q: %w", v[0], perr)
+		}
+		if from != "" {
+			out.changed, out.changedAt = v[1:], at
+		}
 	}
 	return out, now.Val(), err
 }

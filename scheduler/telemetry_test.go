@@ -50,6 +50,9 @@ func TestTelemetry(t *testing.T) {
 				case metricdata.Histogram[float64]:
 					for _, p := range d.DataPoints {
 						hists[m.Name] += p.Count
+						if m.Name == "solocron.run.duration" {
+							checkDurationBounds(t, p.Bounds)
+						}
 					}
 				}
 			}
@@ -109,4 +112,20 @@ func TestTelemetry(t *testing.T) {
 			t.Errorf("%d run spans and %d claim spans for %d runs", runSpans, claimSpans, runs)
 		}
 	})
+}
+
+// checkDurationBounds wants run-duration buckets no wider than 1.5x between
+// 10 s and a minute, where many jobs' runs fall: with 10 s then 30 s, a 20 s
+// run read as a p95 of 29 s.
+func checkDurationBounds(t *testing.T, bounds []float64) {
+	t.Helper()
+	for i := 1; i < len(bounds); i++ {
+		lo, hi := bounds[i-1], bounds[i]
+		if lo >= 10 && hi <= 60 && hi > 1.5*lo {
+			t.Errorf("run duration buckets step from %v s to %v s (all: %v)", lo, hi, bounds)
+		}
+	}
+	if len(bounds) == 0 || bounds[len(bounds)-1] < 60 {
+		t.Errorf("run duration buckets end below a minute: %v", bounds)
+	}
 }

@@ -122,7 +122,7 @@ func (s *Scheduler) stopWaiting(ctx context.Context, r claimReq) {
 		s.handBackManual(ctx, r)
 		return
 	}
-	s.closeRun(r, Missed, 0, "its replica shut down while it waited for a slot", "", "", s.log)
+	s.closeRun(r, Missed, nil, 0, "its replica shut down while it waited for a slot", "", "", s.log)
 	s.tel.decided(context.WithoutCancel(ctx), r.j, Missed)
 }
 

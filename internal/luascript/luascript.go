@@ -3,10 +3,11 @@
 // read from the package's own embedded lua/ directory, after fencing's
 // fence.lua (the fencing tokens both issue the same way).
 //
-// A script is its shared parts (e.g. the package's common.lua), then its
-// own body; or, when the body has a line "-- @shared", the body's part above
-// that line first: a script's fast path there does not pay for defining
-// functions it never calls.
+// A script is fence.lua and its shared parts (e.g. the package's
+// common.lua), then its own body; or, when the body has a line "-- @shared",
+// the body's part above that line first: a script's fast path there does
+// not pay for defining functions it never calls (every EVALSHA runs the
+// whole chunk, and each local function defined is a closure made again).
 package luascript
 
 import (
@@ -32,8 +33,8 @@ func Read(fsys fs.FS, dir, name string) string {
 
 // Source assembles the script named by the last of parts, read from dir in
 // fsys: fence.lua, then the other parts in order, then the script's body;
-// or, when the body has a line "-- @shared", fence.lua, the body above that
-// line, the other parts, and the rest of the body.
+// or, when the body has a line "-- @shared", the body above that line, then
+// fence.lua, the other parts, and the rest of the body.
 func Source(fsys fs.FS, dir string, parts ...string) string {
 	var shared strings.Builder
 	for _, p := range parts[:len(parts)-1] {
@@ -41,7 +42,7 @@ func Source(fsys fs.FS, dir string, parts ...string) string {
 	}
 	body := Read(fsys, dir, parts[len(parts)-1])
 	if before, after, ok := strings.Cut(body, marker); ok {
-		return fencing.Lua + before + "\n" + shared.String() + after
+		return before + "\n" + fencing.Lua + shared.String() + after
 	}
 	return fencing.Lua + shared.String() + body
 }

@@ -7,9 +7,12 @@
 -- ARGV[1] owner token
 -- ARGV[2] the lease's fencing token (0 when unknown)
 -- Returns 1 when released, 0 when ARGV[1] did not hold the lock.
+-- The holder is the value's last field, and owner tokens hold no space: a
+-- suffix compare and a plain find, cheaper than a pattern match.
 local old = redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL', 'GET')
-local last, owner = string.match(old or '', '^(%d+) %d+ %d+ %d+ (.+)$')
-if owner == ARGV[1] then
+local tok = ARGV[1]
+if old and string.sub(old, -#tok - 1) == ' ' .. tok then
+  local last = string.sub(old, 1, string.find(old, ' ', 1, true) - 1)
   if last ~= ARGV[2] then
     redis.call('SET', KEYS[1], last, 'KEEPTTL')
   end

@@ -85,7 +85,8 @@ local function admit(id, owner, grant)
   if grant == '0' then
     pfree = 0
   end
-  local free = math.min(limit - redis.call('ZCARD', base .. 'slots'), pfree)
+  local held = redis.call('ZCARD', base .. 'slots')
+  local free = math.min(limit - held, pfree)
   local rank = redis.call('ZRANK', queue, id)
   if rank and rank < free then
     if rec[5] == 'm' then
@@ -93,7 +94,7 @@ local function admit(id, owner, grant)
     end
     redis.call('ZREM', queue, id)
     redis.call('ZREM', waiting, id)
-    local f, slot = start(meta, base, rk, id, lease, now, ffloor, pk)
+    local f, slot = start(meta, base, rk, id, lease, now, ffloor, pk, held)
     return {'started', int(f), int(slot)}
   end
   redis.call('ZADD', waiting, now + wttl, id)

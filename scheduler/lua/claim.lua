@@ -387,6 +387,7 @@ local function claim(meta, a, rerun)
           ' (replace stops only older runs)')
       end
       release(base, oldest)
+      held = held - 1
       local vk = run_key(base, oldest)
       redis.call('HSET', vk, 'replaced_by', id)
       close(base, vk, 'replaced', 'replaced by ' .. id, now)
@@ -400,7 +401,7 @@ local function claim(meta, a, rerun)
   -- Start: the record, the slot and the job's token and last instant, in
   -- four writes.
   local f = int(fence_after(now_us, fence_last, ffloor))
-  local slot = take_slot(base)
+  local slot = take_slot(base, held)
   -- Claimed ahead, the job starts at its instant.
   local started = now_s
   if ahead then
@@ -409,17 +410,15 @@ local function claim(meta, a, rerun)
   if rerun then
     redis.call('DEL', rk)
   end
+  local rf = {'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
+    'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'slot', slot}
   if ticket ~= '' then
-    redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'ticket', ticket,
-      'slot', slot)
-  else
-    redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
-      'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'slot', slot)
+    rf[#rf + 1], rf[#rf + 2] = 'ticket', ticket
   end
   if pk then
-    redis.call('HSET', rk, 'pool', pk)
+    rf[#rf + 1], rf[#rf + 2] = 'pool', pk
   end
+  redis.call('HSET', rk, unpack(rf))
   redis.call('PEXPIRE', rk, lease + retention)
   hold(base, id, now + lease, false, pk)
   if moves_last and sched > last then

@@ -92,25 +92,34 @@ end
 -- unhold gives back what run id (record rk) held besides its job slot, once
 -- that slot is gone: its pool slot, and its slot number (to nums, unless
 -- none is held any more: numbers then start again from 1, and nums stays
--- as small as the most runs ever held at once).
-local function unhold(base, rk, id)
-  local r = redis.call('HMGET', rk, 'slot', 'pool')
-  if r[2] then
-    redis.call('ZREM', r[2], id)
+-- as small as the most runs ever held at once). Without meta's top, the
+-- run was the only holder, of number 1 (take_slot): nothing to give back.
+-- k: what the caller read already ({slot, pool key, top}), or nil.
+local function unhold(base, rk, id, k)
+  if not k then
+    k = redis.call('HMGET', rk, 'slot', 'pool')
+    k[3] = redis.call('HGET', base .. 'meta', 'top')
+  end
+  if k[2] then
+    redis.call('ZREM', k[2], id)
+  end
+  if not k[3] then
+    return
   end
   if redis.call('EXISTS', base .. 'slots') == 0 then
     redis.call('DEL', base .. 'nums')
     redis.call('HDEL', base .. 'meta', 'top')
-  elseif r[1] then
-    redis.call('ZADD', base .. 'nums', r[1], r[1])
+  elseif k[1] then
+    redis.call('ZADD', base .. 'nums', k[1], k[1])
   end
 end
 
--- release frees run id's slots. Only the call that removes its job slot
--- gives its number back: a number is never freed twice, so never held twice.
-local function release(base, id)
+-- release frees run id's slots (k: as unhold's). Only the call that removes
+-- its job slot gives its number back: a number is never freed twice, so
+-- never held twice.
+local function release(base, id, k)
   if redis.call('ZREM', base .. 'slots', id) == 1 then
-    unhold(base, base .. 'run:' .. string.match(id, '@(.*)$'), id)
+    unhold(base, base .. 'run:' .. string.match(id, '@(.*)$'), id, k)
   end
 end
 
@@ -629,28 +638,46 @@ local function next_fence(meta, floor)
 end
 
 -- take_slot returns the lowest slot number no run holding a slot has; its
--- caller records it in the run's record (slot). The numbers held
--- are 1..top (meta field top) but those given back (nums, by release and
+-- caller records it in the run's record (slot). held: how many runs hold a
+-- slot of the job now (ZCARD slots, after reaping). The numbers held are
+-- 1..top (meta field top) but those given back (nums, by release and
 -- reap): the lowest free one is nums' lowest, or top + 1. Its cost does not
 -- depend on concurrency, and it holds whatever limits the replicas' tables
--- say: a number is recorded at every limit, 1 included, so a limit raised
--- (or lowered and raised) while runs hold slots never gives a held number
--- again. The fencing token rises per job, so per slot too: a sink that keeps
--- the highest token per slot refuses exactly that slot's stale holders.
--- Its caller has reaped expired holders.
-local function take_slot(base)
+-- say: a limit raised (or lowered and raised) while runs hold slots never
+-- gives a held number again.
+-- A run that finds no slot held takes number 1 and writes nothing: with
+-- concurrency 1 (most jobs) numbering costs no command. Then top stays
+-- absent, which says "at most one holder, of number 1": the next run to
+-- take a slot while that one is held (a limit raised, or a replica with
+-- another table) sees top absent and held > 0, and takes 2 (top := 2);
+-- the last release clears top and nums (unhold), so an empty job always
+-- starts again from an absent top. Only a script that knows no slot is
+-- held may skip the write: ZCARD counts expired holders not reaped yet as
+-- holders, which is safe (they keep their numbers until reaped).
+-- The fencing token rises per job, so per slot too: a sink that keeps the
+-- highest token per slot refuses exactly that slot's stale holders.
+local function take_slot(base, held)
+  if held == 0 then
+    return 1
+  end
   local low = redis.call('ZPOPMIN', base .. 'nums')
   local n = tonumber(low[1])
   if not n then
     n = redis.call('HINCRBY', base .. 'meta', 'top', 1)
+    if n == 1 then
+      -- top was absent: the one run holding a slot holds number 1.
+      n = 2
+      redis.call('HSET', base .. 'meta', 'top', 2)
+    end
   end
   return n
 end
 
 -- start puts a decided run into a slot (and a slot of pool pk, or nil) and
--- issues its first fencing token. Returns the token and the slot's number.
-local function start(meta, base, rk, id, lease, now, ffloor, pk)
-  local slot = take_slot(base)
+-- issues its first fencing token (held: as take_slot's). Returns the token
+-- and the slot's number.
+local function start(meta, base, rk, id, lease, now, ffloor, pk, held)
+  local slot = take_slot(base, held)
   local f = next_fence(meta, ffloor)
   hold(base, id, now + lease, false, pk)
   redis.call('HSET', rk, 'decision', 'started', 'outcome', 'running', 'fence', int(f),

@@ -17,6 +17,13 @@
 -- protocol: head=0 per_run=8 answers=ok,closed,lost (checked against protocol.go by TestProtocolHeaders)
 local now, now_us = clock()
 local fin, fin_us = int(now), int(now_us)
+-- What a close reads of the job's meta (common.lua's note, tally and
+-- push_entry; top for the slot number, take_slot), in one read.
+local META = {'h:n', 'h:s', 'h:ok', 'fails', 'paused', 'notify'}
+for _, f in ipairs(STATS) do
+  META[#META + 1] = f
+end
+META[#META + 1] = 'top'
 local out = {}
 for i = 1, #KEYS do
   local a = 8 * (i - 1)
@@ -24,29 +31,30 @@ for i = 1, #KEYS do
   local base = string.sub(KEYS[i], 1, -5)
   local rk = run_key(base, id)
   local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'error', 'closed_by', 'decision', 'fence', 'started', 'sched', 'pf',
-    'cancelled_by')
+    'cancelled_by', 'slot', 'pool')
   if rec[1] ~= owner then
     out[i] = 'lost'
   elseif rec[4] == 'holder' then
     out[i] = 'ok' -- closed by this very call before; a retry after a lost reply
   elseif rec[2] == 'running' or rec[2] == 'waiting' then
     local decision = rec[5] or ''
+    -- What the close changes in the job's meta (common.lua's note, tally
+    -- and push_entry), read and written once each; the read also tells
+    -- release about the slot numbers.
+    local meta = base .. 'meta'
+    local m = redis.call('HMGET', meta, unpack(META))
     if rec[2] == 'waiting' then
       decision = outcome
       redis.call('ZREM', base .. 'queue', id)
       redis.call('ZREM', base .. 'waiting', id)
     else
-      release(base, id)
+      release(base, id, {rec[11], rec[12], m[#META]})
     end
     redis.call('HSET', rk, 'decision', decision, 'outcome', outcome, 'finished', fin, 'error', ARGV[a + 5],
       'attempts', ARGV[a + 4], 'closed_by', 'holder')
     -- Kept for its retention, never deleted: a replica whose clock lags must
     -- still find the run decided.
     keep(rk, ARGV[a + 7], rec[8], now)
-    -- What the close changes in the job's meta (common.lua's note, tally
-    -- and push_entry), read and written once each.
-    local meta = base .. 'meta'
-    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'fails', 'paused', 'notify', unpack(STATS))
     local set = {'at:' .. outcome, fin}
     if outcome == 'succeeded' then
       set[3], set[4] = 'ok', fin

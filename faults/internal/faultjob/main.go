@@ -22,6 +22,9 @@
 //
 // With -manual-sleep D a manual run lasts D instead of -sleep.
 //
+// With -exit N a run that lasts its whole -sleep exits with status N (a
+// failed run, whose event the scheduler notifies) instead of 0.
+//
 // With -ignore-term the job ignores SIGTERM (only SIGKILL stops it before
 // -sleep). With -child it also starts a child in its own process group — a
 // copy of itself that ignores SIGTERM too when the job does — which reports
@@ -53,6 +56,7 @@ import (
 func main() {
 	sleep := flag.Duration("sleep", time.Second, "how long the run lasts")
 	manualSleep := flag.Duration("manual-sleep", 0, "how long a manual run lasts, if not -sleep")
+	exitCode := flag.Int("exit", 0, "exit status of a run that lasts its whole -sleep")
 	every := flag.Duration("write-every", 100*time.Millisecond, "period of the sink writes; 0 writes only at start")
 	flood := flag.String("flood", "", "Redis host:port to flood with writes while the run lasts")
 	floodConns := flag.Int("flood-conns", 8, "connections flooding Redis")
@@ -153,7 +157,7 @@ func main() {
 			ask("write")
 		case <-done.C:
 			end("ok")
-			os.Exit(0)
+			os.Exit(*exitCode)
 		case <-sigs:
 			end("term")
 			os.Exit(1)
