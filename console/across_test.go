@@ -12,6 +12,7 @@ import (
 
 	"github.com/solocron/solocron/console"
 	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/internal/testkit/browsertest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -44,39 +45,39 @@ func TestBrowserSummaryRunsPools(t *testing.T) {
 	}
 	base := serve(t, c.console(t, console.Config{}))
 	b := newBrowser(t)
-	b.do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("ul.strip")))
-	strip := bget(t, b, "strip", chromedp.Text(chromedp.CSS("ul.strip")))
+	b.Do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("ul.strip")))
+	strip := browsertest.Get(t, b, "strip", chromedp.Text(chromedp.CSS("ul.strip")))
 	for _, want := range []string{"2 running now", "1 failed · last hour", "1 failed · last day", "0 missed · last day", "1 paused"} {
 		if !strings.Contains(strip, want) {
 			t.Errorf("the summary strip lacks %q: %q", want, strip)
 		}
 	}
-	b.shot(t, "jobs-summary")
-	b.do(t, "failed in the last hour", chromedp.Click(chromedp.CSS(`ul.strip a[href*="since=1h"]`)), chromedp.WaitVisible(chromedp.CSS("table.runs")))
-	if loc := bget(t, b, "location", chromedp.Location()); !strings.HasSuffix(loc, "/runs?outcome=bad&since=1h") {
+	b.Shot(t, "jobs-summary")
+	b.Do(t, "failed in the last hour", chromedp.Click(chromedp.CSS(`ul.strip a[href*="since=1h"]`)), chromedp.WaitVisible(chromedp.CSS("table.runs")))
+	if loc := browsertest.Get(t, b, "location", chromedp.Location()); !strings.HasSuffix(loc, "/runs?outcome=bad&since=1h") {
 		t.Errorf("the strip's failed link leads to %s", loc)
 	}
-	rows := bget(t, b, "runs", chromedp.Text(chromedp.CSS("table.runs tbody")))
+	rows := browsertest.Get(t, b, "runs", chromedp.Text(chromedp.CSS("table.runs tbody")))
 	if !strings.Contains(rows, "disk@manual-") || !strings.Contains(rows, "command exited with code 3") || !strings.Contains(rows, "› ERROR: disk full on /var") ||
 		strings.Contains(rows, "sweep@") {
 		t.Errorf("runs that failed in the last hour:\n%s", rows)
 	}
-	b.shot(t, "runs-failed")
-	b.do(t, "all runs", chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(chromedp.CSS("table.runs")))
-	if rows := bget(t, b, "runs", chromedp.Text(chromedp.CSS("table.runs tbody"))); !strings.Contains(rows, "sweep@manual-") || !strings.Contains(rows, "disk@manual-") || !strings.Contains(rows, "exa@manual-") {
+	b.Shot(t, "runs-failed")
+	b.Do(t, "all runs", chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(chromedp.CSS("table.runs")))
+	if rows := browsertest.Get(t, b, "runs", chromedp.Text(chromedp.CSS("table.runs tbody"))); !strings.Contains(rows, "sweep@manual-") || !strings.Contains(rows, "disk@manual-") || !strings.Contains(rows, "exa@manual-") {
 		t.Errorf("every run:\n%s", rows)
 	}
 	// The failed row in the job's own history shows the last line too.
-	b.do(t, "disk's history", chromedp.Navigate(base+"/jobs/disk"), chromedp.WaitVisible(chromedp.CSS("table.history .lastline")))
+	b.Do(t, "disk's history", chromedp.Navigate(base+"/jobs/disk"), chromedp.WaitVisible(chromedp.CSS("table.history .lastline")))
 
-	b.do(t, "pools page", chromedp.Navigate(base+"/pools"), chromedp.WaitVisible(chromedp.CSS("table.pools")))
+	b.Do(t, "pools page", chromedp.Navigate(base+"/pools"), chromedp.WaitVisible(chromedp.CSS("table.pools")))
 	testkit.WaitFor(t, 10*time.Second, "the pool full with one waiting", func() bool {
-		b.do(t, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("table.pools")))
-		row := bget(t, b, "pool", chromedp.Text(chromedp.CSS("table.pools tbody tr")))
+		b.Do(t, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("table.pools")))
+		row := browsertest.Get(t, b, "pool", chromedp.Text(chromedp.CSS("table.pools tbody tr")))
 		return strings.Contains(row, "exports") && strings.Contains(row, "2 of 2") && strings.Contains(row, "full") &&
 			strings.Count(row, "exa@manual-") == 2 && strings.Contains(row, "\t1\t") && strings.Contains(row, "exa, exb")
 	})
-	b.shot(t, "pools")
+	b.Shot(t, "pools")
 	if code := get(t, c.console(t, console.Config{}), "/runs?outcome=nope").Code; code != 400 {
 		t.Errorf("runs?outcome=nope: %d", code)
 	}

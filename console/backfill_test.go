@@ -9,6 +9,7 @@ import (
 
 	"github.com/solocron/solocron/console"
 	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/internal/testkit/browsertest"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -49,44 +50,44 @@ func TestBrowserBackfillFromJobPage(t *testing.T) {
 	base := serve(t, c.console(t, console.Config{}))
 	manual := c.runOnce(t, "sweep")
 	b := newBrowser(t)
-	b.do(t, "job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
+	b.Do(t, "job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
 		chromedp.WaitVisible(chromedp.ID("bf-from")),
 		chromedp.SetValue(chromedp.ID("bf-from"), "2026-03-01T00:00"), chromedp.SetValue(chromedp.ID("bf-to"), "2026-03-01T05:00"),
 		chromedp.SetValue(chromedp.ID("bf-parallel"), "2"),
 		chromedp.Click(chromedp.CSS(`form[action$="/backfill"] button`)))
-	b.do(t, "started", waitJS(`document.getElementById("flash").innerText != ""`))
-	if f := bget(t, b, "flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "Backfill started") {
+	b.Do(t, "started", browsertest.WaitJS(`document.getElementById("flash").innerText != ""`))
+	if f := browsertest.Get(t, b, "flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "Backfill started") {
 		t.Fatalf("after Start: %q", f)
 	}
-	b.do(t, "progress", waitJS(`(document.getElementById("backfill") || {innerText: ""}).innerText.includes("6/6 decided · finished")`))
-	if h := js[float64](t, b, `document.getElementById("backfill").getBoundingClientRect().height`); h > 64 {
+	b.Do(t, "progress", browsertest.WaitJS(`(document.getElementById("backfill") || {innerText: ""}).innerText.includes("6/6 decided · finished")`))
+	if h := browsertest.JS[float64](t, b, `document.getElementById("backfill").getBoundingClientRect().height`); h > 64 {
 		t.Errorf("the backfill's card is %.0f px tall at 1280 px", h)
 	}
-	b.do(t, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("table.history")))
-	first := js[string](t, b, `document.querySelector("table.history tbody tr a").innerText`)
+	b.Do(t, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("table.history")))
+	first := browsertest.JS[string](t, b, `document.querySelector("table.history tbody tr a").innerText`)
 	if first != manual {
 		t.Errorf("the history's first row is %s, want the latest instant's run %s", first, manual)
 	}
-	b.shot(t, "job-backfill")
-	b.do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
-	if last := js[string](t, b, `[...document.querySelectorAll("table.jobs tbody tr")].find(r => r.querySelector("th").innerText.startsWith("sweep")).querySelector('td[data-label="Last run"] a').href`); !strings.HasSuffix(last, "/runs/"+manual) {
+	b.Shot(t, "job-backfill")
+	b.Do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+	if last := browsertest.JS[string](t, b, `[...document.querySelectorAll("table.jobs tbody tr")].find(r => r.querySelector("th").innerText.startsWith("sweep")).querySelector('td[data-label="Last run"] a').href`); !strings.HasSuffix(last, "/runs/"+manual) {
 		t.Errorf("the jobs page's last run of sweep links %s, want %s (not a backfill's)", last, manual)
 	}
 
 	// A long one, cancelled from the page.
-	b.do(t, "long backfill", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
+	b.Do(t, "long backfill", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
 		chromedp.SetValue(chromedp.ID("bf-from"), "2025-01-01T00:00"), chromedp.SetValue(chromedp.ID("bf-to"), "2025-12-31T00:00"),
 		chromedp.Click(chromedp.CSS(`form[action$="/backfill"] button`)),
-		waitJS(`(document.getElementById("backfill") || {innerText: ""}).innerText.includes("going on")`),
+		browsertest.WaitJS(`(document.getElementById("backfill") || {innerText: ""}).innerText.includes("going on")`),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/backfill-cancel"] button`)),
 		chromedp.Click(chromedp.CSS(`form[action$="/backfill-cancel"] button`)),
-		waitJS(`document.getElementById("backfill").innerText.includes("cancelled")`))
+		browsertest.WaitJS(`document.getElementById("backfill").innerText.includes("cancelled")`))
 	if st, _ := c.ctl.BackfillStatus(t.Context(), "sweep"); st == nil || !st.Cancelled || st.Decided == st.Total {
 		t.Errorf("after Cancel the backfill is %+v", st)
 	}
 	// A bad range says why.
-	b.do(t, "bad range", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
+	b.Do(t, "bad range", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
 		chromedp.SetValue(chromedp.ID("bf-from"), "2025-03-01T00:00"), chromedp.SetValue(chromedp.ID("bf-to"), "2025-02-01T00:00"),
 		chromedp.Click(chromedp.CSS(`form[action$="/backfill"] button`)),
-		waitJS(`document.getElementById("flash").innerText.includes("(400)")`))
+		browsertest.WaitJS(`document.getElementById("flash").innerText.includes("(400)")`))
 }

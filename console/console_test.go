@@ -168,8 +168,9 @@ func TestJobPageTimelineAndPaging(t *testing.T) {
 	}
 	h := c.console(t, console.Config{})
 	body := get(t, h, "/jobs/sweep").Body.String()
-	if n := strings.Count(body, `<g class="bar ok`); n != 27 {
-		t.Errorf("timeline draws %d bars of succeeded runs, want 27", n)
+	// Twice: the wide timeline and the phone's.
+	if n := strings.Count(body, `<g class="bar ok`); n != 2*27 {
+		t.Errorf("the timelines draw %d bars of succeeded runs, want 27 each", n)
 	}
 	if !strings.Contains(body, "<svg") || !strings.Contains(body, `rel="next"`) || strings.Contains(body, `rel="prev"`) {
 		t.Error("job page: no timeline or wrong pager on page 1")

@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/solocron/solocron/console"
+	"github.com/solocron/solocron/internal/testkit/browsertest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -27,22 +28,22 @@ func TestBrowserJobDefinition(t *testing.T) {
 	c := newClusterOf(t, 0, tab)
 	base := serve(t, c.console(t, console.Config{}))
 	b := newBrowser(t)
-	b.do(t, "export", chromedp.Navigate(base+"/jobs/export"), chromedp.WaitVisible(chromedp.CSS("dl.def")))
-	def := bget(t, b, "definition", chromedp.Text(chromedp.CSS("dl.def")))
+	b.Do(t, "export", chromedp.Navigate(base+"/jobs/export"), chromedp.WaitVisible(chromedp.CSS("dl.def")))
+	def := browsertest.Get(t, b, "definition", chromedp.Text(chromedp.CSS("dl.def")))
 	for _, want := range []string{`"./export" "--token" "•••" "--db-password=•••" "--verbose"`, "API_KEY", "1m30s", "2 (backoff 1s, doubling)",
 		"45s", "wait (max_wait 1m0s)", "0 0 * * 6 for 48h0m0s (Europe/Paris)", "https://u:xxx@db.example/x?key=xxx"} {
 		if !strings.Contains(def, want) {
 			t.Errorf("the definition lacks %q:\n%s", want, def)
 		}
 	}
-	b.shot(t, "job-definition")
-	page := js[string](t, b, `document.documentElement.outerHTML`)
-	b.do(t, "hook", chromedp.Navigate(base+"/jobs/hook"), chromedp.WaitVisible(chromedp.CSS("dl.def")))
-	def = bget(t, b, "definition", chromedp.Text(chromedp.CSS("dl.def")))
+	b.Shot(t, "job-definition")
+	page := browsertest.JS[string](t, b, `document.documentElement.outerHTML`)
+	b.Do(t, "hook", chromedp.Navigate(base+"/jobs/hook"), chromedp.WaitVisible(chromedp.CSS("dl.def")))
+	def = browsertest.Get(t, b, "definition", chromedp.Text(chromedp.CSS("dl.def")))
 	if !strings.Contains(def, "POST https://hooks.example/run?sig=xxx") || !strings.Contains(def, "Authorization") || !strings.Contains(def, "11 bytes") {
 		t.Errorf("the HTTP job's definition:\n%s", def)
 	}
-	page += js[string](t, b, `document.documentElement.outerHTML`)
+	page += browsertest.JS[string](t, b, `document.documentElement.outerHTML`)
 	for _, secret := range []string{"argv-secret", "url-secret", "q-secret", "env-secret", "header-secret", "body-secret"} {
 		if strings.Contains(page, secret) {
 			t.Errorf("a job's page shows %q", secret)

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/solocron/solocron/console"
+	"github.com/solocron/solocron/internal/testkit/browsertest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -47,19 +48,19 @@ func TestBrowserLayoutDefects(t *testing.T) {
 	b := newBrowser(t)
 
 	// 1280 px: each name on one line.
-	b.do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
-	if broken := js[string](t, b, `[...document.querySelectorAll("table.jobs tbody th a")].filter(a => a.getClientRects().length > 1).map(a => a.innerText).join(", ")`); broken != "" {
+	b.Do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+	if broken := browsertest.JS[string](t, b, `[...document.querySelectorAll("table.jobs tbody th a")].filter(a => a.getClientRects().length > 1).map(a => a.innerText).join(", ")`); broken != "" {
 		t.Errorf("at 1280 px these job names break across lines: %s", broken)
 	}
-	b.shot(t, "cockpit-jobs-1280")
+	b.Shot(t, "cockpit-jobs-1280")
 
 	// The timeline: a symbol on every bar; no two bars of one lane overlap.
-	b.do(t, "sweep", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
-	if n := js[int](t, b, `[...document.querySelectorAll("svg .bar")].filter(g => !g.querySelector("text")).length`); n != 0 {
+	b.Do(t, "sweep", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
+	if n := browsertest.JS[int](t, b, `[...document.querySelectorAll("svg .bar")].filter(g => !g.querySelector("text")).length`); n != 0 {
 		t.Errorf("%d bars of sub-second runs carry no symbol", n)
 	}
-	b.do(t, "heartbeat", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
-	overlap := js[int](t, b, `(() => {
+	b.Do(t, "heartbeat", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
+	overlap := browsertest.JS[int](t, b, `(() => {
 		const r = [...document.querySelectorAll("svg .bar rect")].map(e => e.getBoundingClientRect());
 		let n = 0;
 		for (let i = 0; i < r.length; i++) for (let k = i + 1; k < r.length; k++)
@@ -68,31 +69,45 @@ func TestBrowserLayoutDefects(t *testing.T) {
 	if overlap != 0 {
 		t.Errorf("%d pairs of bars cover each other on the timeline", overlap)
 	}
-	b.shot(t, "cockpit-timeline-1280")
+	b.Shot(t, "cockpit-timeline-1280")
 
 	// 390 px, dark: readable timeline labels; compact cards; every
 	// history column; no sideways scroll of the page.
-	b.phone(t, true)
-	b.do(t, "phone job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
-	if h := js[float64](t, b, `Math.min(...[...document.querySelectorAll("svg .lane text, svg .axis text")].map(e => e.getBoundingClientRect().height))`); h < 9 {
+	b.Phone(t, true)
+	b.Do(t, "phone job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline figcaption")))
+	if h := browsertest.JS[float64](t, b, `Math.min(...[...document.querySelectorAll("svg .lane text, svg .axis text")].map(e => e.getBoundingClientRect().height).filter(h => h > 0))`); h < 9 {
 		t.Errorf("at 390 px the timeline's labels are %.1f px tall", h)
 	}
-	if cols := js[int](t, b, `(() => { const r = document.querySelector("table.history tbody tr"); return [...r.children].filter(td => { const b = td.getBoundingClientRect(); return b.width > 0 && b.right <= window.innerWidth + 1; }).length; })()`); cols != 8 {
+	// Every run on the timeline is in view, without scrolling it: the
+	// recent runs are at its right end, which a timeline wider than the
+	// phone kept out of view.
+	if shown, all := browsertest.JS[int](t, b, `[...document.querySelectorAll("svg .bar rect")].filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth; }).length`),
+		browsertest.JS[int](t, b, `document.querySelectorAll("svg.wide .bar").length`); all == 0 || shown != all {
+		t.Errorf("at 390 px %d of the timeline's %d runs are in view", shown, all)
+	}
+	if n := browsertest.JS[int](t, b, `(() => {
+		const r = [...document.querySelectorAll("svg .axis text")].map(e => e.getBoundingClientRect()).filter(r => r.width > 0);
+		let n = 0;
+		for (let i = 1; i < r.length; i++) if (r[i].left < r[i-1].right) n++;
+		return n; })()`); n != 0 {
+		t.Errorf("at 390 px %d of the timeline's time labels run into the one before", n)
+	}
+	if cols := browsertest.JS[int](t, b, `(() => { const r = document.querySelector("table.history tbody tr"); return [...r.children].filter(td => { const b = td.getBoundingClientRect(); return b.width > 0 && b.right <= window.innerWidth + 1; }).length; })()`); cols != 8 {
 		t.Errorf("at 390 px a history row shows %d of 8 columns", cols)
 	}
-	if js[bool](t, b, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
+	if browsertest.JS[bool](t, b, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
 		t.Error("the job page scrolls sideways at 390 px")
 	}
-	b.shot(t, "cockpit-job-390-dark")
-	b.do(t, "phone jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
-	if avg := js[float64](t, b, `(() => { const r = [...document.querySelectorAll("table.jobs tbody tr")]; return r.reduce((s, x) => s + x.getBoundingClientRect().height, 0) / r.length; })()`); avg > 260 {
+	b.Shot(t, "cockpit-job-390-dark")
+	b.Do(t, "phone jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+	if avg := browsertest.JS[float64](t, b, `(() => { const r = [...document.querySelectorAll("table.jobs tbody tr")]; return r.reduce((s, x) => s + x.getBoundingClientRect().height, 0) / r.length; })()`); avg > 260 {
 		t.Errorf("at 390 px a job's card is %.0f px tall on average", avg)
 	}
-	b.shot(t, "cockpit-jobs-390-dark")
-	b.desktop(t, true)
-	b.do(t, "dark desktop", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
-	b.shot(t, "cockpit-job-1280-dark")
-	b.desktop(t, false)
+	b.Shot(t, "cockpit-jobs-390-dark")
+	b.Desktop(t, true)
+	b.Do(t, "dark desktop", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
+	b.Shot(t, "cockpit-job-1280-dark")
+	b.Desktop(t, false)
 }
 
 // The sign-in page offers no link that cannot be used yet.
@@ -100,12 +115,12 @@ func TestBrowserSignInWithoutNav(t *testing.T) {
 	c := newCluster(t, 0)
 	base := serve(t, c.console(t, consoleConfig("tok-nav")))
 	b := newBrowser(t)
-	b.do(t, "sign-in", chromedp.Navigate(base+"/replicas"), chromedp.WaitVisible(chromedp.ID("token")))
-	if links := js[string](t, b, `[...document.querySelectorAll("header a, nav a")].filter(a => !a.classList.contains("brand")).map(a => a.innerText).join(", ")`); links != "" {
+	b.Do(t, "sign-in", chromedp.Navigate(base+"/replicas"), chromedp.WaitVisible(chromedp.ID("token")))
+	if links := browsertest.JS[string](t, b, `[...document.querySelectorAll("header a, nav a")].filter(a => !a.classList.contains("brand")).map(a => a.innerText).join(", ")`); links != "" {
 		t.Errorf("the sign-in page links %s", links)
 	}
-	b.do(t, "signed in", chromedp.SendKeys(chromedp.ID("token"), "tok-nav"), chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.CSS("table.replicas")))
-	if n := js[int](t, b, `document.querySelectorAll("nav a").length`); n != 4 {
+	b.Do(t, "signed in", chromedp.SendKeys(chromedp.ID("token"), "tok-nav"), chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.CSS("table.replicas")))
+	if n := browsertest.JS[int](t, b, `document.querySelectorAll("nav a").length`); n != 4 {
 		t.Errorf("signed in, the nav has %d links", n)
 	}
 }
@@ -122,14 +137,14 @@ func TestBrowserRunNowQueueFull(t *testing.T) {
 	h := c.console(t, console.Config{})
 	base := serve(t, h)
 	b := newBrowser(t)
-	b.do(t, "run now", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS(`form[action$="/trigger"] button`)),
-		waitJS(`document.getElementById("flash").innerText.includes("(429)")`))
-	if f := bget(t, b, "flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "100 manual runs of this job are waiting") {
+	b.Do(t, "run now", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS(`form[action$="/trigger"] button`)),
+		browsertest.WaitJS(`document.getElementById("flash").innerText.includes("(429)")`))
+	if f := browsertest.Get(t, b, "flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "100 manual runs of this job are waiting") {
 		t.Errorf("Run now on a full queue says %q", f)
 	}
 	rec := httptestRecorder()
 	// The form's anti-forgery field, as the page has it.
-	csrf := js[string](t, b, `document.querySelector('form[action$="/trigger"] input[name=csrf]').value`)
+	csrf := browsertest.JS[string](t, b, `document.querySelector('form[action$="/trigger"] input[name=csrf]').value`)
 	r := httpPost("/jobs/sweep/trigger", map[string][]string{"csrf": {csrf}})
 	h.ServeHTTP(rec, r)
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "waiting to be picked up") {

@@ -333,12 +333,14 @@ type jobView struct {
 	Job      scheduler.Job
 	Next     []nextView
 	Timeline *timeline
-	History  []scheduler.Run
-	Page     int
-	Prev     int // 0: none
-	NextPage int // 0: none
-	Waiting  int
-	Manual   int
+	// PhoneTimeline is the same, drawn to fit a phone's width.
+	PhoneTimeline *timeline
+	History       []scheduler.Run
+	Page          int
+	Prev          int // 0: none
+	NextPage      int // 0: none
+	Waiting       int
+	Manual        int
 	// Backfill is the job's backfill, going on or finished lately; nil
 	// if none (or the store cannot backfill).
 	Backfill *scheduler.Backfill
@@ -414,7 +416,14 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v.Timeline = drawTimeline(ov[0].History, ov[0].Running, now)
+	v.PhoneTimeline = drawNarrowTimeline(ov[0].History, ov[0].Running, now)
 	c.render(w, r, http.StatusOK, "job", j.Name, v)
+}
+
+// Timelines are the job's timeline, wide then narrow: the page has both,
+// and CSS shows the one that fits.
+func (v jobView) Timelines() []*timeline {
+	return []*timeline{v.Timeline, v.PhoneTimeline}
 }
 
 type runView struct {

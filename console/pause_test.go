@@ -11,6 +11,7 @@ import (
 
 	"github.com/solocron/solocron/console"
 	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/internal/testkit/browsertest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -30,37 +31,37 @@ func TestBrowserPauseWithReason(t *testing.T) {
 	}
 	base := serve(t, c.console(t, console.Config{}))
 	b := newBrowser(t)
-	b.do(t, "pause with a reason", chromedp.Navigate(base+"/jobs/ticker"), chromedp.WaitVisible(chromedp.ID("reason")),
+	b.Do(t, "pause with a reason", chromedp.Navigate(base+"/jobs/ticker"), chromedp.WaitVisible(chromedp.ID("reason")),
 		chromedp.SendKeys(chromedp.ID("reason"), "deploy freeze INC-9"),
 		chromedp.Click(chromedp.CSS(`form[action$="/pause"] button`)),
-		waitJS(`document.getElementById("state").innerText.includes("deploy freeze INC-9 (paused by console from 127.0.0.1)")`))
+		browsertest.WaitJS(`document.getElementById("state").innerText.includes("deploy freeze INC-9 (paused by console from 127.0.0.1)")`))
 	st, _ := c.ctl.Status(t.Context(), "ticker", 1)
 	if !st.Paused || st.PausedWhy != "deploy freeze INC-9 (paused by console from 127.0.0.1)" {
 		t.Fatalf("after Pause: paused %v why %q", st.Paused, st.PausedWhy)
 	}
-	if next := bget(t, b, "next run", chromedp.Text(chromedp.ID("next-run"))); !strings.HasPrefix(next, "none while paused") {
+	if next := browsertest.Get(t, b, "next run", chromedp.Text(chromedp.ID("next-run"))); !strings.HasPrefix(next, "none while paused") {
 		t.Errorf("a paused job's next run: %q", next)
 	}
 	// Its skipped_paused runs: grey, not the red of failures.
-	b.do(t, "skipped rows", waitJS(`document.querySelector("table.history").innerText.includes("skipped (paused)")`))
-	if red := js[string](t, b, `[...document.querySelectorAll("table.history tr")].filter(r => r.innerText.includes("skipped (paused)"))
+	b.Do(t, "skipped rows", browsertest.WaitJS(`document.querySelector("table.history").innerText.includes("skipped (paused)")`))
+	if red := browsertest.JS[string](t, b, `[...document.querySelectorAll("table.history tr")].filter(r => r.innerText.includes("skipped (paused)"))
 		.map(r => [...r.querySelectorAll("small, .outcome")].map(e => getComputedStyle(e).color)).flat()
 		.filter(c => c === getComputedStyle(document.querySelector(".outcome.bad") || document.body).color && c !== getComputedStyle(document.body).color).join(" ")`); red != "" {
 		t.Errorf("skipped_paused rows are drawn in the failures' colour: %s", red)
 	}
-	if js[bool](t, b, `[...document.querySelectorAll("table.history small.err")].some(e => e.closest("tr").innerText.includes("skipped (paused)"))`) {
+	if browsertest.JS[bool](t, b, `[...document.querySelectorAll("table.history small.err")].some(e => e.closest("tr").innerText.includes("skipped (paused)"))`) {
 		t.Error("a skipped_paused row's text is marked as an error")
 	}
-	b.shot(t, "job-paused")
+	b.Shot(t, "job-paused")
 
 	// The jobs page: both paused jobs with their reasons; no "in 1s".
 	testkit.WaitFor(t, 10*time.Second, "tripping paused", func() bool {
 		st, _ := c.ctl.Status(t.Context(), "tripping", 1)
 		return st.Paused
 	})
-	b.do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
+	b.Do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.jobs")))
 	row := func(name string) string {
-		return js[string](t, b, `[...document.querySelectorAll("table.jobs tbody tr")].find(r => r.querySelector("th").innerText.startsWith("`+name+`")).innerText`)
+		return browsertest.JS[string](t, b, `[...document.querySelectorAll("table.jobs tbody tr")].find(r => r.querySelector("th").innerText.startsWith("`+name+`")).innerText`)
 	}
 	if r := row("ticker"); !strings.Contains(r, "deploy freeze INC-9") || strings.Contains(r, "in 1s") || !strings.Contains(r, "none while paused") {
 		t.Errorf("the jobs page's row of ticker:\n%s", r)
@@ -68,5 +69,5 @@ func TestBrowserPauseWithReason(t *testing.T) {
 	if r := row("tripping"); !strings.Contains(r, "paused after 2 runs in a row ended badly") || !strings.Contains(r, "2 failures in a row") {
 		t.Errorf("the jobs page's row of a job paused after failures:\n%s", r)
 	}
-	b.shot(t, "jobs-paused")
+	b.Shot(t, "jobs-paused")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/solocron/solocron/console"
 	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/internal/testkit/browsertest"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -44,38 +45,38 @@ func TestBrowserCancelAndRetry(t *testing.T) {
 	base := serve(t, c.console(t, console.Config{}))
 	id := c.waitRunning(t, "block")
 	b := newBrowser(t)
-	b.do(t, "job page", chromedp.Navigate(base+"/jobs/block"),
+	b.Do(t, "job page", chromedp.Navigate(base+"/jobs/block"),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/cancel"] button`)),
 		chromedp.Click(chromedp.CSS(`form[action$="/cancel"] button`)),
-		waitJS(`document.getElementById("flash").innerText.includes("Cancel asked")`),
-		waitJS(`document.querySelector("table.history").innerText.includes("cancelled")`))
+		browsertest.WaitJS(`document.getElementById("flash").innerText.includes("Cancel asked")`),
+		browsertest.WaitJS(`document.querySelector("table.history").innerText.includes("cancelled")`))
 	r, _ := c.ctl.Get(t.Context(), id)
 	if r == nil || r.Outcome != scheduler.Cancelled || r.CancelledBy != "console from 127.0.0.1" {
 		t.Fatalf("after Cancel on the job page: %+v", r)
 	}
-	b.do(t, "run page", chromedp.Navigate(base+"/runs/"+url.PathEscape(id)),
+	b.Do(t, "run page", chromedp.Navigate(base+"/runs/"+url.PathEscape(id)),
 		chromedp.WaitVisible(chromedp.ID("cancelled")))
-	if note := bget(t, b, "note", chromedp.Text(chromedp.ID("cancelled"))); !strings.Contains(note, "Cancel asked by console from 127.0.0.1") {
+	if note := browsertest.Get(t, b, "note", chromedp.Text(chromedp.ID("cancelled"))); !strings.Contains(note, "Cancel asked by console from 127.0.0.1") {
 		t.Errorf("the cancelled run's page says %q", note)
 	}
-	if js[bool](t, b, `!!document.querySelector('form[action$="/cancel"]')`) {
+	if browsertest.JS[bool](t, b, `!!document.querySelector('form[action$="/cancel"]')`) {
 		t.Error("an ended run offers Cancel")
 	}
-	b.shot(t, "run-cancelled")
-	b.do(t, "retry", chromedp.Click(chromedp.CSS(`form[action$="/retry"] button`)))
-	loc := b.settled(t, "/runs/"+url.PathEscape(id))
+	b.Shot(t, "run-cancelled")
+	b.Do(t, "retry", chromedp.Click(chromedp.CSS(`form[action$="/retry"] button`)))
+	loc := b.Settled(t, "/runs/"+url.PathEscape(id))
 	again, _ := url.PathUnescape(strings.TrimPrefix(strings.SplitN(loc, "?", 2)[0], base+"/runs/"))
 	if !strings.HasPrefix(again, "block@manual-") {
 		t.Fatalf("after Retry the browser is at %s", loc)
 	}
-	b.do(t, "the retry's page", chromedp.WaitVisible(chromedp.ID("retry-of")),
-		waitJS(`document.querySelector(".outcome").innerText.includes("running")`),
+	b.Do(t, "the retry's page", chromedp.WaitVisible(chromedp.ID("retry-of")),
+		browsertest.WaitJS(`document.querySelector(".outcome").innerText.includes("running")`),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/cancel"] button`)))
-	if txt := bget(t, b, "retry-of", chromedp.Text(chromedp.ID("retry-of"))); !strings.Contains(txt, id) {
+	if txt := browsertest.Get(t, b, "retry-of", chromedp.Text(chromedp.ID("retry-of"))); !strings.Contains(txt, id) {
 		t.Errorf("the retry's page says %q", txt)
 	}
-	b.do(t, "cancel the retry", chromedp.Click(chromedp.CSS(`form[action$="/cancel"] button`)),
-		waitJS(`document.querySelector(".outcome").innerText.includes("cancelled")`))
+	b.Do(t, "cancel the retry", chromedp.Click(chromedp.CSS(`form[action$="/cancel"] button`)),
+		browsertest.WaitJS(`document.querySelector(".outcome").innerText.includes("cancelled")`))
 	if r, _ := c.ctl.Get(t.Context(), again); r == nil || r.Outcome != scheduler.Cancelled || r.RetryOf != id {
 		t.Errorf("the retry after Cancel: %+v", r)
 	}

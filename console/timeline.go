@@ -15,12 +15,20 @@ import (
 // takeovers after a crash and retries show as shapes, and every bar carries
 // its outcome in words (a <title>, and a symbol when it is wide enough).
 
+// A timeline is drawn twice: wide, scaled to a desktop's page, and narrow,
+// for a phone (CSS shows one). Scaled down from 1000 units to a phone's
+// 370 px its labels were 4 px tall; shown at a width that keeps them
+// readable it scrolled sideways and opened on its oldest end, the recent
+// runs out of view. The narrow one fits a phone's width with labels of
+// about 11 px, every run in view.
 const (
-	tlWidth = 1000.0 // the SVG's user units; it scales to the page
-	tlLabel = 140.0  // room for the lane names
-	tlLaneH = 30.0
-	tlTop   = 8.0
-	tlAxis  = 22.0
+	tlWidth       = 1000.0 // the wide SVG's user units; it scales to the page
+	tlLabel       = 140.0  // room for the lane names
+	tlNarrowWidth = 400.0  // the narrow SVG's, for a phone about 370 px wide
+	tlNarrowLabel = 96.0
+	tlLaneH       = 30.0
+	tlTop         = 8.0
+	tlAxis        = 22.0
 	// tlMinBar is the narrowest bar: wide enough for its outcome's symbol,
 	// so that a sub-second run is never a sliver told by colour alone.
 	tlMinBar = 16.0
@@ -28,6 +36,8 @@ const (
 
 type timeline struct {
 	Width, Height float64
+	Label         float64 // room for the lane names
+	Class         string  // "wide" or "narrow"
 	Lanes         []tlLane
 	Bars          []tlBar
 	Marks         []tlMark
@@ -65,9 +75,21 @@ type tlTick struct {
 	Anchor string // text-anchor: the first and last labels stay inside
 }
 
+// drawTimeline is the wide timeline.
 func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
+	return drawTimelineAt(hist, running, now, tlWidth, tlLabel, "wide")
+}
+
+// drawNarrowTimeline is the phone's.
+func drawNarrowTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
+	return drawTimelineAt(hist, running, now, tlNarrowWidth, tlNarrowLabel, "narrow")
+}
+
+// drawTimelineAt draws a timeline width units wide, label of them for the
+// lane names.
+func drawTimelineAt(hist, running []scheduler.Run, now time.Time, width, label float64, class string) *timeline {
 	runs := append(slices.Clone(running), hist...)
-	t := &timeline{Width: tlWidth}
+	t := &timeline{Width: width, Label: label, Class: class}
 	if len(runs) == 0 {
 		t.Empty, t.Height = true, 40
 		return t
@@ -94,7 +116,7 @@ func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
 	span = to.Sub(from)
 	t.From, t.To = from, to
 	x := func(at time.Time) float64 {
-		return tlLabel + float64(at.Sub(from))/float64(span)*(tlWidth-tlLabel-8)
+		return label + float64(at.Sub(from))/float64(span)*(width-label-8)
 	}
 	// One lane per replica, and a lane more for each run that ran at the
 	// same time as another of the same replica (concurrency > 1): such
@@ -189,13 +211,19 @@ func drawTimeline(hist, running []scheduler.Run, now time.Time) *timeline {
 	}
 	t.AxisY = tlTop + float64(len(names))*tlLaneH + 4
 	t.Height = t.AxisY + tlAxis
-	for i := range 5 {
-		at := from.Add(span * time.Duration(i) / 4)
+	// Five ticks across the wide timeline; three across the narrow one,
+	// whose labels would otherwise run into each other.
+	ticks := 5
+	if width < tlWidth {
+		ticks = 3
+	}
+	for i := range ticks {
+		at := from.Add(span * time.Duration(i) / time.Duration(ticks-1))
 		anchor := "middle"
 		switch i {
 		case 0:
 			anchor = "start"
-		case 4:
+		case ticks - 1:
 			anchor = "end"
 		}
 		t.Ticks = append(t.Ticks, tlTick{X: x(at), Label: at.UTC().Format(tickFormat(span)), Anchor: anchor})

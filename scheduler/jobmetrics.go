@@ -13,8 +13,10 @@ import (
 )
 
 // statOutcomes are the outcomes whose last time the store keeps per job
-// (common.lua's OUTCOMES, in the same order).
-var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout}
+// (common.lua's OUTCOMES, in the same order). parseStats reads them by
+// name, so an outcome listed here that the store does not report is
+// absent from the gauge, never wrong.
+var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout, Cancelled}
 
 // jobStats is what the store keeps about a job's runs for the metrics,
 // as the heartbeat last read it. Every replica reads the same values.

@@ -435,6 +435,11 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	if st = stats(); st.fails != 0 || !at(st, LeaseLost).IsZero() || !at(st, Missed).After(missedAt) {
 		t.Errorf("after the holder said it never started: %+v", st)
 	}
+	// A run an operator cancelled: its time is the last cancelled run's.
+	end(claim('s'), Cancelled)
+	if st = stats(); at(st, Cancelled).IsZero() {
+		t.Errorf("after a cancelled run: %+v", st)
+	}
 }
 
 // nominalPeriod: @every is its period; a cron spec's longest gap.
@@ -475,6 +480,15 @@ func TestParseStats(t *testing.T) {
 	st := parseStats("1000|4|failed=2000,succeeded=1000,bogus=5")
 	if st.fails != 4 || !st.lastSuccess.Equal(time.UnixMilli(1000)) || !st.latest().Equal(time.UnixMilli(2000)) {
 		t.Errorf("%+v", st)
+	}
+	// Every end of a run has its last time, cancelled (by an operator)
+	// included: solocron_job_last_run_timestamp_seconds{outcome="cancelled"}.
+	for _, o := range []Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Cancelled} {
+		st := parseStats("0|0|" + string(o) + "=3000")
+		i := slices.Index(statOutcomes[:], o)
+		if i < 0 || !st.lastRun[i].Equal(time.UnixMilli(3000)) {
+			t.Errorf("%s=3000: not kept as the last %s run: %+v", o, o, st)
+		}
 	}
 }
 

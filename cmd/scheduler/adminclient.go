@@ -19,10 +19,10 @@ import (
 	"github.com/solocron/solocron/scheduler"
 )
 
-// controls is what status, history, trigger, pause, resume and backfill
-// ask of the cluster: a *scheduler.Control on the store the table names,
-// or adminControl, a daemon's admin API (for the embedded store, which
-// lives inside its daemon, or with --admin URL).
+// controls is what status, history, trigger, pause, resume, backfill,
+// cancel and retry ask of the cluster: a *scheduler.Control on the store
+// the table names, or adminControl, a daemon's admin API (for the embedded
+// store, which lives inside its daemon, or with --admin URL).
 type controls interface {
 	Status(ctx context.Context, job string, limit int) (*scheduler.Status, error)
 	History(ctx context.Context, job string, limit int) ([]scheduler.Run, error)
@@ -31,6 +31,8 @@ type controls interface {
 	Pause(ctx context.Context, job string) error
 	PauseWithReason(ctx context.Context, job, reason, who string) error
 	Resume(ctx context.Context, job string) error
+	Cancel(ctx context.Context, runID, who string) error
+	Retry(ctx context.Context, runID, who string) (string, error)
 	Backfill(ctx context.Context, job scheduler.Job, from, to time.Time, parallel int) (*scheduler.Backfill, error)
 	BackfillStatus(ctx context.Context, job string) (*scheduler.Backfill, error)
 	CancelBackfill(ctx context.Context, job string) (*scheduler.Backfill, error)

@@ -129,6 +129,12 @@ func TestUsage(t *testing.T) {
 		{[]string{"run", "--shutdown-grace", "-1s"}, 2, "", "must not be negative"},
 		{[]string{"history", "--limit", "0", "x"}, 2, "", "--limit"},
 		{[]string{"trigger", "--wait", "-1s", "x"}, 2, "", "--wait"},
+		{[]string{"help", "cancel"}, 0, "Usage: scheduler cancel [flags] RUN_ID", ""},
+		{[]string{"help", "retry"}, 0, "Usage: scheduler retry [flags] RUN_ID", ""},
+		{[]string{"cancel", "--wait", "-1s", "x@y"}, 2, "", "--wait"},
+		{[]string{"cancel"}, 2, "", "want exactly one RUN_ID, got 0"},
+		{[]string{"retry", "a@b", "c@d"}, 2, "", "want exactly one RUN_ID, got 2"},
+		{[]string{"retry", "nojobid"}, 2, "", `"nojobid" is not a run id`},
 		{[]string{"version", "extra"}, 2, "", "unexpected arguments"},
 		{[]string{"--version", "extra"}, 2, "", "unexpected arguments"},
 		// schema and version read no table: --config is no flag of theirs.

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,128 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
+	"github.com/solocron/solocron/internal/testkit/browsertest"
 )
-
-// chromium finds a Chromium or Chrome to drive, or skips the test unless
-// SOLOCRON_REQUIRE_BROWSER=1 says it must be there.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{os.Getenv("SOLOCRON_CHROMIUM"), "/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p == "" {
-			continue
-		}
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("SOLOCRON_REQUIRE_BROWSER") == "1" {
-		t.Fatal("SOLOCRON_REQUIRE_BROWSER=1 but no Chromium found (apt-get install chromium, or set SOLOCRON_CHROMIUM)")
-	}
-	t.Skip("no Chromium found: the browser tests need it (Debian package chromium); SOLOCRON_REQUIRE_BROWSER=1 makes this a failure")
-	return ""
-}
-
-// browser is a headless Chromium tab at 1280×800 that records every
-// console error or warning, uncaught exception and browser log error (CSP
-// violations among them).
-type browser struct {
-	ctx    context.Context
-	mu     sync.Mutex
-	errors []string
-	shots  string
-}
-
-func newBrowser(t *testing.T, exe string) *browser {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.WindowSize(1280, 800), chromedp.NoSandbox, chromedp.DisableGPU)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	b := &browser{ctx: ctx, shots: os.Getenv("SOLOCRON_SCREENSHOTS")}
-	if b.shots == "" {
-		b.shots = t.TempDir()
-	}
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		cancelTab()
-		cancelAlloc()
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	messages := chromedp.Console(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			switch m.Type {
-			case chromedp.ConsoleError, chromedp.ConsoleWarning, chromedp.ConsoleException:
-				b.mu.Lock()
-				b.errors = append(b.errors, fmt.Sprintf("%s: %s (%s)", m.Type, m.Text, m.URL))
-				b.mu.Unlock()
-			}
-		}
-	}()
-	t.Cleanup(func() { cancelTab(); cancelAlloc(); <-done })
-	return b
-}
-
-// do runs steps with a bound on their time.
-func (b *browser) do(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// get runs one action that reads a value.
-func get[T any](t *testing.T, b *browser, what string, a chromedp.Action[T]) T {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
-}
-
-// shot saves a screenshot of the whole page as name.png.
-func (b *browser) shot(t *testing.T, name string) {
-	t.Helper()
-	png := get(t, b, "screenshot "+name, chromedp.FullScreenshot(100))
-	path := filepath.Join(b.shots, name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-}
-
-// waitJS waits until the JavaScript expression is true.
-func waitJS(expr string) chromedp.Action[chromedp.Void] {
-	poll := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(25*time.Second))
-	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		_, err := poll(ctx, t)
-		return chromedp.Void{}, err
-	}
-}
-
-// send sends one protocol command that answers nothing.
-func send[P any](cmd cdp.Command[P, cdp.Empty], p P) chromedp.Action[chromedp.Void] {
-	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		_, err := cdp.Call(ctx, t, cmd, p)
-		return chromedp.Void{}, err
-	}
-}
 
 // The console of a live cluster of three daemons on a real redis-server,
 // with a token: the replicas command and API list the three, and a real
@@ -283,130 +166,131 @@ jobs:
 	})
 
 	t.Run("browser", func(t *testing.T) {
-		exe := chromium(t)
 		started := time.Now()
-		b := newBrowser(t, exe)
+		b := browsertest.New(t)
 		base := reps[0].url("")
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
-		text := func(sel string) string { return get(t, b, "text of "+sel, chromedp.Text(css(sel))) }
-		location := func() string { return get(t, b, "location", chromedp.Location()) }
+		text := func(sel string) string { return browsertest.Get(t, b, "text of "+sel, chromedp.Text(css(sel))) }
+		location := func() string { return browsertest.Get(t, b, "location", chromedp.Location()) }
 
 		// Every page sends to the sign-in form first.
-		b.do(t, "open the console", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(chromedp.ID("token")))
+		b.Do(t, "open the console", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(chromedp.ID("token")))
 		if url := location(); !strings.Contains(url, "/signin?next=") || strings.Contains(url, token) {
 			t.Errorf("sign-in URL %q", url)
 		}
-		b.do(t, "sign in", chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")),
+		b.Do(t, "sign in", chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")),
 			chromedp.WaitVisible(css("figure.timeline svg")))
 		if url := location(); url != base+"/jobs/heartbeat" {
 			t.Errorf("after sign-in: %q", url)
 		}
-		if get(t, b, "cookie", chromedp.Evaluate[bool](`document.cookie.includes("solocron_session")`)) {
+		if browsertest.Get(t, b, "cookie", chromedp.Evaluate[bool](`document.cookie.includes("solocron_session")`)) {
 			t.Error("the session cookie is readable from JavaScript")
 		}
 
 		// The jobs page: every job; the hostile output never runs.
-		b.do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("table.jobs")),
-			waitJS(`document.querySelector("table.jobs").innerText.includes("failed")`))
+		b.Do(t, "jobs page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("table.jobs")),
+			browsertest.WaitJS(`document.querySelector("table.jobs").innerText.includes("failed")`))
 		main := text("main")
 		for _, want := range []string{"heartbeat", "flaky-export", "nightly-report", "at 02:30 on Mon–Fri", "3 of 3 jobs", "✗ failed"} {
 			if !strings.Contains(main, want) {
 				t.Errorf("jobs page lacks %q", want)
 			}
 		}
-		b.shot(t, "console-jobs")
+		b.Shot(t, "console-jobs")
 
 		// A job's timeline: bars for runs, one lane per replica that ran one.
-		b.do(t, "timeline", chromedp.Navigate(base+"/jobs/flaky-export"), chromedp.WaitVisible(css("figure.timeline svg")),
-			waitJS(`document.querySelectorAll("svg .bar").length >= 2`))
+		b.Do(t, "timeline", chromedp.Navigate(base+"/jobs/flaky-export"), chromedp.WaitVisible(css("figure.timeline svg")),
+			browsertest.WaitJS(`document.querySelectorAll("svg .bar").length >= 2`))
 
 		// A run's page shows the output as text.
 		// (Followed by address: the live refresh may swap the table between
 		// finding a link and clicking it.)
-		href := get(t, b, "a run's link", chromedp.Evaluate[string](`document.querySelector('table.history a[href*="/runs/"]').href`))
-		b.do(t, "run page", chromedp.Navigate(href), chromedp.WaitVisible(chromedp.ID("output")))
+		href := browsertest.Get(t, b, "a run's link", chromedp.Evaluate[string](`document.querySelector('table.history a[href*="/runs/"]').href`))
+		b.Do(t, "run page", chromedp.Navigate(href), chromedp.WaitVisible(chromedp.ID("output")))
 		if out := text("#output"); !strings.Contains(out, "<script>alert(1)</script> exporting") {
 			t.Errorf("run output shown as %q", out)
 		}
 		// admin.trace_url: the run's trace id links to the trace viewer.
-		trace := get(t, b, "the trace link", chromedp.Evaluate[string](`(document.querySelector("a.trace") || {href: ""}).href`))
+		trace := browsertest.Get(t, b, "the trace link", chromedp.Evaluate[string](`(document.querySelector("a.trace") || {href: ""}).href`))
 		if !regexp.MustCompile(`^https://tempo\.example/trace/[0-9a-f]{32}\?org=ops$`).MatchString(trace) {
 			t.Errorf("run page's trace link %q", trace)
 		}
 		// The session reads the JSON API from the page's own origin.
-		if code := get(t, b, "the API with the session", chromedp.Evaluate[int](`fetch("/api/v1/jobs", {credentials: "same-origin"}).then(r => r.status)`, chromedp.EvalAwaitPromise)); code != 200 {
+		if code := browsertest.Get(t, b, "the API with the session", chromedp.Evaluate[int](`fetch("/api/v1/jobs", {credentials: "same-origin"}).then(r => r.status)`, chromedp.EvalAwaitPromise)); code != 200 {
 			t.Errorf("GET /api/v1/jobs from the signed-in page: %d", code)
 		}
 
 		// Run now: the request shows at once, the run in the history soon.
-		b.do(t, "run now", chromedp.Navigate(base+"/jobs/nightly-report"), chromedp.WaitVisible(css(`form[action$="/trigger"] button`)),
+		b.Do(t, "run now", chromedp.Navigate(base+"/jobs/nightly-report"), chromedp.WaitVisible(css(`form[action$="/trigger"] button`)),
 			chromedp.Click(css(`form[action$="/trigger"] button`)),
-			waitJS(`document.getElementById("flash").innerText.includes("Run requested")`),
-			waitJS(`document.querySelector("table.history").innerText.includes("nightly-report@manual-")`))
+			browsertest.WaitJS(`document.getElementById("flash").innerText.includes("Run requested")`),
+			browsertest.WaitJS(`document.querySelector("table.history").innerText.includes("nightly-report@manual-")`))
 
 		// Pause and resume, reflected without a reload.
-		b.do(t, "pause", chromedp.Click(css(`form[action$="/pause"] button`)),
-			waitJS(`document.getElementById("state").innerText.includes("paused")`),
+		b.Do(t, "pause", chromedp.Click(css(`form[action$="/pause"] button`)),
+			browsertest.WaitJS(`document.getElementById("state").innerText.includes("paused")`),
 			chromedp.WaitVisible(css(`form[action$="/resume"] button`)))
 		code, body := httpDo(t, tr, "GET", reps[1].url("/api/v1/jobs/nightly-report"), token)
 		if code != 200 || !strings.Contains(body, `"paused":true`) {
 			t.Errorf("after Pause the API says %d %s", code, body)
 		}
-		b.do(t, "resume", chromedp.Click(css(`form[action$="/resume"] button`)),
-			waitJS(`document.getElementById("state").innerText.includes("active")`))
+		b.Do(t, "resume", chromedp.Click(css(`form[action$="/resume"] button`)),
+			browsertest.WaitJS(`document.getElementById("state").innerText.includes("active")`))
 
 		// Replicas: the three, none flagged.
-		b.do(t, "replicas page", chromedp.Navigate(base+"/replicas"), chromedp.WaitVisible(css("table.replicas")))
+		b.Do(t, "replicas page", chromedp.Navigate(base+"/replicas"), chromedp.WaitVisible(css("table.replicas")))
 		if main := text("main"); !strings.Contains(main, "3 live replicas") || !strings.Contains(main, "1 job table") || strings.Contains(main, "differs") {
 			t.Errorf("replicas page:\n%s", main)
 		}
-		b.shot(t, "console-replicas")
+		b.Shot(t, "console-replicas")
 
 		// Phone width and dark mode: no sideways scrolling, a dark page.
-		b.do(t, "phone", send(emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 390, Height: 844, DeviceScaleFactor: 2, Mobile: true}),
-			send(emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}),
-			chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("table.jobs")))
-		if get(t, b, "overflow", chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)) {
+		b.Phone(t, true)
+		b.Do(t, "phone", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("table.jobs")))
+		if browsertest.Get(t, b, "overflow", chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)) {
 			t.Error("the jobs page scrolls sideways at phone width")
 		}
 		// Each filter's label sits on its control's row, just before it.
-		if apart := get(t, b, "filter labels", chromedp.Evaluate[string](`[["q", "Name"], ["outcome", "Show"]].filter(([id]) => {
+		if apart := browsertest.Get(t, b, "filter labels", chromedp.Evaluate[string](`[["q", "Name"], ["outcome", "Show"]].filter(([id]) => {
 			const l = document.querySelector('label[for="' + id + '"]').getBoundingClientRect(), c = document.getElementById(id).getBoundingClientRect();
 			const mid = (l.top + l.bottom) / 2;
 			return mid < c.top || mid > c.bottom || l.right > c.left || c.left - l.right > 24;
 		}).map(([, name]) => name).join(", ")`)); apart != "" {
 			t.Errorf("at phone width these filter labels sit apart from their controls: %s", apart)
 		}
-		if bg := get(t, b, "background", chromedp.Evaluate[string](`getComputedStyle(document.documentElement).backgroundColor`)); bg != "rgb(18, 20, 23)" {
+		if bg := browsertest.Get(t, b, "background", chromedp.Evaluate[string](`getComputedStyle(document.documentElement).backgroundColor`)); bg != "rgb(18, 20, 23)" {
 			t.Errorf("dark mode background %q", bg)
 		}
-		b.shot(t, "console-phone-dark")
-		b.do(t, "desktop again", send(emulation.ClearDeviceMetricsOverride, cdp.Empty{}), send(emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{}))
+		b.Shot(t, "console-phone-dark")
+		// A job's page on the phone: its timeline's runs (three replicas'
+		// lanes) in view, without scrolling the timeline.
+		b.Do(t, "phone timeline", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(css("figure.timeline figcaption")))
+		if shown, all := browsertest.JS[int](t, b, `[...document.querySelectorAll("svg .bar rect")].filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth; }).length`),
+			browsertest.JS[int](t, b, `document.querySelectorAll("svg.wide .bar").length`); all == 0 || shown != all {
+			t.Errorf("at phone width %d of the timeline's %d runs are in view", shown, all)
+		}
+		b.Shot(t, "console-timeline-phone-dark")
+		b.Desktop(t, false)
 
 		// JavaScript off: the forms still work, by a page load.
-		b.do(t, "no script", send(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}),
+		b.Do(t, "no script", browsertest.Send(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}),
 			chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(css(`form[action$="/pause"] button`)),
 			chromedp.Click(css(`form[action$="/pause"] button`)), chromedp.WaitVisible(css(`form[action$="/resume"] button`)))
 		if flash, url := text("#flash"), location(); !strings.Contains(flash, "Paused cluster-wide") || !strings.HasSuffix(url, "/jobs/heartbeat?done=pause") {
 			t.Errorf("pause without JavaScript: flash %q at %q", flash, url)
 		}
-		b.do(t, "resume, no script", chromedp.Click(css(`form[action$="/resume"] button`)),
+		b.Do(t, "resume, no script", chromedp.Click(css(`form[action$="/resume"] button`)),
 			chromedp.WaitVisible(css(`form[action$="/pause"] button`)),
-			send(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}))
+			browsertest.Send(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}))
 
 		// By now the heartbeat job has run a few times on the replicas.
-		b.do(t, "heartbeat timeline", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(css("figure.timeline svg")))
-		b.shot(t, "console-timeline")
+		b.Do(t, "heartbeat timeline", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(css("figure.timeline svg")))
+		b.Shot(t, "console-timeline")
 
 		// Sign out ends the session.
-		b.do(t, "sign out", chromedp.Click(css(`form.signout button`)), chromedp.WaitVisible(chromedp.ID("token")),
+		b.Do(t, "sign out", chromedp.Click(css(`form.signout button`)), chromedp.WaitVisible(chromedp.ID("token")),
 			chromedp.Navigate(base+"/replicas"), chromedp.WaitVisible(chromedp.ID("token")))
 
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		for _, e := range b.errors {
-			t.Errorf("browser: %s", e)
-		}
 		t.Logf("browser test took %s", time.Since(started).Round(time.Millisecond))
 	})
 }

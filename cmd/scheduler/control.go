@@ -342,14 +342,15 @@ func triggerFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 			if *wait == 0 {
 				return exitOK
 			}
-			return c.awaitRun(ctx, f, ctl, job, id, *wait)
+			return c.awaitRun(ctx, "trigger", f, ctl, job, id, *wait, scheduler.Succeeded)
 		})
 	}
 }
 
-// awaitRun polls a triggered run's record until it is decided and, if it
-// started, ended; or until wait passes.
-func (c *cli) awaitRun(ctx context.Context, f *config.File, ctl controls, job, id string, wait time.Duration) int {
+// awaitRun polls a run's record (for cmd) until it is decided and, if it
+// started, ended; or until wait passes. It exits 0 only for a run that
+// ended with outcome want.
+func (c *cli) awaitRun(ctx context.Context, cmd string, f *config.File, ctl controls, job, id string, wait time.Duration, want scheduler.Outcome) int {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -370,7 +371,7 @@ func (c *cli) awaitRun(ctx context.Context, f *config.File, ctl controls, job, i
 		}
 		if last != nil && last.Outcome != scheduler.Running && last.Outcome != scheduler.Waiting && last.Outcome != "" {
 			c.reportRun(*last)
-			if last.Outcome == scheduler.Succeeded {
+			if last.Outcome == want {
 				return exitOK
 			}
 			return exitFailure // failed, timed out, skipped, missed, cancelled...
@@ -379,7 +380,7 @@ func (c *cli) awaitRun(ctx context.Context, f *config.File, ctl controls, job, i
 		case <-ctx.Done():
 			switch {
 			case lastErr != nil && last == nil:
-				return c.storeFailed("trigger", f, lastErr)
+				return c.storeFailed(cmd, f, lastErr)
 			case last == nil:
 				fmt.Fprintf(c.stdout, "%s: still queued after %s\n", id, wait)
 				fmt.Fprintf(c.stderr, "note: the request waits in the store until a replica that has %q in its table claims it; is one running, with this store and key prefix?\n", job)
@@ -406,6 +407,9 @@ func (c *cli) reportRun(r scheduler.Run) {
 		r.FencingToken, r.Attempts, plural(r.Attempts, "attempt", "attempts"))
 	if r.Error != "" {
 		msg += ": " + oneLine(r.Error, 200)
+	}
+	if r.CancelledBy != "" {
+		msg += " (cancel asked by " + oneLine(r.CancelledBy, 200) + ")"
 	}
 	fmt.Fprintln(c.stdout, msg)
 }

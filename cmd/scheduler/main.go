@@ -53,6 +53,8 @@ func init() {
 		{"history", "JOB", "show a job's run records, newest first", historyFlags},
 		{"trigger", "JOB", "ask the cluster to run JOB now, once", triggerFlags},
 		{"backfill", "JOB", "run every instant of JOB's schedule in a range once (--from, --to, --parallel)", backfillFlags},
+		{"cancel", "RUN_ID", "stop a running run, on whichever replica runs it; its record ends cancelled", cancelFlags},
+		{"retry", "RUN_ID", "run an ended run's job again now, as a manual run linked to it", retryFlags},
 		{"pause", "JOB", "stop every replica from starting JOB", pauseFlags},
 		{"resume", "JOB", "undo pause", resumeFlags},
 		{"replicas", "", "list the live replicas: version, heartbeat, clock offset, job table", replicasFlags},

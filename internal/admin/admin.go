@@ -159,10 +159,11 @@ type api struct {
 //	POST /api/v1/runs/{id}/cancel          202 {"run_id", "cancelled_by"}: its
 //	                                       replica stops it at its next
 //	                                       renewal; 404 no such run, 409 not
-//	                                       running
+//	                                       running; body {"by"}, optional
 //	POST /api/v1/runs/{id}/retry           202 {"run_id", "retry_of"}: a
 //	                                       manual run; 404, 409 not ended,
-//	                                       429 queue full
+//	                                       429 queue full; body {"by"},
+//	                                       optional
 //
 // Errors are {"error": "..."} with 400 (bad query), 401 (no bearer token),
 // 403 (wrong token, or a cross-origin browser request), 404 (no such job or

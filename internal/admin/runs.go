@@ -1,8 +1,11 @@
 package admin
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 
@@ -30,11 +33,42 @@ func Who(via string, r *http.Request) string {
 	return via + " from " + host
 }
 
+// runActionBody is the optional body of POST /api/v1/runs/{id}/cancel and
+// retry.
+type runActionBody struct {
+	// By names who asks, for a client acting for someone (the command
+	// line: "cli user@host"); the record says "<by> via api from <address>".
+	By string `json:"by"`
+}
+
+// actionWho is who asks for a run action, as its record keeps it: the
+// body's "by" (if any) via the API from the client's address. It answers
+// 400 itself for a body that is not {"by": "..."}.
+func actionWho(w http.ResponseWriter, r *http.Request) (string, bool) {
+	var b runActionBody
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<10))
+	if err == nil && len(bytes.TrimSpace(raw)) > 0 {
+		err = json.Unmarshal(raw, &b)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, `the body must be empty or {"by": "..."} (at most 4 KiB)`)
+		return "", false
+	}
+	who := Who("api", r)
+	if b.By != "" {
+		who = b.By + " via " + who
+	}
+	return who, true
+}
+
 func (a *api) cancelRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	who, ok := actionWho(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
 	defer cancel()
-	who := Who("api", r)
 	err := a.cfg.Control.Cancel(ctx, id, who)
 	if a.runError(w, err) {
 		return
@@ -45,9 +79,13 @@ func (a *api) cancelRun(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) retryRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	who, ok := actionWho(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
 	defer cancel()
-	again, err := a.cfg.Control.Retry(ctx, id, Who("api", r))
+	again, err := a.cfg.Control.Retry(ctx, id, who)
 	if a.runError(w, err) {
 		return
 	}

@@ -59,6 +59,7 @@ func TestRunActionsAPI(t *testing.T) {
 		f.send("POST", path("no id", action), bearer, "").wantError(t, http.StatusBadRequest, "not a run id")
 	}
 	f.send("POST", path(id, "retry"), bearer, "").wantError(t, http.StatusConflict, "has not ended")
+	f.send("POST", path(id, "cancel"), bearer, `{"by": 1}`).wantError(t, http.StatusBadRequest, `{"by": "..."}`)
 
 	var got admin.RunAction
 	a := f.send("POST", path(id, "cancel"), bearer, "")
@@ -76,13 +77,14 @@ func TestRunActionsAPI(t *testing.T) {
 	}
 	f.send("POST", path(id, "cancel"), bearer, "").wantError(t, http.StatusConflict, "is cancelled")
 
-	a = f.send("POST", path(id, "retry"), bearer, "")
+	// A client acting for someone names them: "<by> via api from <address>".
+	a = f.send("POST", path(id, "retry"), bearer, `{"by": "cli ops@host"}`)
 	a.decode(t, &got)
 	if a.code != http.StatusAccepted || got.RetryOf != id || got.RunID == id {
 		t.Fatalf("retry: %d %s", a.code, a.body)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the retry to run", func() bool {
 		r, _ := s.Control().Get(t.Context(), got.RunID)
-		return r != nil && r.Outcome == scheduler.Running && r.RetryOf == id
+		return r != nil && r.Outcome == scheduler.Running && r.RetryOf == id && r.RetriedBy == "cli ops@host via api from 192.0.2.1"
 	})
 }

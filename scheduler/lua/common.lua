@@ -254,7 +254,7 @@ end
 --   at:<outcome>  server ms of the job's last run with that outcome: when it
 --                 ended, or when it was decided (missed, skipped_*)
 local OUTCOMES = {'succeeded', 'failed', 'timed_out', 'lease_lost', 'interrupted', 'replaced', 'missed',
-  'skipped_overlap', 'skipped_paused', 'skipped_blackout'}
+  'skipped_overlap', 'skipped_paused', 'skipped_blackout', 'cancelled'}
 
 -- note records in the job's meta that one of its runs got outcome at at
 -- (server ms, a string).
