@@ -39,7 +39,8 @@ var backendKinds = []struct {
 
 // TestBackendConformance is what the engine relies on from a store
 // (backend), asserted through the backend interface alone on every kind of
-// store: one run's life from claim to record, and the pause beside it.
+// store: one run's life from claim to record, and the pause, status and
+// cancel beside it.
 func TestBackendConformance(t *testing.T) {
 	for _, k := range backendKinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -164,11 +165,30 @@ func testBackend(t *testing.T, b backend) {
 	if res = claim("r1", claimOf(j, at.Add(time.Second), kindScheduled, "owner-3")); res.status != answerSkippedPaused {
 		t.Errorf("claim while paused: %+v; want skipped_paused", res)
 	}
+	if st, err := b.status(ctx, j.Name, 1); err != nil || !st.Paused || st.PausedWhy != "conformance" {
+		t.Errorf("status while paused: %+v, %v; want paused, why %q", st, err, "conformance")
+	}
 	if err := b.setPaused(ctx, j.Name, false, ""); err != nil {
 		t.Fatal(err)
 	}
-	res = claim("r2", claimOf(j, at.Add(2*time.Second), kindScheduled, "owner-4"))
+	last := claimOf(j, at.Add(2*time.Second), kindScheduled, "owner-4")
+	res = claim("r2", last)
 	if res.status != answerStarted || res.fence <= next {
-		t.Errorf("claim once resumed: %+v; want started with a token above %d", res, next)
+		t.Fatalf("claim once resumed: %+v; want started with a token above %d", res, next)
+	}
+	if st, err := b.status(ctx, j.Name, 1); err != nil || st.Paused || len(st.Running) != 1 || st.Running[0].ID != last.id {
+		t.Errorf("status once resumed: %+v, %v; want not paused, %s running", st, err, last.id)
+	}
+
+	// An operator's cancel: asked of the running run, which its holder
+	// learns at its next renewal; a run that ended is not cancelled.
+	if a, _, err := b.cancel(ctx, j.Name, last.id, "op"); err != nil || a != cancelAsked {
+		t.Errorf("cancel of the running run: %q, %v; want asked", a, err)
+	}
+	if leases, err := b.renew(ctx, []renewReq{{j: j, id: last.id, owner: "owner-4"}}); err != nil || leases[0] != leaseCancelled {
+		t.Errorf("renewal of a cancelled run: %v, %v; want [cancelled]", leases, err)
+	}
+	if a, o, err := b.cancel(ctx, j.Name, won.id, "op"); err != nil || a != cancelEnded || o != Succeeded {
+		t.Errorf("cancel of the run that ended: %q %q, %v; want ended succeeded", a, o, err)
 	}
 }
