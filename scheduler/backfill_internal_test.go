@@ -207,3 +207,71 @@ func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
 		t.Fatalf("after taking them again: %+v, want 3 started and decided", b)
 	}
 }
+
+// A backfill never starts an instant that started already, even once the
+// run's record expired: a job that runs often keeps a record only its
+// retention (max(2 x interval, skew + deadline)), seconds, and the history
+// says it ran. Simulation seeds 7322, 7354, 7394, 7399, 7444, 7448: a
+// backfill of a 1 s job started an instant that had succeeded ~10 s
+// earlier. Both ways: a run that ended before the backfill began, and one
+// that started after (the backfill reads the history's newer entries).
+// An instant whose holder reported it never started (missed) is still
+// run. The records are deleted as Redis expires them.
+func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t, nil)
+	s, err := newStore(c, config{prefix: "bfx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := testJob(t, s, "catch", "@every 1s", nil)
+	seed(t, c, j)
+	ctx := context.Background()
+	ctl := &Control{store: s}
+	now := time.Now().Truncate(time.Second)
+	ts := []time.Time{now.Add(-4 * time.Second), now.Add(-3 * time.Second), now.Add(-2 * time.Second)}
+	run := func(at time.Time, o Outcome) {
+		t.Helper()
+		r := claimOf(j, at, kindScheduled, "sched-"+at.Format("150405"))
+		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+		if err != nil || res[0].status != answerStarted {
+			t.Fatalf("scheduled claim of %s: %+v, %v", at.Format(time.RFC3339), res, err)
+		}
+		if got, err := s.complete(ctx, []completeReq{{r: &r, replica: "r1", outcome: o, attempts: 1}}); err != nil || got[0] != "ok" {
+			t.Fatalf("complete %s: %v, %v", at.Format(time.RFC3339), got, err)
+		}
+	}
+	expire := func(at time.Time) {
+		t.Helper()
+		id := runID(j.Name, at)
+		if err := c.Del(ctx, s.key(j.Name, "run:"+id[len(j.Name)+1:])).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(ts[0], Succeeded)
+	run(ts[1], Missed) // its holder never started it
+	b, err := ctl.Backfill(ctx, j.Job, ts[0], ts[2], 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(ts[2], Succeeded) // after the backfill began
+	for _, at := range ts {
+		expire(at)
+	}
+	res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []answer{answerDecided, answerStarted, answerDecided}
+	for i, r := range res {
+		if r.status != want[i] {
+			t.Errorf("instant %s: %q, want %q", ts[i].Format(time.RFC3339), r.status, want[i])
+		}
+	}
+	if b, err = ctl.BackfillStatus(ctx, j.Name); err != nil {
+		t.Fatal(err)
+	}
+	if b.Decided != 3 || b.Started != 1 || b.Already != 2 {
+		t.Fatalf("backfill %+v: want 3 decided, 1 started, 2 run before", b)
+	}
+}

@@ -56,10 +56,10 @@ var runBudgets = map[string]map[string]int{
 // to an optional feature: a job that does not use the feature never has a
 // command touch them on its hot path.
 var featureKeys = map[string][]string{
-	"plain":         {"notify:on", "notify:q", "notify:d", "backfill", "bfruns", ":held", "queue", "waiting", "manual"},
-	"pool":          {"notify:on", "notify:q", "notify:d", "backfill", "bfruns", "queue", "waiting", "manual"},
-	"notifications": {"backfill", "bfruns", ":held", "queue", "waiting", "manual"},
-	"the rest":      {"notify:on", "notify:q", "notify:d", "backfill", "bfruns", ":held", "queue", "waiting", "manual"},
+	"plain":         {"notify:on", "notify:q", "notify:d", "backfill", "bfruns", "bfseen", ":held", "queue", "waiting", "manual"},
+	"pool":          {"notify:on", "notify:q", "notify:d", "backfill", "bfruns", "bfseen", "queue", "waiting", "manual"},
+	"notifications": {"backfill", "bfruns", "bfseen", ":held", "queue", "waiting", "manual"},
+	"the rest":      {"notify:on", "notify:q", "notify:d", "backfill", "bfruns", "bfseen", ":held", "queue", "waiting", "manual"},
 }
 
 func TestRedisCommandsPerRun(t *testing.T) {

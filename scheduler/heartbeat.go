@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -51,10 +52,20 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	// since its last heartbeat, and reads those the others published: every
 	// replica syncs them at this beat, so the per-job metrics agree within
 	// a heartbeat or two, without a round trip of their own.
-	publish := s.takeChanged()
+	// The list is taken inside the store's call (take), not before it: a
+	// claim answered meanwhile notes its change in the same order as the
+	// store saw the calls, so a seed replays exactly.
+	// Taken once: a call the store runs after this heartbeat gave up on
+	// it (a stalled store) takes nothing, as the heartbeat seals it below.
+	var publish []string
+	var once sync.Once
 	hinted, server, err := s.store.manualHints(cctx, hintReq{
 		since: sent.Add(-hintLookback), ttl: s.cfg.manualTTL,
-		changedSince: sent.Add(-changedLookback(s.cfg.syncInterval, s.cfg.skew)), changed: publish,
+		changedSince: sent.Add(-changedLookback(s.cfg.syncInterval, s.cfg.skew)),
+		take: func() []string {
+			once.Do(func() { publish = s.takeChanged() })
+			return publish
+		},
 		// Where the last read ended, on Redis' clock: each change is read
 		// once (the look-back above only serves the first beat, and
 		// Redlock).
@@ -63,6 +74,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		// kept twice as long as any heartbeat looks back, no longer.
 		changedKeep: max(2*changedLookback(s.cfg.syncInterval, s.cfg.skew), 10*time.Second),
 	})
+	once.Do(func() {})
 	if err != nil {
 		s.unTakeChanged(publish)
 		if ctx.Err() == nil {

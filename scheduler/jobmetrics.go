@@ -316,6 +316,9 @@ func (s *Scheduler) takeChanged() []string {
 		out = append(out, entry)
 	}
 	clear(s.changed)
+	// In a fixed order, not the map's: the published list is part of a
+	// seed's replay.
+	slices.Sort(out)
 	return out
 }
 

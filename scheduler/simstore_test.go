@@ -206,9 +206,14 @@ func simCall[T any](w *simStore, ctx context.Context, op, key string, exec func(
 				return zero, errSimDead
 			}
 			world.tracef("%s %s %s: gave up on a stalled store; the call runs when the stall ends", in, op, key)
+			// Named apart from a call the replica makes at the stall's end
+			// (its next heartbeat, say): two items of one name at one
+			// instant would run in the order they were queued, which the
+			// seed does not fix.
+			name := fmt.Sprintf("%s %s %s stalled since %d", in, op, key, time.Now().UnixNano())
 			world.bg.Go(func() {
 				time.Sleep(time.Until(until))
-				world.seq.do(fmt.Sprintf("%s %s %s", in, op, key), false, func() { _, _ = exec(context.Background()) })
+				world.seq.do(name, false, func() { _, _ = exec(context.Background()) })
 			})
 			return zero, ctx.Err()
 		}

@@ -87,7 +87,7 @@ func luaKinds(t *testing.T) []string {
 			}
 		}
 	}
-	documented := []string{"meta", "run:", "slots", "nums", "queue", "waiting", "history", "manual", "backfill", "bfruns", "bfredo", "mqueue", "retries"}
+	documented := []string{"meta", "run:", "slots", "nums", "queue", "waiting", "history", "manual", "backfill", "bfruns", "bfredo", "bfseen", "mqueue", "retries"}
 	for _, k := range kinds {
 		if !slices.Contains(documented, k) {
 			t.Errorf("the scripts use key kind %q, which common.lua does not document", k)

@@ -102,6 +102,19 @@ type hintReq struct {
 	changedAfter int64
 	changed      []string
 	changedKeep  time.Duration
+	// take, when set, adds to changed: called at the start of the store's
+	// call (the heartbeat's takeChanged; it answers the same list to every
+	// Redlock master).
+	take func() []string
+}
+
+// taken returns h with changed taken by h.take.
+func (h hintReq) taken() hintReq {
+	if h.take != nil {
+		h.changed = append(h.changed, h.take()...)
+		h.take = nil
+	}
+	return h
 }
 
 // hints is what a heartbeat's first round trip learns: the jobs with
@@ -118,6 +131,7 @@ type hints struct {
 // h.changed), and drops the hints older than their time to live. One
 // round trip.
 func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
+	h = h.taken()
 	var jobs *redis.StringSliceCmd
 	var changed *redis.Cmd
 	var backfills *redis.ZSliceCmd

@@ -26,9 +26,11 @@ if op == 'start' then
   if redis.call('EXISTS', bk) == 1 and not redis.call('HGET', bk, 'finished') then
     answer = 'busy'
   else
-    redis.call('DEL', bk, base .. 'bfruns', base .. 'bfredo')
-    redis.call('HSET', bk, 'id', ARGV[2], 'from', ARGV[3], 'to', ARGV[4], 'last', ARGV[5], 'parallel', ARGV[6],
-      'total', ARGV[7], 'cursor', ARGV[8], 'keep', ARGV[9], 'created', int(now), 'decided', 0, 'started', 0,
+    redis.call('DEL', bk, base .. 'bfruns', base .. 'bfredo', base .. 'bfseen')
+    -- What ran already (bfseen); claim.lua reads the entries filed later.
+    bf_seen(base, tonumber(ARGV[3]), tonumber(ARGV[5]), nil)
+    redis.call('HSET', bk, 'seen', int(now - 1000), 'id', ARGV[2], 'from', ARGV[3], 'to', ARGV[4], 'last', ARGV[5],
+      'parallel', ARGV[6], 'total', ARGV[7], 'cursor', ARGV[8], 'keep', ARGV[9], 'created', int(now), 'decided', 0, 'started', 0,
       'skipped', 0, 'already', 0, 'succeeded', 0, 'failed', 0)
     redis.call('PEXPIRE', bk, META_TTL)
     answer = 'started'

@@ -449,7 +449,7 @@ local function claim_backfill(meta, a)
     return {'refused', '', 'malformed claim terms'}
   end
   local bk, redo = base .. 'backfill', base .. 'bfredo'
-  local b = redis.call('HMGET', bk, 'id', 'cursor', 'last', 'parallel', 'cancelled', 'finished')
+  local b = redis.call('HMGET', bk, 'id', 'cursor', 'last', 'parallel', 'cancelled', 'finished', 'from', 'seen')
   if b[1] ~= gen or b[6] then
     return {'refused', '', 'no such backfill going on'}
   end
@@ -487,6 +487,20 @@ local function claim_backfill(meta, a)
     end
     redis.call('HINCRBY', bk, 'decided', 1)
     redis.call('HINCRBY', bk, counter, 1)
+  end
+  if not d[1] then
+    -- No record: never decided, or its record expired (kept only its
+    -- retention). The history says whether it started: read when the
+    -- backfill began, and the entries filed since the last look (bfseen).
+    local mark = bf_seen(base, tonumber(b[7]) or 0, tonumber(b[3]), tonumber(b[8]) or 0)
+    if mark then
+      redis.call('HSET', bk, 'seen', int(mark))
+    end
+    local o = redis.call('HGET', base .. 'bfseen', id)
+    if o then
+      move('already')
+      return {'decided', '', o, '', ''}
+    end
   end
   local rerun = d[1] ~= nil and RERUN[d[1]] and d[2] ~= owner
   if d[1] and not rerun then

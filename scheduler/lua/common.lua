@@ -27,6 +27,9 @@
 --   backfill      hash  the job's backfill (see bf_prune below)
 --   bfruns        set   run ids of the backfill's runs in flight
 --   bfredo        zset  instants of the backfill taken back, to take again
+--   bfseen        hash  run id -> outcome: the instants of the backfill's
+--                       range that started already, read from the history
+--                       (bf_seen): their records may have expired
 --   retries       zset  "<new run id>\n<run id>\n<who>" -> request time: the
 --                       job's latest retries (retry.lua), at most 100
 --
@@ -693,7 +696,8 @@ end
 -- Backfill (Control.Backfill): one request per job at a time, in the job's
 -- backfill hash (id, from, to, last instant, parallel, total, cursor: the
 -- latest instant taken, counts decided/started/skipped/already/succeeded/
--- failed, cancelled, error, created, finished, keep), the ids of its runs
+-- failed, cancelled, error, created, finished, keep; seen: the filing
+-- time of the newest history entry bf_seen read), the ids of its runs
 -- in flight in the job's bfruns set, and the instants taken back after
 -- the cursor passed them (undo.lua: min_replicas_ack) in its bfredo zset
 -- (instant ms -> instant ms), at most parallel of them. claim.lua (kind b)
@@ -717,6 +721,51 @@ local function bf_prune(base)
   return redis.call('SCARD', runs)
 end
 
+-- BF_RERUN: how a run decided without starting ends, which a backfill
+-- decides again (claim.lua's claim_backfill); any other outcome means the
+-- run started (or holds its decision: queued).
+local BF_RERUN = {missed = true, skipped_overlap = true, skipped_paused = true, skipped_blackout = true}
+
+-- bf_seen notes in the job's bfseen hash the scheduled runs (not manual)
+-- of instants from..last (ms) that the history says started: a run's
+-- record is kept only its retention (max(2 x interval, skew + deadline)),
+-- so for a job that runs often a backfill finds no record of an instant
+-- that ran seconds ago, and must not start it again. since (server ms):
+-- only the entries filed since (the history is newest first, each entry
+-- stamped when filed), or all of them (nil: once, when the backfill
+-- starts; at most the history_limit the list is trimmed to). Returns the
+-- newest entry's filing time (ms), for the next call's since: each entry
+-- is read about once per backfill, not once per instant.
+local function bf_seen(base, from, last, since)
+  local h, seen = base .. 'history', base .. 'bfseen'
+  local newest, off, step = since, 0, 16
+  while true do
+    local items = redis.call('LRANGE', h, off, off + step - 1)
+    for _, item in ipairs(items) do
+      local ok, e = pcall(cjson.decode, item)
+      if ok and type(e) == 'table' then
+        local filed = tonumber(e.finished)
+        if since and filed and filed < since then
+          return newest
+        end
+        if filed and (not newest or filed > newest) then
+          newest = filed
+        end
+        local at = tonumber(e.sched)
+        if e.kind ~= 'm' and at and at >= from and at <= last and e.outcome and not BF_RERUN[e.outcome] and
+            type(e.id) == 'string' then
+          redis.call('HSET', seen, e.id, e.outcome)
+          redis.call('PEXPIRE', seen, META_TTL)
+        end
+      end
+    end
+    if #items < step then
+      return newest
+    end
+    off, step = off + step, math.min(step * 4, 1000)
+  end
+end
+
 -- bf_settle prunes, and marks the backfill finished once nothing is left
 -- to take (its cursor reached its last instant, or it was cancelled) and
 -- nothing it started is in flight; a finished backfill's state is kept
@@ -729,6 +778,7 @@ local function bf_settle(base, now)
       redis.call('EXISTS', base .. 'bfredo') == 0) then
     redis.call('HSET', bk, 'finished', int(now))
     redis.call('PEXPIRE', bk, tonumber(b[5]) or 86400000)
+    redis.call('DEL', base .. 'bfseen')
   end
   return inflight
 end
