@@ -36,10 +36,10 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 	var h entryHeap
 	gen := -1
 	hold := false
-	lastDue := 0
+	lastDue := 0                 // runs claimed in the last batch: the next is sized for as many
 	maxDue := 0                  // the most runs due at once: the size of a batch that waited
 	var held []claimReq          // due while a batch was in flight
-	var inflight <-chan struct{} // closed once the batch in flight is answered // runs claimed at the last instant: the next is sized for as many
+	var inflight <-chan struct{} // closed once the batch in flight is answered
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
