@@ -52,6 +52,20 @@ const claimTimeout = 5 * time.Second
 // first are recorded missed once Redis answers again. A run is never started
 // without a claim.
 func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
+	s.claimFirst(ctx, reqs, nil)
+}
+
+// claimFirst is claim, closing answered (if not nil) once the first round
+// trip is over, answered or failed: the dispatcher sends its next batch
+// then. Retries go on on their own.
+func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered chan struct{}) {
+	if answered != nil {
+		defer func() {
+			if answered != nil {
+				close(answered)
+			}
+		}()
+	}
 	backoff := 50 * time.Millisecond
 	askedAgain := false
 	for len(reqs) > 0 {
@@ -70,6 +84,10 @@ func (s *Scheduler) claim(ctx context.Context, reqs []claimReq) {
 		res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
 		cancel()
 		end := time.Now()
+		if answered != nil {
+			close(answered)
+			answered = nil
+		}
 		if err == nil && len(reqs) >= maxBatch {
 			s.batchTook(end.Sub(start))
 		}

@@ -35,8 +35,11 @@ func (h *entryHeap) Pop() any {
 func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 	var h entryHeap
 	gen := -1
-	held := false
-	lastDue := 0 // runs claimed at the last instant: the next is sized for as many
+	hold := false
+	lastDue := 0                 // runs claimed in the last batch: the next is sized for as many
+	maxDue := 0                  // the most runs due at once: the size of a batch that waited
+	var held []claimReq          // due while a batch was in flight
+	var inflight <-chan struct{} // closed once the batch in flight is answered
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -51,19 +54,19 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 			// The clock is off (a step of an hour, a VM resumed): claim
 			// nothing, and do not walk the heap through the instants the
 			// wrong clock calls past.
-			held = true
-		case held:
+			hold = true
+		case hold:
 			// The clock agrees with Redis again: plan from it afresh, as a
 			// replica starting now would. Instants the hold covered were
 			// decided by other replicas or are left to catch-up.
-			held = false
+			hold = false
 			h = s.plan(tab, nil)
 		}
 		// Claims go out claimAhead before the instant: the winner then
 		// starts the job at the instant itself, however long it took Redis
 		// to decide every run that shares it.
 		ahead := s.ahead()
-		for !held && len(h) > 0 && !h[0].fire.After(now.Add(ahead)) {
+		for !hold && len(h) > 0 && !h[0].fire.After(now.Add(ahead)) {
 			e := h[0]
 			if due == nil {
 				due = make([]claimReq, 0, max(lastDue, 1))
@@ -85,15 +88,41 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 			}
 		}
 		due, pending = append(due, pending...), nil
-		if len(due) > 0 {
-			lastDue = len(due)
-			s.loops.Go(func() { s.claim(ctx, due) })
+		// One batch in flight at a time: while Redis has not answered the
+		// last one, the runs due since wait, and go out together in the
+		// next call once it has. Sent at once instead, each instant's batch
+		// would share a Redis that cannot keep up with every other: all of
+		// them answered late, the heartbeats and closes starved, and the
+		// backlog never drained. Those whose starting deadline passed
+		// meanwhile are missed: recorded as such, not claimed.
+		//
+		// A batch carries at most one instant's worth of runs (the most
+		// that came due at once), the oldest first: a pipeline is answered
+		// only when all of it is, so runs Redis decided early in a batch of
+		// several instants would start seconds after their decision, and
+		// the runs behind them could not be dropped when their deadline
+		// passed.
+		maxDue = max(maxDue, len(due))
+		held = append(held, due...)
+		if inflight == nil && len(held) > 0 {
+			batch := s.dropLate(held)
+			held = nil
+			if n := max(maxDue, heldBatchMin); len(batch) > n {
+				held = append([]claimReq(nil), batch[n:]...)
+				batch = batch[:n:n]
+			}
+			if len(batch) > 0 {
+				lastDue = len(batch)
+				answered := make(chan struct{})
+				inflight = answered
+				s.loops.Go(func() { s.claimFirst(ctx, batch, answered) })
+			}
 		}
 		// The sleep is measured on the monotonic clock, the instants on the
 		// wall clock: waking at least every maxDispatchSleep notices a step
 		// of the wall clock (either way) within that time.
 		wait := maxDispatchSleep
-		if len(h) > 0 && !held {
+		if len(h) > 0 && !hold {
 			wait = min(wait, h[0].fire.Sub(now)-ahead)
 		}
 		timer.Reset(wait)
@@ -102,9 +131,33 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 			return
 		case <-s.reloaded:
 		case <-timer.C:
+		case <-inflight:
+			inflight = nil
 		}
 	}
 }
+
+// dropLate returns the claims of reqs still worth sending: a scheduled
+// run whose starting deadline passed while it waited for the batch before
+// it is missed, and queued to be recorded so (recordMisses), as a claim
+// that came too late would be.
+func (s *Scheduler) dropLate(reqs []claimReq) []claimReq {
+	now := s.now()
+	keep := reqs[:0]
+	for _, r := range reqs {
+		if r.kind == kindScheduled && now.After(r.fire.Add(r.j.StartingDeadline)) {
+			s.queueMiss(r)
+			continue
+		}
+		keep = append(keep, r)
+	}
+	return keep
+}
+
+// heldBatchMin is the least a batch of runs that waited for the one before
+// may carry (see dispatch): the runs of several instants of a small table
+// go out together.
+var heldBatchMin = 4 * maxBatch
 
 // maxDispatchSleep bounds the dispatcher's sleep between looks at the clock.
 const maxDispatchSleep = time.Second

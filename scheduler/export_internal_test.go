@@ -3,3 +3,12 @@ package scheduler
 // ClaimHead is the number of claim.lua's own arguments, for the external
 // tests that tell claim calls apart by their shape.
 const ClaimHead = claimHead
+
+// SetHeldBatchMin sets the least a batch of runs that waited may carry
+// (dispatch.go), for a test that shows one instant's worth going out at a
+// time with a one-job table; it returns the restore.
+func SetHeldBatchMin(n int) (restore func()) {
+	old := heldBatchMin
+	heldBatchMin = n
+	return func() { heldBatchMin = old }
+}

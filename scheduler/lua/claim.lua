@@ -80,6 +80,14 @@ local function tick()
   end
 end
 
+-- Why a run below the data-loss floor is missed. Built once per call:
+-- Lua concatenates at run time, and a won claim would build them per run.
+local LOSS = 'Redis lost data (a restart without persistence, a flush, or a failover to a copy that missed ' ..
+  'writes) after this run could have started: it is not started again'
+local LOSS_UNSURE = 'Redis held no state of this job when this run was due: a new job (or key prefix), or Redis ' ..
+  'lost data (a restart without persistence, a flush, or a failover to a copy that missed writes) that no running ' ..
+  'replica saw; a run that could have started before is not started, so that it cannot run twice'
+
 -- rerun: a backfill decides again a run decided without starting (see
 -- claim_backfill); the old record is replaced once the new decision is
 -- made.
@@ -171,7 +179,11 @@ local function claim(meta, a, rerun)
   -- Manual and backfill runs leave the job's last decided instant alone:
   -- catch-up reads it as "everything up to here was decided".
   local moves_last = kind ~= 'm' and kind ~= 'b'
-  -- decide records a decision that starts nothing (skip, miss) and files it.
+  -- decide records a decision that starts nothing (skip, miss) and files
+  -- it (common.lua's file: note, push_entry, notify), reading the job's
+  -- meta once and writing it once, as complete.lua does: a replica that
+  -- fell behind decides many runs so, and each must cost less than the
+  -- run it did not start.
   local function decide(outcome, err)
     if rerun then
       redis.call('DEL', rk)
@@ -179,20 +191,24 @@ local function claim(meta, a, rerun)
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
       'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
     keep(rk, retention, sched, now)
+    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'notify')
+    local rec = {id = id, job = job, kind = rkind, sched = sched_s, decision = outcome, outcome = outcome,
+      replica = replica, finished = now_s, error = err}
+    local set = push_counted(base, cjson.encode(rec), outcome, outcome, hlimit, m)
+    set[#set + 1], set[#set + 2] = 'at:' .. outcome, now_s
     if moves_last and sched > last then
-      redis.call('HSET', meta, 'last', sched_s)
+      set[#set + 1], set[#set + 2] = 'last', sched_s
     end
-    file(base, {id = id, job = job, kind = rkind, sched = sched_s, decision = outcome, outcome = outcome,
-      replica = replica, finished = now_s, error = err}, hlimit)
+    redis.call('HSET', meta, unpack(set))
+    if m[4] == '1' then
+      notify(base, rec)
+    end
     return {outcome, epoch}
   end
 
-  local loss = 'Redis lost data (a restart without persistence, a flush, or a failover to a copy that missed ' ..
-    'writes) after this run could have started: it is not started again'
+  local loss = LOSS
   if unsure then
-    loss = 'Redis held no state of this job when this run was due: a new job (or key prefix), or Redis lost data ' ..
-      '(a restart without persistence, a flush, or a failover to a copy that missed writes) that no running ' ..
-      'replica saw; a run that could have started before is not started, so that it cannot run twice'
+    loss = LOSS_UNSURE
   end
   if kind == 'm' then
     if not redis.call('ZSCORE', base .. 'manual', id) then
@@ -332,11 +348,13 @@ local function claim(meta, a, rerun)
     pfree = 0
   end
   local pool_full = pfree <= 0 or (overlap == 'wait' and queued > 0 and pool ~= '')
-  local full = 'all ' .. limit .. ' concurrency slots busy'
-  if held + queued < limit and pool_full then
-    full = 'all ' .. psize .. ' slots of pool ' .. pool .. ' busy'
-  end
   if held + queued >= limit or pool_full then
+    -- Said only when the run does not start: a number in a string is a
+    -- conversion, and most claims start.
+    local full = 'all ' .. limit .. ' concurrency slots busy'
+    if held + queued < limit then
+      full = 'all ' .. psize .. ' slots of pool ' .. pool .. ' busy'
+    end
     if kind == 'b' then
       -- A backfill runs within the job's concurrency and its pool: it
       -- takes the instant again when a slot is free.

@@ -55,13 +55,14 @@ for i = 1, #KEYS do
     -- Kept for its retention, never deleted: a replica whose clock lags must
     -- still find the run decided.
     keep(rk, ARGV[a + 7], rec[8], now)
-    local set = {'at:' .. outcome, fin}
+    local at = 'at:' .. outcome
+    local set = {at, fin}
     if outcome == 'succeeded' then
       set[3], set[4] = 'ok', fin
     end
     -- m[7..]: the statistics as this close leaves them (STATS order).
     for k, f in ipairs(STATS) do
-      if f == 'at:' .. outcome or (f == 'ok' and outcome == 'succeeded') then
+      if f == at or (f == 'ok' and outcome == 'succeeded') then
         m[6 + k] = fin
       end
     end
