@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -127,6 +128,36 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		want := map[bool]int{false: 1, true: 0}[lost]
 		if vs := w.check(); count(vs, invLeaseLostRan) != want {
 			t.Errorf("record lost %v: %d %s violations, want %d: %v", lost, count(vs, invLeaseLostRan), invLeaseLostRan, want, vs)
+		}
+	}
+
+	// A manual request made in the calm period, never granted, waiting its
+	// turn: not run is a break of manual-runs-once — unless it was handed
+	// back to the pending requests when every replica stopped at the end,
+	// the job's slot held by other runs all along but for short gaps (the
+	// admission of the next waiter; seed 8019). A long free gap, or no
+	// hand-back, is still a break.
+	for _, c := range []struct {
+		name   string
+		handed bool
+		gap    time.Duration
+		want   int
+	}{{"handed back, busy", true, 200 * time.Millisecond, 0}, {"not handed back", false, 200 * time.Millisecond, 1},
+		{"handed back, slot free 5s", true, 5 * time.Second, 1}} {
+		w := world()
+		calm := simFaultsUntil
+		id := "j@manual-9"
+		w.obs.manual = []simManual{{id: id, job: "j", at: t0.Add(calm + time.Second)}}
+		for i, from := 0, calm-2*time.Second; from < simLength; i++ {
+			to := from + 6*time.Second
+			lease(w, r0, fmt.Sprintf("j@run%d", i), fmt.Sprintf("o%d", i), 1, int64(10+i), from, to)
+			from = to + c.gap
+		}
+		if c.handed {
+			w.obs.handed[id+"|om"] = t0.Add(simLength)
+		}
+		if vs := w.check(); count(vs, invManualOnce) != c.want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, count(vs, invManualOnce), invManualOnce, c.want, vs)
 		}
 	}
 

@@ -216,6 +216,98 @@ func (w *simWorld) endLeasesBut(job string, held []string) {
 	}
 }
 
+// stillWaiting reports whether manual request m, never granted, was handed
+// back to the pending requests when every replica stopped at the end, having
+// waited behind a job whose every slot was held, on the store's clock, from
+// the calm period (or the request, if later) to the end, but for the short
+// gaps in which the store admits the next waiter.
+func (w *simWorld) stillWaiting(m simManual) bool {
+	o := &w.obs
+	end := w.start.Add(simLength)
+	handedAtEnd := false
+	for k, t := range o.handed {
+		if strings.HasPrefix(k, m.id+"|") && !t.Before(end) {
+			handedAtEnd = true
+		}
+	}
+	if !handedAtEnd {
+		return false
+	}
+	from := w.start.Add(simFaultsUntil)
+	if m.at.After(from) {
+		from = m.at
+	}
+	return w.slotsBusy(m.job, from, end, simAdmitGap)
+}
+
+// simAdmitGap is how long a job's slot may stay free while the store admits
+// its next waiter (a released slot is offered at the waiter's next poll).
+const simAdmitGap = time.Second
+
+// slotsBusy reports whether job's valid leases held its every slot (its
+// largest concurrency) throughout [from, to], but for gaps of at most gap.
+func (w *simWorld) slotsBusy(job string, from, to time.Time, gap time.Duration) bool {
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var edges []edge
+	for _, l := range w.obs.leaseN {
+		if l.job != job {
+			continue
+		}
+		// One lease's spans merged: a renewal overlapping the span it
+		// extends is one holder.
+		spans := slices.Clone(l.spans)
+		sort.Slice(spans, func(a, b int) bool { return spans[a][0].Before(spans[b][0]) })
+		var merged [][2]time.Time
+		for _, sp := range spans {
+			if !sp[1].After(sp[0]) {
+				continue
+			}
+			if k := len(merged); k > 0 && !sp[0].After(merged[k-1][1]) {
+				if sp[1].After(merged[k-1][1]) {
+					merged[k-1][1] = sp[1]
+				}
+				continue
+			}
+			merged = append(merged, sp)
+		}
+		for _, sp := range merged {
+			edges = append(edges, edge{sp[0], 1}, edge{sp[1], -1})
+		}
+	}
+	sort.Slice(edges, func(a, b int) bool {
+		if !edges[a].at.Equal(edges[b].at) {
+			return edges[a].at.Before(edges[b].at)
+		}
+		return edges[a].d > edges[b].d // a renewal meeting its span's end is no gap
+	})
+	limit := w.plan.limit(job)
+	n := 0
+	idle := from // since when not every slot is held (zero: all held)
+	for _, e := range edges {
+		if e.at.After(to) {
+			break
+		}
+		n += e.d
+		// Reading the count after every edge of one instant: the sort
+		// puts starts first, so a count below the limit here is a gap.
+		if n >= limit && !idle.IsZero() {
+			if e.at.After(from) && e.at.Sub(idle) > gap {
+				return false
+			}
+			idle = time.Time{}
+		} else if n < limit && idle.IsZero() {
+			idle = e.at
+			if idle.Before(from) {
+				idle = from
+			}
+		}
+	}
+	return idle.IsZero() || to.Sub(idle) <= gap
+}
+
 // cut ends every span of l that began by t at t.
 func (l *simLease) cut(t time.Time) {
 	for i, sp := range l.spans {
@@ -636,6 +728,14 @@ func (w *simWorld) check() []simViolation {
 		}
 		if lossAnswer && o.lossBetween(m.at.Add(-simLossNoticed), w.start.Add(simLength), false) {
 			continue // made before the store noticed its loss: recorded missed, as documented
+		}
+		if first == nil && w.stillWaiting(m) {
+			// Waiting its turn behind other runs of a job that was busy
+			// all along, it was handed back to the pending requests
+			// when every replica stopped at the end (seed 8019: six
+			// manual runs queued on slow, whose runs take 3-9 s): not
+			// lost, the store keeps it for the next replica.
+			continue
 		}
 		var what []string
 		for _, r := range o.records[m.id] {
