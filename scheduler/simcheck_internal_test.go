@@ -112,6 +112,34 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// The same run, its replica stopping and alive all along: the store
+	// ran its claim and, at the same instant, the claim it sent once more
+	// (seed 8036: a stalled store ran both after the calls gave up). No
+	// answer heard: it never learnt the run was its own. One ask only (no
+	// ask once more), or an answer heard, is a break.
+	for _, c := range []struct {
+		name  string
+		asks  int
+		heard bool
+		want  int
+	}{{"both asks lost", 2, false, 0}, {"asked once", 1, false, 1}, {"answer heard", 2, true, 1}} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		for range c.asks {
+			w.obs.grants = append(w.obs.grants, simGrant{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"})
+		}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		w.obs.stopped[r0] = t0.Add(-time.Second)
+		w.obs.exited[r0] = t0.Add(time.Minute)
+		if c.heard {
+			w.obs.heard[id+"|o0"] = t0
+		}
+		if vs := w.check(); count(vs, invLeaseLostRan) != c.want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, count(vs, invLeaseLostRan), invLeaseLostRan, c.want, vs)
+		}
+	}
+
 	// The same run, its replica up, its holder's "never started" close
 	// reaching the store at 5 s: a break — unless the store lost its data
 	// at 4 s, with the record (seed 27).
