@@ -92,6 +92,30 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// The same, the first run's grant heard at once, but its retry's
+	// attempt 2 (token 15, issued at 1 s, answered late) starts at 3 s,
+	// after j@b's start with token 20: a break — unless the store had
+	// replaced the run at 2 s (its record says so) before the attempt
+	// started: a stale holder its next renewal would tell (seed 8015).
+	for _, replaced := range []bool{false, true} {
+		w := world()
+		lease(w, r0, "j@a", "o0", 1, 10, 0, 5*time.Second).cut(t0.Add(2 * time.Second))
+		lease(w, r1, "j@b", "o1", 1, 20, 2*time.Second, 7*time.Second)
+		w.obs.heard["j@a|o0"] = t0
+		w.obs.heard["j@b|o1"] = t0.Add(2 * time.Second)
+		w.obs.attempts = []simAttempt{{job: "j", id: "j@a", attempt: 1, slot: 1, token: 10, in: r0, start: t0},
+			{job: "j", id: "j@b", attempt: 1, slot: 1, token: 20, in: r1, start: t0.Add(2 * time.Second)},
+			{job: "j", id: "j@a", attempt: 2, slot: 1, token: 15, in: r0, start: t0.Add(3 * time.Second)}}
+		if replaced {
+			w.obs.records["j@a"] = []Run{{ID: "j@a", Job: "j", Decision: Started, Outcome: Replaced, Replica: "r0", FencingToken: 15,
+				ScheduledAt: t0, FinishedAt: t0.Add(2 * time.Second)}}
+		}
+		want := map[bool]int{false: 1, true: 0}[replaced]
+		if vs := w.check(); count(vs, invSlotTokens) != want {
+			t.Errorf("replaced before the attempt %v: %d %s violations, want %d: %v", replaced, count(vs, invSlotTokens), invSlotTokens, want, vs)
+		}
+	}
+
 	// A run granted at 0 s to a replica stopping since -1 s, never run,
 	// closed lease_lost by the cluster at 3 s: a break of
 	// lease-lost-means-ran — unless the replica was gone (its shutdown

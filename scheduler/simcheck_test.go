@@ -1031,6 +1031,19 @@ func (w *simWorld) checkLeases() []simViolation {
 			staleOnArrival[fmt.Sprintf("%s|%s", l.id, l.in)] = true
 		}
 	}
+	// replacedAt: when the store replaced a run (overlap: replace), its
+	// record's end. An attempt its holder starts after that, before its
+	// next renewal tells it so, is a stale holder too (seed 8015: a
+	// retry's attempt token, issued before the replace, answered 4 s late,
+	// after it; the holder's last renewal was still within its lease).
+	replacedAt := map[string]time.Time{}
+	for id, rs := range o.records {
+		for _, r := range rs {
+			if r.Outcome == Replaced && !r.FinishedAt.IsZero() {
+				replacedAt[id] = r.FinishedAt
+			}
+		}
+	}
 	seen := map[string][]simAttempt{}
 	wrong := 0
 	for _, a := range o.attempts {
@@ -1055,7 +1068,8 @@ func (w *simWorld) checkLeases() []simViolation {
 				if !ok {
 					from = top.start
 				}
-				if !o.impaired(a.in, from, a.start) && !o.lossBetween(top.start, a.start, true) && !staleOnArrival[fmt.Sprintf("%s|%s", a.id, a.in)] {
+				if !o.impaired(a.in, from, a.start) && !o.lossBetween(top.start, a.start, true) && !staleOnArrival[fmt.Sprintf("%s|%s", a.id, a.in)] &&
+					!w.replacedBefore(replacedAt, a) {
 					reported++
 					add(invSlotTokens, a.id, "slot %s: %s attempt %d started on %s at t=%s with token %d, after %s attempt %d (%s, t=%s) with token %d%s",
 						k, a.id, a.attempt, a.in, w.rel(a.start), a.token, top.id, top.attempt, top.in, w.rel(top.start), top.token,
@@ -1068,6 +1082,13 @@ func (w *simWorld) checkLeases() []simViolation {
 		}
 	}
 	return vs
+}
+
+// replacedBefore reports whether the store had replaced attempt a's run
+// before a started: its holder, not told yet, is a stale holder.
+func (w *simWorld) replacedBefore(replacedAt map[string]time.Time, a *simAttempt) bool {
+	t, ok := replacedAt[a.id]
+	return ok && !t.After(a.start)
 }
 
 // simForLoss reports whether a missed run's error is the store's answer
