@@ -161,7 +161,9 @@ type simObs struct {
 	// the plan's backfill (simbackfill_test.go): when asked, and its state at the end
 	backfillAt  time.Time
 	backfillEnd *Backfill
-	backfillErr error
+	// whether its job was paused in the store at the end
+	backfillPaused bool
+	backfillErr    error
 }
 
 func newSimObs() simObs {
