@@ -239,6 +239,36 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// A scheduled run granted at 0 s, its claim answered past its lease,
+	// recorded started -> missed, "never started", at 3 s; a backfill then
+	// grants and starts it at 10 s: what a backfill is for, no second grant
+	// nor second decision (seed 8061) — unless the first had run (ended
+	// lease_lost), or the backfill's grant came before the first was
+	// closed (two grants of a run in flight).
+	for _, c := range []struct {
+		name    string
+		outcome Outcome
+		closed  time.Duration
+		want    int
+	}{{"never started", Missed, 3 * time.Second, 0}, {"ran", LeaseLost, 3 * time.Second, 1},
+		{"granted before closed", Missed, 12 * time.Second, 1}} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"},
+			{at: t0.Add(10 * time.Second), job: "j", id: id, owner: "o1", fence: 9, in: r1, via: "claim b"}}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Kind: KindScheduled, Decision: Started, Outcome: c.outcome, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(c.closed), Error: "never started"},
+			{ID: id, Job: "j", Kind: KindBackfill, Decision: Started, Outcome: Succeeded, Replica: "r1", FencingToken: 9,
+				ScheduledAt: t0, FinishedAt: t0.Add(11 * time.Second)}}
+		vs := w.check()
+		if got := count(vs, invOneGrant); got != c.want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, got, invOneGrant, c.want, vs)
+		}
+		if got, want := count(vs, invOneRecord), map[bool]int{true: 0, false: 1}[c.outcome == Missed]; got != want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, got, invOneRecord, want, vs)
+		}
+	}
+
 	// One slot's tokens must rise in order of grant.
 	w := world()
 	lease(w, r0, "j@a", "o0", 1, 20, 0, time.Second)

@@ -592,6 +592,9 @@ func (w *simWorld) check() []simViolation {
 			}
 		}
 		if len(m) > 1 {
+			w.dropBackfillRerun(id, m)
+		}
+		if len(m) > 1 {
 			var gs []simGrant
 			for _, g := range m {
 				gs = append(gs, g)
@@ -1099,6 +1102,51 @@ func simForLoss(err string) bool {
 	return strings.HasPrefix(err, simLossReason) || strings.HasPrefix(err, simUnsureReason)
 }
 
+// dropBackfillRerun drops from run id's grants m (by owner) the one grant a
+// backfill made of a run that never started before: a backfill runs the
+// instants of its range decided without starting — also a run recorded
+// started -> missed, "never started" (its claim answered past its lease;
+// seed 8061) — under their own run ids. Only when every earlier decision
+// of the run was closed without starting before the backfill's grant;
+// that it had not started is also backfill-runs-undecided's to check.
+func (w *simWorld) dropBackfillRerun(id string, m map[string]simGrant) {
+	o := &w.obs
+	var bf *simGrant
+	for _, g := range m {
+		if strings.HasSuffix(g.via, fmt.Sprintf(" %c", kindBackfill)) {
+			if bf != nil {
+				return // two backfill grants: both stay
+			}
+			bf = &g
+		}
+	}
+	if bf == nil {
+		return
+	}
+	var before []Run
+	for _, r := range o.records[id] {
+		if r.Kind != KindBackfill {
+			before = append(before, r)
+		}
+	}
+	if len(before) == 0 {
+		return
+	}
+	for _, r := range before {
+		if !simNeverStarted(r) || r.FinishedAt.IsZero() || r.FinishedAt.After(bf.at) {
+			return
+		}
+	}
+	delete(m, bf.owner)
+}
+
+// simNeverStarted reports whether r is a decision without a start: missed
+// or skipped, or started -> missed ("never started": its claim came back
+// past its lease).
+func simNeverStarted(r Run) bool {
+	return r.Decision != Started || r.Outcome == Missed
+}
+
 // simBackfillReruns drops the decisions a backfill was for: a backfill runs
 // the instants of its range that never started (recorded missed or
 // skipped_*), under their own run ids (README, "Backfill"), so such a run
@@ -1118,7 +1166,7 @@ func simBackfillReruns(rs []Run) []Run {
 		return rs
 	}
 	for _, r := range other {
-		if r.Decision == Started || r.Kind == KindBackfill {
+		if !simNeverStarted(r) || r.Kind == KindBackfill {
 			return rs
 		}
 	}
