@@ -60,7 +60,7 @@ func summarize(tab []scheduler.Job, ov []scheduler.Overview, now time.Time) summ
 
 // The runs page's filters.
 var (
-	runOutcomes = []string{"", "bad", "failed", "timed_out", "lease_lost", "missed", "cancelled", "succeeded", "skipped", "running"}
+	runOutcomes = []string{"", "bad", "failed", "timed_out", "lease_lost", "missed", "cancelled", "interrupted", "replaced", "succeeded", "skipped", "running"}
 	runSpans    = map[string]time.Duration{"1h": time.Hour, "6h": 6 * time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "": 0}
 )
 
@@ -95,7 +95,7 @@ func matchOutcome(want string, r scheduler.Run) bool {
 	case "skipped":
 		return strings.HasPrefix(string(o), "skipped")
 	case "running":
-		return o == scheduler.Running
+		return o == scheduler.Running || o == scheduler.Waiting || o == scheduler.Started
 	}
 	return string(o) == want
 }

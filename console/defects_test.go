@@ -54,11 +54,15 @@ func TestBrowserLayoutDefects(t *testing.T) {
 	}
 	b.Shot(t, "cockpit-jobs-1280")
 
-	// The timeline: a symbol on every bar; no two bars of one lane overlap.
+	// The timeline: a symbol on every bar; the sub-second runs of sweep,
+	// one after another, are not drawn over each other, and all three are
+	// counted.
 	b.Do(t, "sweep", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
 	if n := browsertest.JS[int](t, b, `[...document.querySelectorAll("svg .bar")].filter(g => !g.querySelector("text")).length`); n != 0 {
 		t.Errorf("%d bars of sub-second runs carry no symbol", n)
 	}
+	checkLanes(t, b, "1280 px", 3)
+	b.Shot(t, "cockpit-sweep-1280")
 	b.Do(t, "heartbeat", chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(chromedp.CSS("figure.timeline svg")))
 	overlap := browsertest.JS[int](t, b, `(() => {
 		const r = [...document.querySelectorAll("svg .bar rect")].map(e => e.getBoundingClientRect());
@@ -75,6 +79,7 @@ func TestBrowserLayoutDefects(t *testing.T) {
 	// history column; no sideways scroll of the page.
 	b.Phone(t, true)
 	b.Do(t, "phone job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.WaitVisible(chromedp.CSS("figure.timeline figcaption")))
+	checkLanes(t, b, "390 px", 3)
 	if h := browsertest.JS[float64](t, b, `Math.min(...[...document.querySelectorAll("svg .lane text, svg .axis text")].map(e => e.getBoundingClientRect().height).filter(h => h > 0))`); h < 9 {
 		t.Errorf("at 390 px the timeline's labels are %.1f px tall", h)
 	}
@@ -149,5 +154,33 @@ func TestBrowserRunNowQueueFull(t *testing.T) {
 	h.ServeHTTP(rec, r)
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "waiting to be picked up") {
 		t.Errorf("Run now without JavaScript on a full queue: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// checkLanes fails the test when two bars of one lane of the timeline in
+// view overlap as drawn, or when its bars do not stand for runs runs.
+func checkLanes(t *testing.T, b *browser, where string, runs int) {
+	t.Helper()
+	type lanes struct{ Overlaps, Runs int }
+	got := browsertest.JS[lanes](t, b, `(() => {
+		let overlaps = 0, runs = 0;
+		for (const svg of document.querySelectorAll("figure.timeline svg")) {
+			if (!svg.getBoundingClientRect().width) continue; // the other one
+			const bars = [...svg.querySelectorAll(".bar")].map(g => {
+				const rect = g.querySelector("rect");
+				runs += Number(g.dataset.runs);
+				return {lane: rect.getAttribute("y"), box: rect.getBoundingClientRect()};
+			});
+			for (let i = 0; i < bars.length; i++) for (let k = i + 1; k < bars.length; k++) {
+				const a = bars[i], c = bars[k];
+				if (a.lane === c.lane && a.box.left < c.box.right - 0.5 && c.box.left < a.box.right - 0.5) overlaps++;
+			}
+		}
+		return {Overlaps: overlaps, Runs: runs}; })()`)
+	if got.Overlaps != 0 {
+		t.Errorf("at %s %d pairs of bars of one lane of the timeline are drawn over each other", where, got.Overlaps)
+	}
+	if got.Runs != runs {
+		t.Errorf("at %s the timeline's bars stand for %d runs, want %d", where, got.Runs, runs)
 	}
 }

@@ -151,6 +151,8 @@ func outcomeOf(o scheduler.Outcome) outcomeView {
 		return outcomeView{"skip", "–", "skipped (overlap)"}
 	case scheduler.SkippedPaused:
 		return outcomeView{"skip", "–", "skipped (paused)"}
+	case scheduler.SkippedBlackout:
+		return outcomeView{"skip", "–", "skipped (blackout)"}
 	case scheduler.Missed:
 		return outcomeView{"bad", "○", "missed"}
 	case scheduler.Running, scheduler.Started:

@@ -218,6 +218,9 @@ func NewHandler(cfg Config) http.Handler {
 	route("GET", "/api/v1/jobs", read(a.listJobs))
 	route("GET", "/api/v1/jobs/{name}", read(a.getJob))
 	route("GET", "/api/v1/jobs/{name}/runs", read(a.listRuns))
+	route("GET", "/api/v1/summary", read(a.summary))
+	route("GET", "/api/v1/runs", read(a.acrossRuns))
+	route("GET", "/api/v1/pools", read(a.pools))
 	route("POST", "/api/v1/jobs/{name}/trigger", mutating(a.trigger))
 	route("POST", "/api/v1/jobs/{name}/pause", mutating(a.pause))
 	route("POST", "/api/v1/jobs/{name}/resume", mutating(a.resume))
@@ -350,6 +353,9 @@ type JobInfo struct {
 	Pool *scheduler.PoolUse `json:"pool,omitempty"`
 	// LastRun is the latest finished run. Listing only.
 	LastRun *scheduler.Run `json:"last_run,omitempty"`
+	// Definition is the rest of the job's definition, secrets left out.
+	// GET /api/v1/jobs/{name} only.
+	Definition *Definition `json:"definition,omitempty"`
 }
 
 // Kind names a job's kind: command, http or func.
@@ -466,7 +472,9 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
 		a.storeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, JobStatus{Job: a.info(j), Status: *st})
+	in := a.info(j)
+	in.Definition = define(j)
+	writeJSON(w, http.StatusOK, JobStatus{Job: in, Status: *st})
 }
 
 // RunList is the answer of GET /api/v1/jobs/{name}/runs.

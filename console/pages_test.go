@@ -1,0 +1,92 @@
+package console
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/solocron/solocron/scheduler"
+)
+
+// engineOutcomes are the Outcome constants the scheduler package declares,
+// read from its source: a new outcome is seen here the day it is added,
+// without anyone remembering to list it.
+func engineOutcomes(t *testing.T) []scheduler.Outcome {
+	t.Helper()
+	pkgs, err := parser.ParseDir(token.NewFileSet(), "../scheduler", func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []scheduler.Outcome
+	for _, f := range pkgs["scheduler"].Files {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				v := spec.(*ast.ValueSpec)
+				if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "Outcome" {
+					continue
+				}
+				for _, val := range v.Values {
+					lit, ok := val.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						t.Fatalf("an Outcome constant that is not a string literal: %#v", val)
+					}
+					out = append(out, scheduler.Outcome(strings.Trim(lit.Value, "\"`")))
+				}
+			}
+		}
+	}
+	// SPEC §6's 5 decisions and 7 ends, and running and waiting: fewer
+	// means the source was not read as expected.
+	if len(out) < 14 {
+		t.Fatalf("read %d Outcome constants from ../scheduler: %v", len(out), out)
+	}
+	return out
+}
+
+// Every outcome of the engine has its symbol, words and colour class in
+// the console (skipped_blackout had none: it showed "?" and its raw
+// name), the class has a colour in the style sheet, and the runs page has
+// a filter that finds it.
+func TestEveryOutcomeIsShown(t *testing.T) {
+	css, err := assetFiles.ReadFile("assets/style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown := outcomeOf("no-such-outcome")
+	for _, o := range engineOutcomes(t) {
+		v := outcomeOf(o)
+		if v == unknown || v.Symbol == "" || v.Words == "" || strings.Contains(v.Words, "_") {
+			t.Errorf("outcome %q is shown as %+v: no symbol or words of its own", o, v)
+		}
+		if !regexp.MustCompile(`\.outcome\.` + v.Class + `\b`).Match(css) {
+			t.Errorf("outcome %q: class %q has no colour in style.css", o, v.Class)
+		}
+		if o == scheduler.Started {
+			continue // a started run's record shows its end, or running
+		}
+		r := scheduler.Run{Decision: o}
+		if !strings.HasPrefix(string(o), "skipped") && o != scheduler.Missed {
+			r = scheduler.Run{Decision: scheduler.Started, Outcome: o}
+		}
+		found := ""
+		for _, f := range runOutcomes[1:] {
+			if matchOutcome(f, r) {
+				found = f
+				break
+			}
+		}
+		if found == "" {
+			t.Errorf("outcome %q: no filter of the runs page finds it", o)
+		}
+	}
+}

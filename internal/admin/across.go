@@ -1,0 +1,231 @@
+package admin
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/solocron/solocron/scheduler"
+)
+
+// The reads across jobs, as the console's jobs page (its summary strip),
+// runs page and pools page show them: each read of every job's state costs
+// one Overview (two pipelined round trips on one Redis deployment).
+
+// Summary is the answer of GET /api/v1/summary: what needs a look. Bad
+// counts jobs with a run that failed, timed out or lost its lease within
+// the last hour (day); Missed jobs with a missed instant.
+type Summary struct {
+	Jobs       int `json:"jobs"`
+	Running    int `json:"running"`
+	BadHour    int `json:"bad_last_hour"`
+	BadDay     int `json:"bad_last_day"`
+	MissedHour int `json:"missed_last_hour"`
+	MissedDay  int `json:"missed_last_day"`
+	Paused     int `json:"paused"`
+}
+
+// badOutcomes are what Summary and ?outcome=bad count as gone wrong.
+var badOutcomes = []scheduler.Outcome{scheduler.Failed, scheduler.TimedOut, scheduler.LeaseLost}
+
+// overview reads every job of the table, recent runs of each.
+func (a *api) overview(w http.ResponseWriter, r *http.Request, tab []scheduler.Job, recent int) ([]scheduler.Overview, bool) {
+	if len(tab) == 0 {
+		return nil, true
+	}
+	names := make([]string, len(tab))
+	for i, j := range tab {
+		names[i] = j.Name
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
+	defer cancel()
+	ov, err := a.cfg.Control.Overview(ctx, names, recent)
+	if err != nil {
+		a.storeError(w, err)
+		return nil, false
+	}
+	return ov, true
+}
+
+func (a *api) summary(w http.ResponseWriter, r *http.Request) {
+	tab := a.cfg.Jobs()
+	ov, ok := a.overview(w, r, tab, 1)
+	if !ok {
+		return
+	}
+	now := a.cfg.Now()
+	within := func(o scheduler.Overview, ocs []scheduler.Outcome, d time.Duration) bool {
+		for _, oc := range ocs {
+			if at, ok := o.LastEnded[oc]; ok && now.Sub(at) <= d {
+				return true
+			}
+		}
+		return false
+	}
+	missed := []scheduler.Outcome{scheduler.Missed}
+	s := Summary{Jobs: len(tab)}
+	for i, o := range ov {
+		s.Running += len(o.Running)
+		if o.Paused || tab[i].Paused {
+			s.Paused++
+		}
+		for _, c := range []struct {
+			n   *int
+			ocs []scheduler.Outcome
+			d   time.Duration
+		}{{&s.BadHour, badOutcomes, time.Hour}, {&s.BadDay, badOutcomes, 24 * time.Hour},
+			{&s.MissedHour, missed, time.Hour}, {&s.MissedDay, missed, 24 * time.Hour}} {
+			if within(o, c.ocs, c.d) {
+				(*c.n)++
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// AcrossRuns is the answer of GET /api/v1/runs: every job's runs that
+// match, newest instant first. It reads each job's latest PerJob runs;
+// More says that more matched than the limit.
+type AcrossRuns struct {
+	Runs   []scheduler.Run `json:"runs"`
+	PerJob int             `json:"per_job"`
+	More   bool            `json:"more,omitempty"`
+}
+
+// runFilters are the values of ?outcome= on GET /api/v1/runs, as on the
+// console's runs page: an outcome, or bad (failed, timed out, lease lost),
+// skipped (any skip) or running (also waiting).
+var runFilters = []string{"bad", "failed", "timed_out", "lease_lost", "missed", "cancelled", "interrupted", "replaced", "succeeded", "skipped", "running"}
+
+// acrossRead bounds what GET /api/v1/runs reads: each job's latest
+// acrossRead/len(jobs) runs (at least 5, at most 100).
+const acrossRead = 5000
+
+func matchRun(want string, r scheduler.Run) bool {
+	o := r.Outcome
+	if o == "" {
+		o = r.Decision
+	}
+	switch want {
+	case "":
+		return true
+	case "bad":
+		return slices.Contains(badOutcomes, o)
+	case "skipped":
+		return strings.HasPrefix(string(o), "skipped")
+	case "running":
+		return o == scheduler.Running || o == scheduler.Waiting || o == scheduler.Started
+	}
+	return string(o) == want
+}
+
+// sinceParam reads ?since=: a Go duration, or whole days ("7d").
+func sinceParam(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
+	s := r.URL.Query().Get("since")
+	if s == "" {
+		return 0, true
+	}
+	var d time.Duration
+	var err error
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		n, err = strconv.Atoi(days)
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d <= 0 {
+		writeError(w, http.StatusBadRequest, "since must be a positive duration (90m, 24h) or days (7d)")
+		return 0, false
+	}
+	return d, true
+}
+
+func (a *api) acrossRuns(w http.ResponseWriter, r *http.Request) {
+	want := r.URL.Query().Get("outcome")
+	if want != "" && !slices.Contains(runFilters, want) {
+		writeError(w, http.StatusBadRequest, "outcome must be one of: "+strings.Join(runFilters, ", "))
+		return
+	}
+	span, ok := sinceParam(w, r)
+	if !ok {
+		return
+	}
+	limit, ok := intParam(w, r, "limit", 200, maxRunsLimit)
+	if !ok {
+		return
+	}
+	tab := a.cfg.Jobs()
+	out := AcrossRuns{Runs: []scheduler.Run{}, PerJob: min(max(acrossRead/max(len(tab), 1), 5), 100)}
+	ov, ok := a.overview(w, r, tab, out.PerJob)
+	if !ok {
+		return
+	}
+	now := a.cfg.Now()
+	for _, o := range ov {
+		for _, run := range slices.Concat(o.Running, o.History) {
+			at := cmp.Or(run.FinishedAt, run.StartedAt, run.ScheduledAt)
+			if matchRun(want, run) && (span == 0 || (!run.ScheduledAt.IsZero() && now.Sub(at) <= span)) {
+				out.Runs = append(out.Runs, run)
+			}
+		}
+	}
+	slices.SortStableFunc(out.Runs, func(x, y scheduler.Run) int { return y.ScheduledAt.Compare(x.ScheduledAt) })
+	if len(out.Runs) > limit {
+		out.Runs, out.More = out.Runs[:limit], true
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// Pool is one pool of GET /api/v1/pools: its size, the slots held and by
+// which runs, the runs of its jobs waiting, and its jobs.
+type Pool struct {
+	Name    string   `json:"name"`
+	Size    int      `json:"size"`
+	Used    int      `json:"used"`
+	Holders []string `json:"holders"`
+	Waiting int      `json:"waiting"`
+	Jobs    []string `json:"jobs"`
+}
+
+// PoolList is the answer of GET /api/v1/pools, in the order of names.
+type PoolList struct {
+	Pools []*Pool `json:"pools"`
+}
+
+func (a *api) pools(w http.ResponseWriter, r *http.Request) {
+	var pooled []scheduler.Job
+	for _, j := range a.cfg.Jobs() {
+		if j.Pool != "" {
+			pooled = append(pooled, j)
+		}
+	}
+	ov, ok := a.overview(w, r, pooled, 1)
+	if !ok {
+		return
+	}
+	byName := map[string]*Pool{}
+	out := []*Pool{}
+	for i, j := range pooled {
+		p := byName[j.Pool]
+		if p == nil {
+			p = &Pool{Name: j.Pool, Size: j.PoolSize, Holders: []string{}}
+			byName[j.Pool] = p
+			out = append(out, p)
+		}
+		p.Jobs = append(p.Jobs, j.Name)
+		p.Waiting += ov[i].Waiting + ov[i].PendingManual
+		if u := ov[i].Pool; u != nil {
+			p.Used, p.Size = u.Used, max(p.Size, u.Size)
+			if u.Holders != nil {
+				p.Holders = u.Holders
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y *Pool) int { return strings.Compare(x.Name, y.Name) })
+	writeJSON(w, http.StatusOK, PoolList{Pools: out})
+}
