@@ -131,125 +131,161 @@ func storeHint(name string) string {
 }
 
 // store decodes the store section into s (which holds the defaults) and
-// reports whether the mode is known, so jobs can be checked against it.
+// reports whether the mode is known, so jobs can be checked against it:
+// the fields, then the URL against the mode, then what the mode needs.
 func (d *decoder) store(s *Store, n *yaml.Node, path string) (modeOK bool) {
 	pairs, ok := d.section(n, path)
 	if !ok {
 		return false
 	}
-	modeOK = true
-	keys := make(map[string]*yaml.Node)
-	var urlNode *yaml.Node
-	var sentinelHas, clusterHas, redlockHas map[string]fieldState
+	sec := storeSection{keys: make(map[string]*yaml.Node), modeOK: true}
 	d.fields(pairs, path, storeFields, storeHint, func(p pair, fp string) bool {
-		switch p.name {
-		case "url":
-			urlNode = d.resolve(p.val)
-			s.URL, _ = d.str(urlNode, fp)
-		case "mode":
-			v := d.resolve(p.val)
-			m, ok := d.str(v, fp)
-			switch {
-			case !ok:
-				modeOK = false
-			case slices.Contains(modes, m):
-				s.Mode = m
-			default:
-				modeOK = false
-				msg := fmt.Sprintf("%q is not one of standalone, sentinel, cluster, redlock", clip(m))
-				if sug := suggest(m, modes); sug != "" {
-					msg += fmt.Sprintf(" (did you mean %q?)", sug)
-				}
-				d.errorf(v, fp, "%s", msg)
-			}
-		case "sentinel":
-			sentinelHas = d.sentinel(&s.Sentinel, p.val, fp)
-		case "cluster":
-			clusterHas = d.subsection(p.val, fp, clusterFields, func(p pair, fp string) (ok bool) {
-				s.Cluster.Addrs, ok = d.addrs(p.val, fp)
-				return ok
-			})
-		case "redlock":
-			redlockHas = d.subsection(p.val, fp, redlockFields, func(p pair, fp string) (ok bool) {
-				s.Redlock.URLs, ok = d.redlockURLs(p.val, fp)
-				return ok
-			})
-		case "key_prefix":
-			v := d.resolve(p.val)
-			prefix, ok := d.str(v, fp)
-			if !ok {
-				break
-			}
-			switch err := scheduler.CheckKeyPrefix(prefix); {
-			case prefix == "":
-				d.errorf(v, fp, "%v (leave it out for the default %q)", err, DefaultKeyPrefix)
-			case err != nil:
-				d.add(v.Line, v.Column, fp, err)
-			default:
-				s.KeyPrefix = prefix
-			}
-		case "max_clock_skew":
-			v := d.resolve(p.val)
-			skew, ok := d.duration(v, fp)
-			switch {
-			case !ok:
-			case skew == 0:
-				d.errorf(v, fp, "must be greater than 0: replicas' clocks are never exactly equal (leave it out for the default %s)", DefaultMaxClockSkew)
-			default:
-				s.MaxClockSkew = skew
-			}
-		case "tls":
-			s.TLS = d.tls(p.val, fp)
-		case "min_replicas_ack":
-			v := d.resolve(p.val)
-			n, ok := d.integer(v, fp)
-			switch {
-			case !ok:
-			case n < 0:
-				d.errorf(v, fp, "must be 0 (off) or more, got %d", n)
-			default:
-				s.MinReplicasAck = n
-			}
-		case "min_replicas_ack_timeout":
-			v := d.resolve(p.val)
-			t, ok := d.duration(v, fp)
-			switch {
-			case !ok:
-			case t == 0:
-				d.errorf(v, fp, "must be greater than 0 (leave it out for the default %s)", DefaultMinReplicasAckTimeout)
-			default:
-				s.MinReplicasAckTimeout = t
-			}
-		case "data_dir":
-			v := d.resolve(p.val)
-			dir, ok := d.str(v, fp)
-			switch {
-			case !ok:
-			case dir == "":
-				d.errorf(v, fp, "must not be empty (leave it out for the default: $STATE_DIRECTORY, else beside the table)")
-			case !filepath.IsAbs(dir) && d.file != "":
-				s.DataDir = filepath.Join(filepath.Dir(d.file), dir)
-			default:
-				s.DataDir = dir
-			}
-		default:
+		if !d.storeField(s, &sec, p, fp) {
 			return false
 		}
-		keys[p.name] = p.key
+		sec.keys[p.name] = p.key
 		return true
 	})
 
-	if urlNode != nil && s.URL != "" {
+	if sec.url != nil && s.URL != "" {
 		// Only standalone mode dials the URL's host; sentinel and cluster
 		// mode take credentials, database and TLS (rediss) from it.
-		d.redisURL(urlNode, field(path, "url"), s.URL, !modeOK || s.Mode == "standalone")
+		d.redisURL(sec.url, field(path, "url"), s.URL, !sec.modeOK || s.Mode == "standalone")
 	}
-	if !modeOK {
+	if !sec.modeOK {
 		return false
 	}
-	for _, sec := range []string{"sentinel", "cluster", "redlock"} {
-		if k := keys[sec]; k != nil && s.Mode != sec {
-			d.errorf(k, field(path, sec), "is used only with mode: %s (the mode is %s)", sec, s.Mode)
+	d.storeModeNeeds(s, &sec, path)
+	d.storeExtras(s, sec.keys, path)
+	return true
+}
+
+// storeSection is what decoding the store section learnt beyond Store:
+// where each key is, the url's node, whether the mode is known, and which
+// fields of each mode's subsection were there.
+type storeSection struct {
+	keys                                map[string]*yaml.Node
+	url                                 *yaml.Node
+	modeOK                              bool
+	sentinelHas, clusterHas, redlockHas map[string]fieldState
+}
+
+// storeField decodes one field of the store section into s; false for a
+// name that is not a store field.
+func (d *decoder) storeField(s *Store, sec *storeSection, p pair, fp string) bool {
+	switch p.name {
+	case "url":
+		sec.url = d.resolve(p.val)
+		s.URL, _ = d.str(sec.url, fp)
+	case "mode":
+		v := d.resolve(p.val)
+		m, ok := d.str(v, fp)
+		switch {
+		case !ok:
+			sec.modeOK = false
+		case slices.Contains(modes, m):
+			s.Mode = m
+		default:
+			sec.modeOK = false
+			msg := fmt.Sprintf("%q is not one of standalone, sentinel, cluster, redlock", clip(m))
+			if sug := suggest(m, modes); sug != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", sug)
+			}
+			d.errorf(v, fp, "%s", msg)
+		}
+	case "sentinel":
+		sec.sentinelHas = d.sentinel(&s.Sentinel, p.val, fp)
+	case "cluster":
+		sec.clusterHas = d.subsection(p.val, fp, clusterFields, func(p pair, fp string) (ok bool) {
+			s.Cluster.Addrs, ok = d.addrs(p.val, fp)
+			return ok
+		})
+	case "redlock":
+		sec.redlockHas = d.subsection(p.val, fp, redlockFields, func(p pair, fp string) (ok bool) {
+			s.Redlock.URLs, ok = d.redlockURLs(p.val, fp)
+			return ok
+		})
+	case "tls":
+		s.TLS = d.tls(p.val, fp)
+	default:
+		return d.storeSetting(s, p, fp)
+	}
+	return true
+}
+
+// storeSetting decodes one of the store's scalar settings into s; false
+// for a name that is not one.
+func (d *decoder) storeSetting(s *Store, p pair, fp string) bool {
+	switch p.name {
+	case "key_prefix":
+		v := d.resolve(p.val)
+		prefix, ok := d.str(v, fp)
+		if !ok {
+			break
+		}
+		switch err := scheduler.CheckKeyPrefix(prefix); {
+		case prefix == "":
+			d.errorf(v, fp, "%v (leave it out for the default %q)", err, DefaultKeyPrefix)
+		case err != nil:
+			d.add(v.Line, v.Column, fp, err)
+		default:
+			s.KeyPrefix = prefix
+		}
+	case "max_clock_skew":
+		v := d.resolve(p.val)
+		skew, ok := d.duration(v, fp)
+		switch {
+		case !ok:
+		case skew == 0:
+			d.errorf(v, fp, "must be greater than 0: replicas' clocks are never exactly equal (leave it out for the default %s)", DefaultMaxClockSkew)
+		default:
+			s.MaxClockSkew = skew
+		}
+	case "min_replicas_ack":
+		v := d.resolve(p.val)
+		n, ok := d.integer(v, fp)
+		switch {
+		case !ok:
+		case n < 0:
+			d.errorf(v, fp, "must be 0 (off) or more, got %d", n)
+		default:
+			s.MinReplicasAck = n
+		}
+	case "min_replicas_ack_timeout":
+		v := d.resolve(p.val)
+		t, ok := d.duration(v, fp)
+		switch {
+		case !ok:
+		case t == 0:
+			d.errorf(v, fp, "must be greater than 0 (leave it out for the default %s)", DefaultMinReplicasAckTimeout)
+		default:
+			s.MinReplicasAckTimeout = t
+		}
+	case "data_dir":
+		v := d.resolve(p.val)
+		dir, ok := d.str(v, fp)
+		switch {
+		case !ok:
+		case dir == "":
+			d.errorf(v, fp, "must not be empty (leave it out for the default: $STATE_DIRECTORY, else beside the table)")
+		case !filepath.IsAbs(dir) && d.file != "":
+			s.DataDir = filepath.Join(filepath.Dir(d.file), dir)
+		default:
+			s.DataDir = dir
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// storeModeNeeds checks the sections against the mode: a mode's own
+// section only with it, and the section and fields the mode requires.
+func (d *decoder) storeModeNeeds(s *Store, sec *storeSection, path string) {
+	keys := sec.keys
+	for _, name := range []string{"sentinel", "cluster", "redlock"} {
+		if k := keys[name]; k != nil && s.Mode != name {
+			d.errorf(k, field(path, name), "is used only with mode: %s (the mode is %s)", name, s.Mode)
 		}
 	}
 	// need reports a section or a field the mode requires: at the section's
@@ -264,27 +300,25 @@ func (d *decoder) store(s *Store, n *yaml.Node, path string) (modeOK bool) {
 	}
 	switch s.Mode {
 	case "sentinel":
-		need("sentinel", sentinelHas, "master", "master and addrs")
-		need("sentinel", sentinelHas, "addrs", "master and addrs")
-		if sentinelHas["addrs"] == valid && len(s.Sentinel.Addrs) == 0 {
+		need("sentinel", sec.sentinelHas, "master", "master and addrs")
+		need("sentinel", sec.sentinelHas, "addrs", "master and addrs")
+		if sec.sentinelHas["addrs"] == valid && len(s.Sentinel.Addrs) == 0 {
 			d.errorf(keys["sentinel"], path+".sentinel.addrs", "needs at least one host:port")
 		}
 	case "cluster":
-		need("cluster", clusterHas, "addrs", "addrs: at least one host:port")
-		if clusterHas["addrs"] == valid && len(s.Cluster.Addrs) == 0 {
+		need("cluster", sec.clusterHas, "addrs", "addrs: at least one host:port")
+		if sec.clusterHas["addrs"] == valid && len(s.Cluster.Addrs) == 0 {
 			d.errorf(keys["cluster"], path+".cluster.addrs", "needs at least one host:port")
 		}
 	case "redlock":
-		need("redlock", redlockHas, "urls", "urls: at least 3 independent servers")
-		if redlockHas["urls"] == valid && len(s.Redlock.URLs) < 3 {
+		need("redlock", sec.redlockHas, "urls", "urls: at least 3 independent servers")
+		if sec.redlockHas["urls"] == valid && len(s.Redlock.URLs) < 3 {
 			d.errorf(keys["redlock"], path+".redlock.urls", "needs at least 3 independent servers (has %d): a majority of them must agree", len(s.Redlock.URLs))
 		}
 		if keys["url"] != nil {
 			d.errorf(keys["url"], field(path, "url"), "is not used with mode: redlock; list every server under redlock.urls")
 		}
 	}
-	d.storeExtras(s, keys, path)
-	return true
 }
 
 // storeExtras checks tls and min_replicas_ack against the mode.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/solocron/solocron/internal/across"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -17,59 +18,20 @@ import (
 
 // summary is the jobs page's strip: what needs a look, each a link to the
 // list behind it.
-type summary struct {
-	Running               int
-	BadHour, BadDay       int // jobs with a run failed, timed out or lease lost
-	MissedHour, MissedDay int
-	Paused                int
-}
-
-var badOutcomes = []scheduler.Outcome{scheduler.Failed, scheduler.TimedOut, scheduler.LeaseLost}
+type summary = across.Summary
 
 func summarize(tab []scheduler.Job, ov []scheduler.Overview, now time.Time) summary {
-	var s summary
-	within := func(o scheduler.Overview, ocs []scheduler.Outcome, d time.Duration) bool {
-		for _, oc := range ocs {
-			if at, ok := o.LastEnded[oc]; ok && now.Sub(at) <= d {
-				return true
-			}
-		}
-		return false
-	}
-	missed := []scheduler.Outcome{scheduler.Missed}
-	for i, o := range ov {
-		s.Running += len(o.Running)
-		if o.Paused || tab[i].Paused {
-			s.Paused++
-		}
-		if within(o, badOutcomes, time.Hour) {
-			s.BadHour++
-		}
-		if within(o, badOutcomes, 24*time.Hour) {
-			s.BadDay++
-		}
-		if within(o, missed, time.Hour) {
-			s.MissedHour++
-		}
-		if within(o, missed, 24*time.Hour) {
-			s.MissedDay++
-		}
-	}
-	return s
+	return across.Summarize(tab, ov, now)
 }
 
 // The runs page's filters.
 var (
-	runOutcomes = []string{"", "bad", "failed", "timed_out", "lease_lost", "missed", "cancelled", "interrupted", "replaced", "succeeded", "skipped", "running"}
+	runOutcomes = append([]string{""}, across.Filters...)
 	runSpans    = map[string]time.Duration{"1h": time.Hour, "6h": 6 * time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "": 0}
 )
 
-// runsShown bounds the runs page; runsRead bounds what it reads: each
-// job's latest runsRead/len(jobs) runs (at least 5, at most 100).
-const (
-	runsShown = 200
-	runsRead  = 5000
-)
+// runsShown bounds the runs page.
+const runsShown = 200
 
 type runRow struct {
 	scheduler.Run
@@ -85,20 +47,7 @@ type runsView struct {
 	More            bool
 }
 
-func matchOutcome(want string, r scheduler.Run) bool {
-	o := runOutcome(r)
-	switch want {
-	case "":
-		return true
-	case "bad":
-		return slices.Contains(badOutcomes, o)
-	case "skipped":
-		return strings.HasPrefix(string(o), "skipped")
-	case "running":
-		return o == scheduler.Running || o == scheduler.Waiting || o == scheduler.Started
-	}
-	return string(o) == want
-}
+func matchOutcome(want string, r scheduler.Run) bool { return across.Match(want, r) }
 
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -117,7 +66,7 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	for i, j := range tab {
 		names[i] = j.Name
 	}
-	v.Jobs, v.PerJob = len(tab), min(max(runsRead/max(len(tab), 1), 5), 100)
+	v.Jobs, v.PerJob = len(tab), across.PerJob(len(tab))
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	ov, err := c.cfg.Control.Overview(ctx, names, v.PerJob)

@@ -18,48 +18,76 @@ import (
 )
 
 // run starts argv (argv[0] is the resolved path) with env and supervises it
-// until the end of the kill sequence described in the package documentation.
+// until the end of the kill sequence described in the package documentation:
+// the child's files, its start, its output read, its process group stopped
+// (phases 1 and 2), the leader reaped (phase 3), and the error it ends with.
 func (c *Command) run(ctx context.Context, argv, env []string) error {
 	name := c.Args[0]
 	supervised := useSupervisor(ctx)
-
-	// The child's ends: stdin is /dev/null; stdout and stderr are pipes we
-	// read. The parent closes its copies of the child's ends once started.
-	var childEnds, ours []*os.File
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			_ = f.Close()
-		}
+	f, err := openChildFiles(supervised)
+	if err != nil {
+		return startError(name, err)
 	}
+	w, err := c.start(argv, env, supervised, f)
+	if err != nil {
+		return startError(name, err)
+	}
+	report, drained := c.read(ctx, f, supervised)
+	stopped := c.stopGroup(ctx, w, supervised, drained)
+	reap(ctx, name, w, f, drained)
+	return result(ctx, name, argv[0], w, *report, stopped)
+}
+
+// childFiles are a command's files: the child's ends (stdin is /dev/null;
+// stdout, stderr and, supervised, the supervisor's fd 3 are pipes), which
+// the parent closes once the child started, and ours, the pipes' read ends.
+type childFiles struct {
+	child []*os.File
+	ours  []*os.File // stdout, stderr[, the supervisor's report]
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// openChildFiles opens a command's files; on an error none stays open.
+func openChildFiles(supervised bool) (*childFiles, error) {
+	f := &childFiles{}
 	stdin, err := os.Open(os.DevNull)
 	if err != nil {
-		return startError(name, err)
+		return nil, err
 	}
-	childEnds = append(childEnds, stdin)
-	pipe := func() (*os.File, error) {
+	f.child = append(f.child, stdin)
+	pipe := func() error {
 		r, w, err := os.Pipe()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		ours, childEnds = append(ours, r), append(childEnds, w)
-		return r, nil
+		f.ours, f.child = append(f.ours, r), append(f.child, w)
+		return nil
 	}
-	outR, err := pipe()
+	err = pipe() // stdout
 	if err == nil {
-		_, err = pipe() // stderr; read below as ours[1]
+		err = pipe() // stderr
 	}
-	var reportR *os.File
 	if err == nil && supervised {
-		reportR, err = pipe() // the supervisor's fd 3
+		err = pipe() // the supervisor's fd 3
 	}
 	if err != nil {
-		closeAll(childEnds)
-		closeAll(ours)
-		return startError(name, err)
+		closeAll(f.child)
+		closeAll(f.ours)
+		return nil, err
 	}
-	errR := ours[1]
+	return f, nil
+}
 
-	path, args := argv[0], append([]string{name}, argv[1:]...)
+// start starts the child (through the supervisor when supervised) and
+// closes the parent's copies of the child's ends; on an error ours are
+// closed too.
+func (c *Command) start(argv, env []string, supervised bool, f *childFiles) (*waiter, error) {
+	path, args := argv[0], append([]string{c.Args[0]}, argv[1:]...)
 	if supervised {
 		args = append([]string{supervisorArg0, path}, args...)
 		path = selfExe
@@ -69,35 +97,47 @@ func (c *Command) run(ctx context.Context, argv, env []string) error {
 	w := startWaiter(path, args, &os.ProcAttr{
 		Dir:   c.Dir,
 		Env:   env,
-		Files: childEnds,
+		Files: f.child,
 		Sys:   sysProcAttr(supervised),
 	})
 	startErr := <-w.started
-	closeAll(childEnds)
+	closeAll(f.child)
 	if startErr != nil {
-		closeAll(ours)
-		return startError(name, startErr)
+		closeAll(f.ours)
+		return nil, startErr
 	}
-	pid := w.proc.Pid
+	return w, nil
+}
 
-	// Read the output until every writer has closed it.
+// read reads the output until every writer has closed it: drained is
+// closed then, and only then may *report (the supervisor's start error, if
+// any) be read.
+func (c *Command) read(ctx context.Context, f *childFiles, supervised bool) (report *[]byte, drained <-chan struct{}) {
 	s := &streamer{ctx: ctx, out: Output(ctx), logger: Logger(ctx), level: c.logLevel()}
 	var readers sync.WaitGroup
-	readers.Go(func() { s.copy(outR, "stdout") })
-	readers.Go(func() { s.copy(errR, "stderr") })
-	var report []byte // the supervisor's start error, if any
+	readers.Go(func() { s.copy(f.ours[0], "stdout") })
+	readers.Go(func() { s.copy(f.ours[1], "stderr") })
+	report = new([]byte)
 	if supervised {
-		readers.Go(func() { report, _ = io.ReadAll(io.LimitReader(reportR, 4096)) })
+		readers.Go(func() { *report, _ = io.ReadAll(io.LimitReader(f.ours[2], 4096)) })
 	}
-	drained := make(chan struct{})
-	go func() { readers.Wait(); close(drained) }()
+	done := make(chan struct{})
+	go func() { readers.Wait(); close(done) }()
+	return report, done
+}
+
+// stopGroup waits for the leader (the program, or its supervisor) to exit,
+// terminating the group if ctx ends first (phase 1), then terminates what
+// the leader left in its group (phase 2). It reports whether ctx was done
+// before the leader exited.
+func (c *Command) stopGroup(ctx context.Context, w *waiter, supervised bool, drained <-chan struct{}) (stopped bool) {
+	pid := w.proc.Pid
 
 	// Phase 1: until the leader (the program, or its supervisor) exits.
 	// On Linux the leader is not reaped before phase 3, so its pid still
 	// names the group and signalling -pid cannot reach anyone else.
 	grace := c.killGrace()
 	var (
-		stopped  bool // ctx was done before the leader exited
 		killTime <-chan time.Time
 		done     = ctx.Done()
 	)
@@ -144,21 +184,28 @@ wait:
 		}
 		signalPid(-pid, syscall.SIGKILL)
 	}
+	return stopped
+}
 
-	// Phase 3: reap the leader, then stop reading if a process that left the
-	// group (setsid) still holds the pipes.
+// reap reaps the leader, then stops reading if a process that left the
+// group (setsid) still holds the pipes (phase 3).
+func reap(ctx context.Context, name string, w *waiter, f *childFiles, drained <-chan struct{}) {
 	close(w.reap)
 	<-w.done
 	select {
 	case <-drained:
 	case <-time.After(drainWait):
-		closeAll(ours) // unblocks the readers
+		closeAll(f.ours) // unblocks the readers
 		<-drained
 		Logger(ctx).WarnContext(ctx, "jobs: command output still held open by a process outside the job's process group; stopped reading",
 			"command", name)
 	}
-	closeAll(ours)
+	closeAll(f.ours)
+}
 
+// result is the error a reaped command ends with: the supervisor's start
+// error, else the exit status, wrapped in ctx's cause if it was stopped.
+func result(ctx context.Context, name, path string, w *waiter, report []byte, stopped bool) error {
 	var exitErr error
 	switch {
 	case w.err != nil:
@@ -167,7 +214,7 @@ wait:
 		exitErr = newExitError(w.state)
 	}
 	if len(report) > 0 {
-		return startError(name, parseReport(argv[0], report))
+		return startError(name, parseReport(path, report))
 	}
 	if stopped {
 		cause := context.Cause(ctx)

@@ -12,44 +12,30 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/solocron/solocron/internal/fencing"
+	"github.com/solocron/solocron/internal/luascript"
 )
 
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// script builds a redis.Script: internal/fencing's fence.lua, then the
-// named script with lua/common.lua and the given shared parts before it —
-// or, when it has a line "-- @shared", fence.lua and those parts there: a
-// script's fast path above that line does not pay for defining functions
-// it never calls (every EVALSHA runs the whole chunk, and each local
-// function defined is a closure made again). redis.Script
-// runs EVALSHA and falls back to EVAL on NOSCRIPT, so a SCRIPT FLUSH or a
-// restarted server costs one extra round trip once, never an error.
+// script builds a redis.Script with internal/luascript, the loader the
+// scheduler uses too: fence.lua, then lua/common.lua and the given shared
+// parts, then the named script — or, when it has a line "-- @shared",
+// fence.lua and those parts there: a script's fast path above that line
+// does not pay for defining functions it never calls (every EVALSHA runs
+// the whole chunk, and each local function defined is a closure made
+// again). redis.Script runs EVALSHA and falls back to EVAL on NOSCRIPT, so
+// a SCRIPT FLUSH or a restarted server costs one extra round trip once,
+// never an error.
 func script(parts ...string) *redis.Script {
-	var shared strings.Builder
-	for _, p := range append([]string{"common"}, parts[:len(parts)-1]...) {
-		shared.WriteString(lua(p))
-	}
-	body := lua(parts[len(parts)-1])
-	before, after, ok := strings.Cut(body, "\n-- @shared\n")
-	if !ok {
-		before, after = "", body
-	}
-	return redis.NewScript(before + "\n" + fencing.Lua + shared.String() + after)
+	return redis.NewScript(luascript.Source(luaFiles, "lua", append([]string{"common"}, parts...)...))
 }
 
 // bare builds a redis.Script from the named script alone: for one that
 // needs nothing shared.
 func bare(name string) *redis.Script { return redis.NewScript(lua(name)) }
 
-func lua(name string) string {
-	src, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(err) // embedded at build time; cannot happen
-	}
-	return string(src)
-}
+func lua(name string) string { return luascript.Read(luaFiles, "lua", name) }
 
 var (
 	mutexAcquire     = script("mutex_acquire")

@@ -221,36 +221,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 	}
 	switch res.status {
 	case answerStarted:
-		if res.fence <= 0 {
-			// Never start without a fencing token: it would be no token at all.
-			log().Error("claim answered started without a fencing token; not starting the run")
-			return
-		}
-		s.tel.claimed(ctx, j, claimWon)
-		s.tel.decided(ctx, j, Started)
-		// Claimed ahead, the job starts at its instant as Redis' clock has
-		// it (not this replica's, which may lag by up to the max skew while
-		// the run holds its slot).
-		startAt := end
-		if !res.server.IsZero() {
-			// Redis read its clock (res.server) somewhere between this
-			// attempt's send and its answer: a batch of a thousand runs
-			// answers only once the script has decided them all. The
-			// heartbeat's reading of Redis' clock places the instant
-			// within that window; without one, the latest is safe.
-			earliest, latest := start.Add(r.fire.Sub(res.server)), end.Add(r.fire.Sub(res.server))
-			startAt = latest
-			if at, ok := s.redisClock.localAt(r.fire); ok {
-				switch {
-				case at.Before(earliest):
-					startAt = earliest
-				case at.Before(latest):
-					startAt = at
-				}
-			}
-		}
-		r.slot = res.slot
-		s.startAt(r, res.fence, start, end, startAt)
+		s.claimStarted(ctx, r, res, start, end, log)
 	case answerDecided:
 		s.tel.claimed(ctx, j, claimTaken)
 		if s.log.Enabled(ctx, slog.LevelDebug) {
@@ -262,37 +233,14 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		queued := r // copied here: a closure over r would move every answer's claim to the heap
 		s.loops.Go(func() { s.wait(ctx, queued, start) })
 	case answerEarly:
-		s.tel.claimed(ctx, j, claimEarly)
-		// Too early on Redis' clock: this replica's clock runs ahead of it.
-		// Ask again when Redis' clock reaches the run's claim time.
-		if ahead := r.fire.Sub(res.server) - s.cfg.maxAhead; ahead > s.clockTolerance() {
-			// Not a skew but a wrong clock (the dispatcher holds off until
-			// it agrees with Redis again): replicas whose clocks are right
-			// claim the run at its instant.
-			log().Warn("run not claimed: this replica's clock runs ahead of Redis' by more than max_clock_skew",
-				"ahead_by", ahead.Round(time.Millisecond))
-			return
-		}
-		delay := r.fire.Add(-s.cfg.maxAhead).Sub(res.server) + time.Millisecond
-		log().Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
-		later.add(r, delay)
+		s.claimEarly(ctx, r, res, later, log)
 	case answerLater:
 		s.tel.claimed(ctx, j, claimLater)
 		// Claimed ahead, but not startable before its instant (paused, or
 		// every slot busy): decide at the instant, on Redis' clock.
 		later.add(r, r.fire.Sub(res.server)+time.Millisecond)
 	case answerRefused:
-		s.tel.claimed(ctx, j, claimRefused)
-		if r.kind == kindBackfill {
-			backfillRefused(log(), res.reason)
-			return
-		}
-		if res.reason == reasonBeforeState {
-			// A new job's first instants: not a miss, nothing to report.
-			log().Debug("run not claimed", "reason", res.reason)
-			return
-		}
-		log().Warn("run not claimed", "reason", res.reason)
+		s.claimRefused(ctx, r, res, log)
 	case answerRetry:
 		s.retryLater(ctx, r, res)
 		if r.kind == kindMiss || r.kind == kindOutage {
@@ -315,6 +263,78 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 	default:
 		log().Error("unexpected claim answer", "status", res.status)
 	}
+}
+
+// claimStarted starts a run this replica won: at its instant on Redis'
+// clock when it was claimed ahead, at once otherwise.
+func (s *Scheduler) claimStarted(ctx context.Context, r claimReq, res claimRes, start, end time.Time, log func() *slog.Logger) {
+	j := r.j
+	if res.fence <= 0 {
+		// Never start without a fencing token: it would be no token at all.
+		log().Error("claim answered started without a fencing token; not starting the run")
+		return
+	}
+	s.tel.claimed(ctx, j, claimWon)
+	s.tel.decided(ctx, j, Started)
+	// Claimed ahead, the job starts at its instant as Redis' clock has
+	// it (not this replica's, which may lag by up to the max skew while
+	// the run holds its slot).
+	startAt := end
+	if !res.server.IsZero() {
+		// Redis read its clock (res.server) somewhere between this
+		// attempt's send and its answer: a batch of a thousand runs
+		// answers only once the script has decided them all. The
+		// heartbeat's reading of Redis' clock places the instant
+		// within that window; without one, the latest is safe.
+		earliest, latest := start.Add(r.fire.Sub(res.server)), end.Add(r.fire.Sub(res.server))
+		startAt = latest
+		if at, ok := s.redisClock.localAt(r.fire); ok {
+			switch {
+			case at.Before(earliest):
+				startAt = earliest
+			case at.Before(latest):
+				startAt = at
+			}
+		}
+	}
+	r.slot = res.slot
+	s.startAt(r, res.fence, start, end, startAt)
+}
+
+// claimEarly postpones a claim Redis found too early on its clock, or
+// drops it when this replica's clock is wrong, not just skewed.
+func (s *Scheduler) claimEarly(ctx context.Context, r claimReq, res claimRes, later claimsAgain, log func() *slog.Logger) {
+	j := r.j
+	s.tel.claimed(ctx, j, claimEarly)
+	// Too early on Redis' clock: this replica's clock runs ahead of it.
+	// Ask again when Redis' clock reaches the run's claim time.
+	if ahead := r.fire.Sub(res.server) - s.cfg.maxAhead; ahead > s.clockTolerance() {
+		// Not a skew but a wrong clock (the dispatcher holds off until
+		// it agrees with Redis again): replicas whose clocks are right
+		// claim the run at its instant.
+		log().Warn("run not claimed: this replica's clock runs ahead of Redis' by more than max_clock_skew",
+			"ahead_by", ahead.Round(time.Millisecond))
+		return
+	}
+	delay := r.fire.Add(-s.cfg.maxAhead).Sub(res.server) + time.Millisecond
+	log().Debug("claim postponed: this replica's clock runs ahead of Redis", "retry_in", delay.Round(time.Millisecond))
+	later.add(r, delay)
+}
+
+// claimRefused reports a run Redis refused to claim (its reason says why).
+func (s *Scheduler) claimRefused(ctx context.Context, r claimReq, res claimRes, log func() *slog.Logger) {
+	j := r.j
+	s.tel.claimed(ctx, j, claimRefused)
+	if r.kind == kindBackfill {
+		backfillRefused(log(), res.reason)
+		return
+	}
+	if res.reason == reasonBeforeState {
+		// A new job's first instants: not a miss, nothing to report.
+		log().Debug("run not claimed", "reason", res.reason)
+		return
+	}
+	log().Warn("run not claimed", "reason", res.reason)
 }
 
 // claimsAgain holds the claims one answer postponed (too early on Redis'

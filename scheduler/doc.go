@@ -74,6 +74,48 @@
 // key ("<run id>:<event>"), which receivers de-duplicate on. Redlock
 // refuses notifications.
 //
+// # One run, from timer to record
+//
+// The path of one scheduled run through the files, in order (a file met
+// again is named again):
+//
+//  1. scheduler.go: Run starts the loops below (dispatcher, renewer, closer,
+//     heartbeat).
+//  2. dispatch.go: dispatch sleeps until the earliest instant (fire, from
+//     jobstate.go) less the claim-ahead, and puts every due run in one batch.
+//  3. claim.go: newClaim makes the request (its run id, from jobstate.go);
+//     claim sends the batch to the store through the backend interface
+//     (backend.go).
+//  4. store.go: store.claim takes pool slots first on Redis Cluster
+//     (pool.go), then claimOnly: the script's arguments from protocol.go
+//     (claimHeadArgs, appendClaim), grouped per hash slot and sent as one
+//     pipeline by transport.go (batch, run: NOSCRIPT, WAIT).
+//  5. lua/claim.lua, with lua/common.lua prepended (protocol.go's script):
+//     pause, de-duplication, the slot, the fencing token and the record,
+//     on Redis' clock. Its answer is decoded by protocol.go (decodeClaim,
+//     through transport.go's scatterRows).
+//  6. claim.go: handle reads the answer: started goes on to run.go; queued
+//     to wait.go; decided, missed or late to misses.go and the retry paths.
+//  7. run.go: startAt/execute opens the span (telemetry.go) and the run's
+//     lease (runLease), kept alive by lockprovider.KeepAlive; each renewal
+//     goes through renewer.go, which batches them into store.renew
+//     (store.go, protocol.go's appendRenew, transport.go, lua/renew.lua).
+//  8. gate.go: a run claimed ahead waits for its instant.
+//  9. run.go: the attempts call the job (package jobs); a retry takes a new
+//     fencing token first (store.attempt: protocol.go, lua/attempt.lua);
+//     classify names the outcome (outcome.go).
+//  10. run.go: closeRun hands the end to the closer, which batches it into
+//     store.complete (store.go, protocol.go's appendComplete, transport.go,
+//     lua/complete.lua): the record, the history and the statistics, whose
+//     layout is in lua/common.lua.
+//
+// A run that succeeds on its first attempt visits 18 files of this package:
+// 14 Go files (scheduler, dispatch, jobstate, claim, backend, store, pool,
+// protocol, transport, run, telemetry, renewer, gate, outcome) and 4 Lua
+// files (common, claim, renew, complete), with protocol.go met four times
+// and store.go and transport.go three; then lockprovider/keepalive.go and
+// the job's code in package jobs.
+//
 // # Where things are
 //
 // One file per concept, in the order a run meets them: dispatch.go (the

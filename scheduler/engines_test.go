@@ -180,6 +180,7 @@ func TestClusterRunsEachRunOnce(t *testing.T) {
 // switch, nothing starts until Sentinel has made the old primary a replica
 // of the new one: the price of that safety.
 func TestSentinelFailoverKeepsRunsOnce(t *testing.T) {
+	testkit.Long(t) // a real failover and its 10 s of re-replication
 	t.Parallel()
 	sn := redistest.StartSentinel(t, 2, 3, nil)
 	f := newFleet(t)
@@ -437,6 +438,7 @@ func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
 // slots start nothing, while the jobs on the other masters go on; a WAIT
 // sent to the wrong node would acknowledge them all.
 func TestClusterMinReplicasAckPerShard(t *testing.T) {
+	testkit.Long(t) // six redis-servers; TestMinReplicasAckRefusesWhenReplicasStop runs by default
 	t.Parallel()
 	cl := redistest.StartClusterReplicas(t, 3, 1, nil)
 	f := newFleet(t)

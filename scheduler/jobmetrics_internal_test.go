@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 )
 
@@ -317,12 +318,14 @@ func TestJobGaugesAgreeRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real redis-server: not in -short")
 	}
+	testkit.Long(t) // 15 s of real time; TestJobGaugesAgreeMiniredis runs by default
 	srv := redistest.Start(t)
 	agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{srv.Client(t, nil)} }, 500*time.Millisecond, 2*time.Second, 15*time.Second)
 }
 
 // The same with three Redlock replicas on three masters.
 func TestJobGaugesAgreeRedlock(t *testing.T) {
+	testkit.Long(t) // TestJobGaugesAgreeMiniredis runs by default
 	synctest.Test(t, func(t *testing.T) {
 		var ms []*miniredis.Miniredis
 		for range 3 {

@@ -32,6 +32,7 @@ func TestKeptCountsMatchHistory(t *testing.T) {
 }
 
 func TestKeptCountsMatchHistoryRealRedis(t *testing.T) {
+	testkit.Long(t) // TestKeptCountsMatchHistory (miniredis) runs by default
 	srv := redistest.Start(t)
 	keptScenario(t, func() *redis.Client { return srv.Client(t, nil) })
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/solocron/solocron/internal/fencing"
+	"github.com/solocron/solocron/internal/luascript"
 )
 
 // The store protocol: everything the Go side and the Lua scripts (lua/*.lua)
@@ -792,16 +792,10 @@ var luaFiles embed.FS
 // sources holds every script's source, for preload.
 var sources []string
 
+// script builds the named script with internal/luascript, the loader
+// lockprovider uses too: fence.lua, lua/common.lua, then the script.
 func script(name string) *redis.Script {
-	common, err := luaFiles.ReadFile("lua/common.lua")
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	src := fencing.Lua + string(common) + string(body)
+	src := luascript.Source(luaFiles, "lua", "common", name)
 	sources = append(sources, src)
 	return redis.NewScript(src)
 }

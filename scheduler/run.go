@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -92,6 +93,9 @@ func (s *Scheduler) startAt(r claimReq, fence int64, claimStart, claimEnd, start
 	s.runs.Go(func() { s.execute(r, fence, claimStart, claimEnd, startAt) })
 }
 
+// execute runs one claimed run: its span, its lease taken (or the run
+// never starts), the lease kept alive and watched, the attempts, and the
+// run's end recorded.
 func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, startAt time.Time) {
 	j := r.j
 	if r.slot < 1 {
@@ -101,9 +105,60 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	s.tel.running.Add(s.runCtx, 1, jobAttr)
 	defer s.tel.running.Add(s.runCtx, -1, jobAttr)
 
+	ctx, span, carrier, traceID := s.runSpan(r, fence, claimStart, claimEnd)
+	log := s.log.With("job", j.Name, "run_id", r.id)
+	lease, grace, sent, ok := s.takeLease(ctx, r, fence, claimStart, claimEnd, log)
+	if !ok {
+		span.End()
+		return
+	}
+	// Logged only now: a claim answered past its lease may not start, and
+	// "run started" is what operators (and the fault suite) count as a start.
+	if log.Enabled(ctx, slog.LevelInfo) {
+		log.Info("run started", "fencing_token", fence, "kind", r.kind.public())
+	}
+	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease, lockprovider.WithStopGrace(grace))
+	jobCtx, cancelJob := context.WithCancelCause(ctx)
+	defer cancelJob(context.Canceled)
+
+	unwatch, watched := s.watchLease(ctx, kctx, j, jobAttr, log, cancelJob)
+
+	s.running.Add(1)
+	defer s.running.Add(-1)
+
+	// Everything the first attempt needs is made before the instant: when
+	// a thousand runs start at once, each does as little as it can then.
+	if j.Timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		jobCtx, cancelTimeout = context.WithDeadlineCause(jobCtx, later(startAt, time.Now()).Add(j.Timeout), ErrTimeout)
+		defer cancelTimeout()
+	}
+	run := s.attempts(jobCtx, cancelJob, r, fence, startAt, claimEnd, sent, lease, grace, carrier, log, jobAttr)
+	// Runs due at the same instant as this one may still be waiting to be
+	// scheduled: let them start before this one does its bookkeeping.
+	runtime.Gosched()
+	if !unwatch() {
+		<-watched // the lease ended while the job ran: the watch did its part
+	}
+	stopKeepAlive()
+	// The lease's end as the keepalive saw it: lost (or replaced) while the
+	// job ran, or ended by stopKeepAlive just now.
+	var lostCause error
+	if cause := context.Cause(kctx); errors.Is(cause, lockprovider.ErrLeaseLost) {
+		lostCause = cause
+	}
+
+	s.finish(ctx, span, r, run, jobCtx, lostCause, traceID, log)
+}
+
+// runSpan opens the run's span (with its claim's span inside) and the
+// carrier that hands its trace context to the job; traceID is kept in the
+// record when the span is sampled.
+func (s *Scheduler) runSpan(r claimReq, fence int64, claimStart, claimEnd time.Time) (ctx context.Context, span trace.Span, carrier propagation.MapCarrier, traceID string) {
+	j := r.j
 	// The span's attributes are made only when it records: with no tracer
 	// configured they would be built for nothing, for every run.
-	ctx, span := s.tel.tracer.Start(s.runCtx, "solocron.run", trace.WithTimestamp(claimStart))
+	ctx, span = s.tel.tracer.Start(s.runCtx, "solocron.run", trace.WithTimestamp(claimStart))
 	if span.IsRecording() {
 		span.SetAttributes(
 			attribute.String("solocron.job", j.Name),
@@ -122,8 +177,6 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	// one's trace id is worth keeping in the record: there is a trace to
 	// find. Without a tracer the span context is invalid, and this costs
 	// nothing.
-	var carrier propagation.MapCarrier
-	var traceID string
 	if sc := span.SpanContext(); sc.IsValid() {
 		if sc.IsSampled() {
 			traceID = sc.TraceID().String()
@@ -131,16 +184,23 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		carrier = propagation.MapCarrier{}
 		s.cfg.propagator.Inject(ctx, carrier)
 	}
+	return ctx, span, carrier, traceID
+}
 
-	log := s.log.With("job", j.Name, "run_id", r.id)
+// takeLease makes the run's lease, granted by the claim. A claim answered
+// after the lease this replica may count on takes it back first; ok is false
+// when it could not, and the run does not start (handed back if manual,
+// recorded missed if not).
+func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, claimStart, claimEnd time.Time, log *slog.Logger) (lease *lockprovider.Lease, grace time.Duration, sent time.Time, ok bool) {
+	j := r.j
 	// The lease was granted by the claim: at the earliest when it was first
 	// sent (a retried claim may have been granted by its first execution).
-	sent := claimStart
+	sent = claimStart
 	if !r.sent.IsZero() && r.sent.Before(sent) {
 		sent = r.sent
 	}
-	lease := lockprovider.NewLease(&runLease{s: s, j: j, id: r.id, owner: r.owner, pool: r.pool, member: r.poolMember}, r.id, r.owner, fence, j.Lease, sent)
-	grace := stopGrace(j)
+	lease = lockprovider.NewLease(&runLease{s: s, j: j, id: r.id, owner: r.owner, pool: r.pool, member: r.poolMember}, r.id, r.owner, fence, j.Lease, sent)
+	grace = stopGrace(j)
 	if !time.Now().Before(lease.Until().Add(-grace)) {
 		// The claim's answer came after the lease this replica may count
 		// on. Redis counted it from when the script ran, later: if this
@@ -156,8 +216,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 			// replica to run, not recorded missed.
 			log.Warn("manual run not started: its claim was answered after its lease ran out; handing it back", "late_by", late, "err", err)
 			s.handBackLate(ctx, r)
-			span.End()
-			return
+			return nil, 0, time.Time{}, false
 		}
 		if err != nil {
 			text := fmt.Sprintf("never started: its claim was answered %s after it was sent, past its lease, and the lease could not be taken back: %v", late, err)
@@ -175,28 +234,23 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 				}
 			}
 			s.tel.ended(context.WithoutCancel(ctx), j, Missed, 0)
-			span.End()
-			return
+			return nil, 0, time.Time{}, false
 		}
 		log.Info("claim answered after its lease ran out; lease taken back", "late_by", late)
 	}
-	// Logged only now: a claim answered past its lease may not start, and
-	// "run started" is what operators (and the fault suite) count as a start.
-	if log.Enabled(ctx, slog.LevelInfo) {
-		log.Info("run started", "fencing_token", fence, "kind", r.kind.public())
-	}
-	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease, lockprovider.WithStopGrace(grace))
-	jobCtx, cancelJob := context.WithCancelCause(ctx)
-	defer cancelJob(context.Canceled)
+	return lease, grace, sent, true
+}
 
-	// A lost lease cancels the job (on_lease_lost: cancel), or is logged and
-	// counted and the job goes on (continue). Being replaced or cancelled by
-	// an operator always cancels.
-	// The watch runs only once the keepalive's context ends: no goroutine
-	// waits for it while the job runs.
-	watched := make(chan struct{})
-	unwatch := context.AfterFunc(kctx, func() {
-		defer close(watched)
+// watchLease acts on the end of the lease's keepalive (kctx): a lost lease
+// cancels the job (on_lease_lost: cancel), or is logged and counted and the
+// job goes on (continue). Being replaced or cancelled by an operator always
+// cancels. The watch runs only once the keepalive's context ends: no
+// goroutine waits for it while the job runs. unwatch and watched are
+// context.AfterFunc's stop and the watch's end.
+func (s *Scheduler) watchLease(ctx, kctx context.Context, j *jobState, jobAttr metric.MeasurementOption, log *slog.Logger, cancelJob context.CancelCauseFunc) (unwatch func() bool, watched <-chan struct{}) {
+	done := make(chan struct{})
+	unwatch = context.AfterFunc(kctx, func() {
+		defer close(done)
 		cause := context.Cause(kctx)
 		if !errors.Is(cause, lockprovider.ErrLeaseLost) {
 			return
@@ -216,17 +270,25 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		}
 		cancelJob(cause)
 	})
+	return unwatch, done
+}
 
-	s.running.Add(1)
-	defer s.running.Add(-1)
+// runAttempts is what attempts leave for the record: the last error, how
+// many attempts there were, whether the job ran at all (not when the wait
+// for its instant was cut short), when it started, and its output's tail.
+type runAttempts struct {
+	err       error
+	attempt   int
+	ran       bool
+	startedAt time.Time
+	tail      *jobs.Tail
+}
 
-	// Everything the first attempt needs is made before the instant: when
-	// a thousand runs start at once, each does as little as it can then.
-	if j.Timeout > 0 {
-		var cancelTimeout context.CancelFunc
-		jobCtx, cancelTimeout = context.WithDeadlineCause(jobCtx, later(startAt, time.Now()).Add(j.Timeout), ErrTimeout)
-		defer cancelTimeout()
-	}
+// attempts waits for the run's instant, checks the lease still holds, and
+// calls the job, retrying a failed attempt (each with a new fencing token)
+// while the run's retries and its context allow.
+func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCauseFunc, r claimReq, fence int64, startAt, claimEnd, sent time.Time, lease *lockprovider.Lease, grace time.Duration, carrier propagation.MapCarrier, log *slog.Logger, jobAttr metric.MeasurementOption) runAttempts {
+	j := r.j
 	tail := jobs.NewTail(outputLimit)
 	attempt := 1
 	attemptCtx := func() context.Context {
@@ -289,20 +351,14 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 			actx = attemptCtx()
 		}
 	}
-	// Runs due at the same instant as this one may still be waiting to be
-	// scheduled: let them start before this one does its bookkeeping.
-	runtime.Gosched()
-	if !unwatch() {
-		<-watched // the lease ended while the job ran: the watch did its part
-	}
-	stopKeepAlive()
-	// The lease's end as the keepalive saw it: lost (or replaced) while the
-	// job ran, or ended by stopKeepAlive just now.
-	var lostCause error
-	if cause := context.Cause(kctx); errors.Is(cause, lockprovider.ErrLeaseLost) {
-		lostCause = cause
-	}
+	return runAttempts{err: err, attempt: attempt, ran: ran, startedAt: startedAt, tail: tail}
+}
 
+// finish names the run's outcome, records it, and ends its span, its
+// metrics and its log.
+func (s *Scheduler) finish(ctx context.Context, span trace.Span, r claimReq, run runAttempts, jobCtx context.Context, lostCause error, traceID string, log *slog.Logger) {
+	j := r.j
+	err, attempt, ran, startedAt, tail := run.err, run.attempt, run.ran, run.startedAt, run.tail
 	outcome, errText := classify(err, jobCtx, lostCause)
 	if !ran && (outcome == LeaseLost || outcome == Interrupted) {
 		// Its lease was lost (or its replica stopped) before its instant

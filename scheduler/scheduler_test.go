@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/schedtest"
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/lockprovider"
 	"github.com/solocron/solocron/scheduler"
@@ -176,6 +177,7 @@ func TestCatchupAfterAllReplicasWereDown(t *testing.T) {
 // Jitter delays each run by an amount derived from its run id: replicas with
 // different start times and clocks agree, and runs are spread out.
 func TestJitterIsIdenticalAcrossReplicas(t *testing.T) {
+	testkit.Long(t) // two clusters, ten minutes of runs each
 	synctest.Test(t, func(t *testing.T) {
 		offsets := map[string]time.Duration{}
 		for cluster := range 2 { // two independent clusters must agree run by run

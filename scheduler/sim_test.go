@@ -36,7 +36,8 @@ import (
 // replays it.
 //
 //	SOLOCRON_SIM_SEED=N    run seed N only (and print its plan)
-//	SOLOCRON_SIM_SEEDS=K   run K seeds (default 2, 1 with -short; 0 skips)
+//	SOLOCRON_SIM_SEEDS=K   run K seeds (default 1; 2 with SOLOCRON_FULL=1, as CI
+//	                       sets; 0 skips)
 //	SOLOCRON_SIM_FIRST=F   starting at seed F (default 1)
 //	SOLOCRON_SIM_TRACE=1   also print every fault injected on a call
 //	SOLOCRON_SIM_RUN=s     also print the trace of every run whose id contains s
@@ -252,9 +253,9 @@ func simSeeds(short bool) ([]uint64, error) {
 		s, err := num("SOLOCRON_SIM_SEED", 0)
 		return []uint64{s}, err
 	}
-	def := uint64(2)
-	if short {
-		def = 1
+	def := uint64(1)
+	if testkit.Full() && !short {
+		def = 2
 	}
 	n, err := num("SOLOCRON_SIM_SEEDS", def)
 	if err != nil {

@@ -61,6 +61,9 @@ type runOptions struct {
 	grace       time.Duration
 }
 
+// run is the daemon: it loads the table, opens the store, starts the
+// scheduler (and the admin API and console, if they listen), and runs until
+// a signal drains it; the exit code says how it ended.
 func (c *cli) run(o runOptions) int {
 	log := c.log
 	// Signals are caught from the start: SIGHUP's default action would
@@ -80,20 +83,9 @@ func (c *cli) run(o runOptions) int {
 	c.learnSecrets(f)
 
 	replica := firstNonEmpty(o.replicaID, os.Getenv("SOLOCRON_REPLICA_ID"), f.ReplicaID, defaultReplicaID())
-	listen := f.Admin.Listen
-	if o.adminListen != nil {
-		listen = *o.adminListen
-	}
-	if listen != "" {
-		if _, port, err := net.SplitHostPort(listen); err != nil || port == "" {
-			log.Error("bad admin listen address: want host:port", "addr", listen)
-			return exitUsage
-		}
-		if f.Admin.Token == "" && !adminMTLS(f) && !isLoopback(listen) {
-			log.Error("refusing to start: the admin API would listen on a non-loopback address without a token; set admin.token (e.g. token: ${SOLOCRON_ADMIN_TOKEN}), require client certificates (admin.tls.client_ca_file), or listen on 127.0.0.1",
-				"admin_listen", listen)
-			return exitUsage
-		}
+	listen, ok := adminListen(f, o, log)
+	if !ok {
+		return exitUsage
 	}
 
 	conn, err := storeconn.Open(storeOf(f), storeconn.WithLogger(log))
@@ -141,6 +133,67 @@ func (c *cli) run(o runOptions) int {
 		return exitUsage
 	}
 
+	announce(ctx, f, conn, replica, listen, tel, o, log)
+
+	var draining atomic.Bool
+	var srv *http.Server
+	var adminCtl *scheduler.Control // follows the table's pools on reload
+	if listen != "" {
+		var code int
+		var cleanup func()
+		srv, adminCtl, cleanup, code = c.serveAdmin(f, conn, sched, replica, listen, tel, &draining, log)
+		defer cleanup()
+		if code != exitOK {
+			return code
+		}
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- sched.Run(ctx) }()
+
+	runErr := c.waitForEnd(sigs, done, f, sched, adminCtl, &draining, cancel, o.grace, log)
+	if srv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("admin API did not stop cleanly", "err", err)
+		}
+		scancel()
+	}
+	if runErr != nil {
+		log.Error("scheduler failed", "err", runErr)
+		return exitFailure
+	}
+	log.Info("solocron stopped")
+	return exitOK
+}
+
+// adminListen is where the admin API listens ("" for nowhere): the
+// --admin-listen flag, else the table's admin.listen. false: an address
+// that is not host:port, or a non-loopback one left open without a token or
+// client certificates (logged).
+func adminListen(f *config.File, o runOptions, log *slog.Logger) (listen string, ok bool) {
+	listen = f.Admin.Listen
+	if o.adminListen != nil {
+		listen = *o.adminListen
+	}
+	if listen != "" {
+		if _, port, err := net.SplitHostPort(listen); err != nil || port == "" {
+			log.Error("bad admin listen address: want host:port", "addr", listen)
+			return "", false
+		}
+		if f.Admin.Token == "" && !adminMTLS(f) && !isLoopback(listen) {
+			log.Error("refusing to start: the admin API would listen on a non-loopback address without a token; set admin.token (e.g. token: ${SOLOCRON_ADMIN_TOKEN}), require client certificates (admin.tls.client_ca_file), or listen on 127.0.0.1",
+				"admin_listen", listen)
+			return "", false
+		}
+	}
+	return listen, true
+}
+
+// announce logs the replica's start and what its store is; with an
+// embedded store, how the other commands reach it; with Redis, it watches
+// the servers' eviction policy.
+func announce(ctx context.Context, f *config.File, conn *storeconn.Conn, replica, listen string, tel *telemetry, o runOptions, log *slog.Logger) {
 	log.Info("solocron starting", "version", versionString(), "replica", replica, "config", f.Path,
 		"jobs", len(f.Jobs), "store", storeOf(f), "where", conn.Where, "admin_listen", listen,
 		"admin_token_set", f.Admin.Token != "", "admin_tls", f.Admin.TLS != nil, "tracing", tel.tracing, "shutdown_grace", o.grace)
@@ -163,84 +216,90 @@ func (c *cli) run(o runOptions) int {
 		}
 		go checkEviction(ctx, servers, log)
 	}
+}
 
-	var draining atomic.Bool
-	var srv *http.Server
-	var adminCtl *scheduler.Control // follows the table's pools on reload
-	if listen != "" {
-		var tlsConf *tls.Config
-		if t := f.Admin.TLS; t != nil {
-			if tlsConf, err = admin.TLSConfig(t.CertFile, t.KeyFile, t.ClientCAFile); err != nil {
-				log.Error("cannot serve the admin API", "err", err)
-				return exitUsage
-			}
+// serveAdmin serves the admin API and the console on listen, reading
+// through a store client of their own; adminCtl is their Control, which
+// follows the table's pools on reload. cleanup closes that client, once the
+// server has stopped. A code other than exitOK: they could not be served
+// (logged).
+func (c *cli) serveAdmin(f *config.File, conn *storeconn.Conn, sched *scheduler.Scheduler, replica, listen string, tel *telemetry, draining *atomic.Bool, log *slog.Logger) (srv *http.Server, adminCtl *scheduler.Control, cleanup func(), code int) {
+	cleanup = func() {}
+	var err error
+	var tlsConf *tls.Config
+	if t := f.Admin.TLS; t != nil {
+		if tlsConf, err = admin.TLSConfig(t.CertFile, t.KeyFile, t.ClientCAFile); err != nil {
+			log.Error("cannot serve the admin API", "err", err)
+			return nil, nil, cleanup, exitUsage
 		}
-		// The API reads through a client of its own (own pool, named
-		// solocron-admin): requests never take a connection from the
-		// claims and renewals.
-		adm, err := conn.OpenAdmin()
-		if err != nil {
-			log.Error("cannot open the admin API's store client", "err", err)
-			return exitUsage
-		}
-		defer adm.Close()
-		actl, err := adm.NewControl()
-		if err != nil {
-			log.Error("cannot open the admin API's store client", "err", err)
-			return exitUsage
-		}
-		actl.UseTable(f.Jobs)
-		adminCtl = actl
-		l, err := net.Listen("tcp", listen)
-		if err != nil {
-			log.Error("cannot serve the admin API", "addr", listen, "err", err)
-			return exitFailure
-		}
-		if tlsConf != nil {
-			l = tls.NewListener(l, tlsConf)
-		}
-		// The console reads through the admin client too, and shows
-		// nothing the redactor would mask.
-		con, err := console.New(console.Config{
-			Control: actl, Jobs: sched.Jobs, Token: f.Admin.Token, ReadOnly: f.Admin.ReadOnly,
-			TraceURL: f.Admin.TraceURL, Redact: c.redact.String, Replica: replica, Logger: log,
-		})
-		if err != nil {
-			log.Error("cannot serve the console", "err", err)
-			return exitUsage
-		}
-		h := admin.NewHandler(admin.Config{
-			Jobs: sched.Jobs, Control: actl, ReplicaID: replica, Token: f.Admin.Token,
-			Listen: listen, AllowedHosts: f.Admin.AllowedHosts, RateLimit: f.Admin.RateLimit, RateBurst: f.Admin.RateBurst,
-			Redactor: c.redact, Metrics: tel.metrics, Logger: log, ReadOnly: f.Admin.ReadOnly,
-			// The console's session cookie opens /api/v1 as the token does;
-			// the console sits behind the same Host check and rate limit.
-			Authenticate: con.Authenticate, Console: con,
-			Ready: func() error {
-				if draining.Load() {
-					return errors.New("shutting down")
-				}
-				return sched.Ready()
-			},
-		})
-		srv = admin.NewServer(h, log)
-		go func() {
-			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("admin API stopped", "err", err)
-			}
-		}()
-		scheme := "http"
-		if tlsConf != nil {
-			scheme = "https"
-		}
-		log.Info("admin API and console listening", "addr", l.Addr().String(), "console", scheme+"://"+l.Addr().String()+"/",
-			"api_needs_token", f.Admin.Token != "", "tls", tlsConf != nil, "client_certificates", tlsConf != nil && tlsConf.ClientCAs != nil,
-			"allowed_hosts", f.Admin.AllowedHosts, "rate_limit", f.Admin.RateLimit, "read_only", f.Admin.ReadOnly)
 	}
+	// The API reads through a client of its own (own pool, named
+	// solocron-admin): requests never take a connection from the
+	// claims and renewals.
+	adm, err := conn.OpenAdmin()
+	if err != nil {
+		log.Error("cannot open the admin API's store client", "err", err)
+		return nil, nil, cleanup, exitUsage
+	}
+	cleanup = func() { adm.Close() }
+	actl, err := adm.NewControl()
+	if err != nil {
+		log.Error("cannot open the admin API's store client", "err", err)
+		return nil, nil, cleanup, exitUsage
+	}
+	actl.UseTable(f.Jobs)
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		log.Error("cannot serve the admin API", "addr", listen, "err", err)
+		return nil, nil, cleanup, exitFailure
+	}
+	if tlsConf != nil {
+		l = tls.NewListener(l, tlsConf)
+	}
+	// The console reads through the admin client too, and shows
+	// nothing the redactor would mask.
+	con, err := console.New(console.Config{
+		Control: actl, Jobs: sched.Jobs, Token: f.Admin.Token, ReadOnly: f.Admin.ReadOnly,
+		TraceURL: f.Admin.TraceURL, Redact: c.redact.String, Replica: replica, Logger: log,
+	})
+	if err != nil {
+		log.Error("cannot serve the console", "err", err)
+		return nil, nil, cleanup, exitUsage
+	}
+	h := admin.NewHandler(admin.Config{
+		Jobs: sched.Jobs, Control: actl, ReplicaID: replica, Token: f.Admin.Token,
+		Listen: listen, AllowedHosts: f.Admin.AllowedHosts, RateLimit: f.Admin.RateLimit, RateBurst: f.Admin.RateBurst,
+		Redactor: c.redact, Metrics: tel.metrics, Logger: log, ReadOnly: f.Admin.ReadOnly,
+		// The console's session cookie opens /api/v1 as the token does;
+		// the console sits behind the same Host check and rate limit.
+		Authenticate: con.Authenticate, Console: con,
+		Ready: func() error {
+			if draining.Load() {
+				return errors.New("shutting down")
+			}
+			return sched.Ready()
+		},
+	})
+	srv = admin.NewServer(h, log)
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("admin API stopped", "err", err)
+		}
+	}()
+	scheme := "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	log.Info("admin API and console listening", "addr", l.Addr().String(), "console", scheme+"://"+l.Addr().String()+"/",
+		"api_needs_token", f.Admin.Token != "", "tls", tlsConf != nil, "client_certificates", tlsConf != nil && tlsConf.ClientCAs != nil,
+		"allowed_hosts", f.Admin.AllowedHosts, "rate_limit", f.Admin.RateLimit, "read_only", f.Admin.ReadOnly)
+	return srv, actl, cleanup, exitOK
+}
 
-	done := make(chan error, 1)
-	go func() { done <- sched.Run(ctx) }()
-
+// waitForEnd handles signals until the scheduler's Run returns: SIGHUP
+// reloads the table, the first SIGINT or SIGTERM drains (cancel), a second
+// one is only logged. It returns Run's error.
+func (c *cli) waitForEnd(sigs <-chan os.Signal, done <-chan error, f *config.File, sched *scheduler.Scheduler, adminCtl *scheduler.Control, draining *atomic.Bool, cancel context.CancelFunc, grace time.Duration, log *slog.Logger) error {
 	var runErr error
 wait:
 	for {
@@ -251,7 +310,7 @@ wait:
 				reload(c.config, f, sched, adminCtl, log)
 			case !draining.Load():
 				draining.Store(true)
-				log.Info("signal received: shutting down", "signal", s.String(), "grace", o.grace)
+				log.Info("signal received: shutting down", "signal", s.String(), "grace", grace)
 				cancel()
 			default:
 				log.Warn("already shutting down: runs in flight get the rest of the grace period (SIGKILL stops at once, killing their commands too)", "signal", s.String())
@@ -260,19 +319,7 @@ wait:
 			break wait
 		}
 	}
-	if srv != nil {
-		sctx, scancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
-		if err := srv.Shutdown(sctx); err != nil {
-			log.Warn("admin API did not stop cleanly", "err", err)
-		}
-		scancel()
-	}
-	if runErr != nil {
-		log.Error("scheduler failed", "err", runErr)
-		return exitFailure
-	}
-	log.Info("solocron stopped")
-	return exitOK
+	return runErr
 }
 
 // storeOf is the table's store section with the embedded store's data

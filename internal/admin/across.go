@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/solocron/solocron/internal/across"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -19,18 +20,7 @@ import (
 // Summary is the answer of GET /api/v1/summary: what needs a look. Bad
 // counts jobs with a run that failed, timed out or lost its lease within
 // the last hour (day); Missed jobs with a missed instant.
-type Summary struct {
-	Jobs       int `json:"jobs"`
-	Running    int `json:"running"`
-	BadHour    int `json:"bad_last_hour"`
-	BadDay     int `json:"bad_last_day"`
-	MissedHour int `json:"missed_last_hour"`
-	MissedDay  int `json:"missed_last_day"`
-	Paused     int `json:"paused"`
-}
-
-// badOutcomes are what Summary and ?outcome=bad count as gone wrong.
-var badOutcomes = []scheduler.Outcome{scheduler.Failed, scheduler.TimedOut, scheduler.LeaseLost}
+type Summary = across.Summary
 
 // overview reads every job of the table, recent runs of each.
 func (a *api) overview(w http.ResponseWriter, r *http.Request, tab []scheduler.Job, recent int) ([]scheduler.Overview, bool) {
@@ -57,33 +47,7 @@ func (a *api) summary(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	now := a.cfg.Now()
-	within := func(o scheduler.Overview, ocs []scheduler.Outcome, d time.Duration) bool {
-		for _, oc := range ocs {
-			if at, ok := o.LastEnded[oc]; ok && now.Sub(at) <= d {
-				return true
-			}
-		}
-		return false
-	}
-	missed := []scheduler.Outcome{scheduler.Missed}
-	s := Summary{Jobs: len(tab)}
-	for i, o := range ov {
-		s.Running += len(o.Running)
-		if o.Paused || tab[i].Paused {
-			s.Paused++
-		}
-		for _, c := range []struct {
-			n   *int
-			ocs []scheduler.Outcome
-			d   time.Duration
-		}{{&s.BadHour, badOutcomes, time.Hour}, {&s.BadDay, badOutcomes, 24 * time.Hour},
-			{&s.MissedHour, missed, time.Hour}, {&s.MissedDay, missed, 24 * time.Hour}} {
-			if within(o, c.ocs, c.d) {
-				(*c.n)++
-			}
-		}
-	}
+	s := across.Summarize(tab, ov, a.cfg.Now())
 	writeJSON(w, http.StatusOK, s)
 }
 
@@ -94,33 +58,6 @@ type AcrossRuns struct {
 	Runs   []scheduler.Run `json:"runs"`
 	PerJob int             `json:"per_job"`
 	More   bool            `json:"more,omitempty"`
-}
-
-// runFilters are the values of ?outcome= on GET /api/v1/runs, as on the
-// console's runs page: an outcome, or bad (failed, timed out, lease lost),
-// skipped (any skip) or running (also waiting).
-var runFilters = []string{"bad", "failed", "timed_out", "lease_lost", "missed", "cancelled", "interrupted", "replaced", "succeeded", "skipped", "running"}
-
-// acrossRead bounds what GET /api/v1/runs reads: each job's latest
-// acrossRead/len(jobs) runs (at least 5, at most 100).
-const acrossRead = 5000
-
-func matchRun(want string, r scheduler.Run) bool {
-	o := r.Outcome
-	if o == "" {
-		o = r.Decision
-	}
-	switch want {
-	case "":
-		return true
-	case "bad":
-		return slices.Contains(badOutcomes, o)
-	case "skipped":
-		return strings.HasPrefix(string(o), "skipped")
-	case "running":
-		return o == scheduler.Running || o == scheduler.Waiting || o == scheduler.Started
-	}
-	return string(o) == want
 }
 
 // sinceParam reads ?since=: a Go duration, or whole days ("7d").
@@ -147,8 +84,8 @@ func sinceParam(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
 
 func (a *api) acrossRuns(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Query().Get("outcome")
-	if want != "" && !slices.Contains(runFilters, want) {
-		writeError(w, http.StatusBadRequest, "outcome must be one of: "+strings.Join(runFilters, ", "))
+	if want != "" && !slices.Contains(across.Filters, want) {
+		writeError(w, http.StatusBadRequest, "outcome must be one of: "+strings.Join(across.Filters, ", "))
 		return
 	}
 	span, ok := sinceParam(w, r)
@@ -160,7 +97,7 @@ func (a *api) acrossRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tab := a.cfg.Jobs()
-	out := AcrossRuns{Runs: []scheduler.Run{}, PerJob: min(max(acrossRead/max(len(tab), 1), 5), 100)}
+	out := AcrossRuns{Runs: []scheduler.Run{}, PerJob: across.PerJob(len(tab))}
 	ov, ok := a.overview(w, r, tab, out.PerJob)
 	if !ok {
 		return
@@ -169,7 +106,7 @@ func (a *api) acrossRuns(w http.ResponseWriter, r *http.Request) {
 	for _, o := range ov {
 		for _, run := range slices.Concat(o.Running, o.History) {
 			at := cmp.Or(run.FinishedAt, run.StartedAt, run.ScheduledAt)
-			if matchRun(want, run) && (span == 0 || (!run.ScheduledAt.IsZero() && now.Sub(at) <= span)) {
+			if across.Match(want, run) && (span == 0 || (!run.ScheduledAt.IsZero() && now.Sub(at) <= span)) {
 				out.Runs = append(out.Runs, run)
 			}
 		}

@@ -1,0 +1,194 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/jobs"
+)
+
+// backendKinds are the stores the conformance suite runs against: the
+// embedded default's engine (miniredis), a real redis-server, Redis Cluster
+// and Redlock over three masters. A new kind of backend is added here.
+var backendKinds = []struct {
+	name  string
+	store func(t *testing.T, opts ...StoreOption) *Store
+}{
+	{"miniredis", func(t *testing.T, opts ...StoreOption) *Store {
+		_, c := redistest.Mini(t)
+		return redisStore(t, c, opts...)
+	}},
+	{"redis-server", func(t *testing.T, opts ...StoreOption) *Store {
+		return redisStore(t, redistest.Start(t).Client(t, nil), opts...)
+	}},
+	{"cluster", func(t *testing.T, opts ...StoreOption) *Store {
+		return redisStore(t, redistest.StartCluster(t, 3, nil).Client(t, nil), opts...)
+	}},
+	{"redlock", func(t *testing.T, opts ...StoreOption) *Store {
+		var cs []redis.UniversalClient
+		for _, m := range redistest.StartMasters(t, 3, nil) {
+			cs = append(cs, m.Client(t, nil))
+		}
+		return redlockStore(t, cs, opts...)
+	}},
+}
+
+// TestBackendConformance is what the engine relies on from a store
+// (backend), asserted through the backend interface alone on every kind of
+// store: one run's life from claim to record, and the pause, status and
+// cancel beside it.
+func TestBackendConformance(t *testing.T) {
+	for _, k := range backendKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel() // each waits for its instants on the real clock
+			cfg, err := newConfig([]Option{WithMaxClockSkew(conformanceSkew)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := k.store(t, WithKeyPrefix("conf")).open(cfg, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testBackend(t, b)
+		})
+	}
+}
+
+// conformanceSkew is the suite's max clock skew: small, so that the
+// instants after a job's state was created come soon.
+const conformanceSkew = 100 * time.Millisecond
+
+func testBackend(t *testing.T, b backend) {
+	ctx := context.Background()
+	if err := b.preload(ctx); err != nil {
+		t.Fatalf("preload: %v", err)
+	}
+	const skew, ttl = conformanceSkew, 3 * time.Second
+	spec := Job{Name: "conf", Schedule: "@every 1h", Lease: 10 * time.Second, Retries: 1,
+		Handler: jobs.Func(func(context.Context) error { return nil })}
+	j, err := newJobState(spec.withDefaults(), b.metaKey(spec.Name), &memo{}, skew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := func(replica string, r claimReq) claimRes {
+		t.Helper()
+		res, err := b.claim(ctx, replica, skew, ttl, []claimReq{r})
+		if err != nil {
+			t.Fatalf("claim by %s: %v", replica, err)
+		}
+		if len(res) != 1 {
+			t.Fatalf("claim by %s: %d answers for 1 run", replica, len(res))
+		}
+		j.memo.observe(res[0].epoch, res[0].fence)
+		return res[0]
+	}
+	// A manual request creates the job's state; instants due before it
+	// existed (and within the skew after) never start. Three instants after
+	// that, a second apart (run ids have the second's precision), are
+	// claimed once all three are due, within their starting deadline.
+	if err := b.trigger(ctx, j.Name, j.Name+"@manual-conformance"); err != nil {
+		t.Fatalf("trigger: %v", err)
+	}
+	at := time.Now().Add(1500 * time.Millisecond).Truncate(time.Second)
+	time.Sleep(time.Until(at.Add(2*time.Second + skew)))
+
+	// One run, exactly once: the first claim starts it with a fencing
+	// token, a racing claim of the same instant finds it decided.
+	won := claimOf(j, at, kindScheduled, "owner-1")
+	res := claim("r1", won)
+	if res.status != answerStarted || res.fence <= 0 {
+		t.Fatalf("first claim: %+v; want started with a fencing token", res)
+	}
+	first := res.fence
+	if res = claim("r2", claimOf(j, at, kindScheduled, "owner-2")); res.status != answerDecided || res.replica != "r1" {
+		t.Errorf("racing claim: %+v; want decided by r1", res)
+	}
+
+	// Its lease: renewed for its holder, lost to anyone else.
+	leases, err := b.renew(ctx, []renewReq{{j: j, id: won.id, owner: "owner-1"}, {j: j, id: won.id, owner: "owner-2"}})
+	if err != nil || len(leases) != 2 {
+		t.Fatalf("renew: %v, %v", leases, err)
+	}
+	if leases[0] != leaseOK || leases[1] != leaseLost {
+		t.Errorf("renewals by the holder and by another: %v; want [ok lost]", leases)
+	}
+
+	// A retry's attempt gets a higher token; another owner gets none.
+	_, floor := j.memo.snapshot()
+	next, err := b.attempt(ctx, j, won.id, "owner-1", 2, floor)
+	if err != nil || next <= first {
+		t.Errorf("attempt 2: token %d, %v; want above %d", next, err, first)
+	}
+	if n, err := b.attempt(ctx, j, won.id, "owner-2", 2, floor); err != nil || n != 0 {
+		t.Errorf("attempt by another owner: token %d, %v; want 0", n, err)
+	}
+
+	// Its close: recorded once for its holder; the record is what Control
+	// reads back.
+	done := []completeReq{{r: &won, replica: "r1", outcome: Succeeded, attempts: 2, output: "out"}}
+	closed, err := b.complete(ctx, done)
+	if err != nil || len(closed) != 1 || closed[0] != closeOK {
+		t.Fatalf("complete: %v, %v; want [ok]", closed, err)
+	}
+	// A close asked again (its answer lost) is answered ok again; a close
+	// by another owner is refused.
+	if closed, err = b.complete(ctx, done); err != nil || closed[0] != closeOK {
+		t.Errorf("close asked again: %v, %v; want [ok]", closed, err)
+	}
+	other := won
+	other.owner = "owner-2"
+	if closed, err = b.complete(ctx, []completeReq{{r: &other, replica: "r2", outcome: Failed, attempts: 1}}); err != nil || closed[0] == closeOK {
+		t.Errorf("close by another owner: %v, %v; want it refused", closed, err)
+	}
+	run, err := b.get(ctx, j.Name, won.suffix)
+	if err != nil || run == nil {
+		t.Fatalf("get: %v, %v", run, err)
+	}
+	if run.Outcome != Succeeded || run.Replica != "r1" || run.Attempts != 2 || run.FencingToken < first {
+		t.Errorf("record: outcome %q by %q, %d attempts, token %d; want succeeded by r1, 2 attempts, token ≥ %d",
+			run.Outcome, run.Replica, run.Attempts, run.FencingToken, first)
+	}
+	hist, err := b.history(ctx, j.Name, 10)
+	if err != nil || len(hist) != 1 || hist[0].ID != won.id || hist[0].Outcome != Succeeded {
+		t.Errorf("history: %+v, %v; want the one run, succeeded", hist, err)
+	}
+
+	// Paused, the next instant is decided skipped_paused, not started;
+	// resumed, the one after starts.
+	if err := b.setPaused(ctx, j.Name, true, "conformance"); err != nil {
+		t.Fatal(err)
+	}
+	if res = claim("r1", claimOf(j, at.Add(time.Second), kindScheduled, "owner-3")); res.status != answerSkippedPaused {
+		t.Errorf("claim while paused: %+v; want skipped_paused", res)
+	}
+	if st, err := b.status(ctx, j.Name, 1); err != nil || !st.Paused || st.PausedWhy != "conformance" {
+		t.Errorf("status while paused: %+v, %v; want paused, why %q", st, err, "conformance")
+	}
+	if err := b.setPaused(ctx, j.Name, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	last := claimOf(j, at.Add(2*time.Second), kindScheduled, "owner-4")
+	res = claim("r2", last)
+	if res.status != answerStarted || res.fence <= next {
+		t.Fatalf("claim once resumed: %+v; want started with a token above %d", res, next)
+	}
+	if st, err := b.status(ctx, j.Name, 1); err != nil || st.Paused || len(st.Running) != 1 || st.Running[0].ID != last.id {
+		t.Errorf("status once resumed: %+v, %v; want not paused, %s running", st, err, last.id)
+	}
+
+	// An operator's cancel: asked of the running run, which its holder
+	// learns at its next renewal; a run that ended is not cancelled.
+	if a, _, err := b.cancel(ctx, j.Name, last.id, "op"); err != nil || a != cancelAsked {
+		t.Errorf("cancel of the running run: %q, %v; want asked", a, err)
+	}
+	if leases, err := b.renew(ctx, []renewReq{{j: j, id: last.id, owner: "owner-4"}}); err != nil || leases[0] != leaseCancelled {
+		t.Errorf("renewal of a cancelled run: %v, %v; want [cancelled]", leases, err)
+	}
+	if a, o, err := b.cancel(ctx, j.Name, won.id, "op"); err != nil || a != cancelEnded || o != Succeeded {
+		t.Errorf("cancel of the run that ended: %q %q, %v; want ended succeeded", a, o, err)
+	}
+}
