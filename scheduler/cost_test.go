@@ -322,12 +322,23 @@ func TestRedisCommandsPerRunAcrossReplicas(t *testing.T) {
 		}
 	}
 	waitRuns(5 * nj)
-	before, r0 := redisCalls(t, admin), runs.Load()
-	waitRuns(r0 + 4*nj)
-	calls, n := redisCalls(t, admin)-before-1, runs.Load()-r0
-	per := float64(calls) / float64(n)
-	t.Logf("%d Redis commands for %d runs: %.1f a run", calls, n, per)
-	if per > runsBudget {
-		t.Errorf("%.1f Redis commands a run, budget %.0f", per, runsBudget)
+	// The least of up to three windows: a loaded machine's stall makes
+	// instants missed (claimed and closed, not run) and heartbeats count
+	// for fewer runs, which raised one window to 20.4 now and then; a
+	// command added to every claim or close raises them all.
+	best := 0.0
+	for w := range 3 {
+		before, r0 := redisCalls(t, admin), runs.Load()
+		waitRuns(r0 + 4*nj)
+		calls, n := redisCalls(t, admin)-before-1, runs.Load()-r0
+		per := float64(calls) / float64(n)
+		t.Logf("window %d: %d Redis commands for %d runs: %.1f a run", w+1, calls, n, per)
+		if w == 0 || per < best {
+			best = per
+		}
+		if best <= runsBudget {
+			return
+		}
 	}
+	t.Errorf("%.1f Redis commands a run at best in three windows, budget %.0f", best, runsBudget)
 }

@@ -625,15 +625,18 @@ func claimCalls() *scriptCounter {
 	}}
 }
 
-// renewCalls counts renew calls: 3 arguments per run, the last a number
-// (the lease).
+// renewCalls counts renew calls: 3 arguments per run, the first a run id
+// (job@instant), the last a number (the lease). The run id tells them from
+// changed.lua's heartbeat call, which has the same count and kinds for its
+// one key.
 func renewCalls() *scriptCounter {
 	return &scriptCounter{shape: func(keys int, argv []any) bool {
 		if len(argv) != 3*keys {
 			return false
 		}
+		id, _ := argv[0].(string)
 		_, lease := argv[2].(int64)
-		return lease
+		return lease && strings.Contains(id, "@")
 	}}
 }
 
