@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,6 +92,30 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// The same, the first run's grant heard at once, but its retry's
+	// attempt 2 (token 15, issued at 1 s, answered late) starts at 3 s,
+	// after j@b's start with token 20: a break — unless the store had
+	// replaced the run at 2 s (its record says so) before the attempt
+	// started: a stale holder its next renewal would tell (seed 8015).
+	for _, replaced := range []bool{false, true} {
+		w := world()
+		lease(w, r0, "j@a", "o0", 1, 10, 0, 5*time.Second).cut(t0.Add(2 * time.Second))
+		lease(w, r1, "j@b", "o1", 1, 20, 2*time.Second, 7*time.Second)
+		w.obs.heard["j@a|o0"] = t0
+		w.obs.heard["j@b|o1"] = t0.Add(2 * time.Second)
+		w.obs.attempts = []simAttempt{{job: "j", id: "j@a", attempt: 1, slot: 1, token: 10, in: r0, start: t0},
+			{job: "j", id: "j@b", attempt: 1, slot: 1, token: 20, in: r1, start: t0.Add(2 * time.Second)},
+			{job: "j", id: "j@a", attempt: 2, slot: 1, token: 15, in: r0, start: t0.Add(3 * time.Second)}}
+		if replaced {
+			w.obs.records["j@a"] = []Run{{ID: "j@a", Job: "j", Decision: Started, Outcome: Replaced, Replica: "r0", FencingToken: 15,
+				ScheduledAt: t0, FinishedAt: t0.Add(2 * time.Second)}}
+		}
+		want := map[bool]int{false: 1, true: 0}[replaced]
+		if vs := w.check(); count(vs, invSlotTokens) != want {
+			t.Errorf("replaced before the attempt %v: %d %s violations, want %d: %v", replaced, count(vs, invSlotTokens), invSlotTokens, want, vs)
+		}
+	}
+
 	// A run granted at 0 s to a replica stopping since -1 s, never run,
 	// closed lease_lost by the cluster at 3 s: a break of
 	// lease-lost-means-ran — unless the replica was gone (its shutdown
@@ -111,6 +136,34 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// The same run, its replica stopping and alive all along: the store
+	// ran its claim and, at the same instant, the claim it sent once more
+	// (seed 8036: a stalled store ran both after the calls gave up). No
+	// answer heard: it never learnt the run was its own. One ask only (no
+	// ask once more), or an answer heard, is a break.
+	for _, c := range []struct {
+		name  string
+		asks  int
+		heard bool
+		want  int
+	}{{"both asks lost", 2, false, 0}, {"asked once", 1, false, 1}, {"answer heard", 2, true, 1}} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		for range c.asks {
+			w.obs.grants = append(w.obs.grants, simGrant{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"})
+		}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		w.obs.stopped[r0] = t0.Add(-time.Second)
+		w.obs.exited[r0] = t0.Add(time.Minute)
+		if c.heard {
+			w.obs.heard[id+"|o0"] = t0
+		}
+		if vs := w.check(); count(vs, invLeaseLostRan) != c.want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, count(vs, invLeaseLostRan), invLeaseLostRan, c.want, vs)
+		}
+	}
+
 	// The same run, its replica up, its holder's "never started" close
 	// reaching the store at 5 s: a break — unless the store lost its data
 	// at 4 s, with the record (seed 27).
@@ -127,6 +180,92 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		want := map[bool]int{false: 1, true: 0}[lost]
 		if vs := w.check(); count(vs, invLeaseLostRan) != want {
 			t.Errorf("record lost %v: %d %s violations, want %d: %v", lost, count(vs, invLeaseLostRan), invLeaseLostRan, want, vs)
+		}
+	}
+
+	// A manual request made in the calm period, never granted, waiting its
+	// turn: not run is a break of manual-runs-once — unless it was handed
+	// back to the pending requests when every replica stopped at the end,
+	// the job's slot held by other runs all along but for short gaps (the
+	// admission of the next waiter; seed 8019). A long free gap, or no
+	// hand-back, is still a break.
+	for _, c := range []struct {
+		name   string
+		handed bool
+		gap    time.Duration
+		want   int
+	}{{"handed back, busy", true, 200 * time.Millisecond, 0}, {"not handed back", false, 200 * time.Millisecond, 1},
+		{"handed back, slot free 5s", true, 5 * time.Second, 1}} {
+		w := world()
+		calm := simFaultsUntil
+		id := "j@manual-9"
+		w.obs.manual = []simManual{{id: id, job: "j", at: t0.Add(calm + time.Second)}}
+		for i, from := 0, calm-2*time.Second; from < simLength; i++ {
+			to := from + 6*time.Second
+			lease(w, r0, fmt.Sprintf("j@run%d", i), fmt.Sprintf("o%d", i), 1, int64(10+i), from, to)
+			from = to + c.gap
+		}
+		if c.handed {
+			w.obs.handed[id+"|om"] = t0.Add(simLength)
+		}
+		if vs := w.check(); count(vs, invManualOnce) != c.want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, count(vs, invManualOnce), invManualOnce, c.want, vs)
+		}
+	}
+
+	// A backfill asked at 125 s, none of its 2 instants decided at the
+	// end: a break of backfill-decides-all — unless its job was paused in
+	// the store at the end (a paused job's backfill waits), the pause
+	// explained by the plan: the operator's resume at 34 s lost with the
+	// store's data at 43 s (a failover to a copy taken while it was
+	// paused; seed 8141). Paused with no explanation (a resume that did
+	// not take) is still a break.
+	for _, c := range []struct {
+		name         string
+		paused, loss bool
+		want         int
+	}{{"not paused", false, true, 1}, {"paused, resume lost", true, true, 0}, {"paused, resume kept", true, false, 1}} {
+		w := world()
+		w.plan.backfill = &simBackfill{job: "j", at: 5 * time.Second, span: 8 * time.Second, parallel: 1}
+		w.obs.backfillAt = t0.Add(simFaultsUntil + 5*time.Second)
+		w.obs.backfillEnd = &Backfill{Total: 2}
+		w.obs.backfillPaused = c.paused
+		w.obs.pauses["j"] = []simPause{{on: true, at: t0.Add(17 * time.Second)}, {on: false, at: t0.Add(34 * time.Second)}}
+		if c.loss {
+			w.obs.losses = []simLoss{{at: t0.Add(43 * time.Second), what: "failover"}}
+		}
+		if vs := w.check(); count(vs, invBackfillAll) != c.want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, count(vs, invBackfillAll), invBackfillAll, c.want, vs)
+		}
+	}
+
+	// A scheduled run granted at 0 s, its claim answered past its lease,
+	// recorded started -> missed, "never started", at 3 s; a backfill then
+	// grants and starts it at 10 s: what a backfill is for, no second grant
+	// nor second decision (seed 8061) — unless the first had run (ended
+	// lease_lost), or the backfill's grant came before the first was
+	// closed (two grants of a run in flight).
+	for _, c := range []struct {
+		name    string
+		outcome Outcome
+		closed  time.Duration
+		want    int
+	}{{"never started", Missed, 3 * time.Second, 0}, {"ran", LeaseLost, 3 * time.Second, 1},
+		{"granted before closed", Missed, 12 * time.Second, 1}} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"},
+			{at: t0.Add(10 * time.Second), job: "j", id: id, owner: "o1", fence: 9, in: r1, via: "claim b"}}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Kind: KindScheduled, Decision: Started, Outcome: c.outcome, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(c.closed), Error: "never started"},
+			{ID: id, Job: "j", Kind: KindBackfill, Decision: Started, Outcome: Succeeded, Replica: "r1", FencingToken: 9,
+				ScheduledAt: t0, FinishedAt: t0.Add(11 * time.Second)}}
+		vs := w.check()
+		if got := count(vs, invOneGrant); got != c.want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, got, invOneGrant, c.want, vs)
+		}
+		if got, want := count(vs, invOneRecord), map[bool]int{true: 0, false: 1}[c.outcome == Missed]; got != want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, got, invOneRecord, want, vs)
 		}
 	}
 

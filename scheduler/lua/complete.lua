@@ -25,7 +25,10 @@ for _, f in ipairs(STATS) do
 end
 META[#META + 1] = 'top'
 local out = {}
-for i = 1, #KEYS do
+-- Each run on its own: a run whose close fails (its keys hold something
+-- else, say) is answered lost (its holder gives up on it), and the others
+-- of the batch are closed as if it were not there.
+local function close_one(i)
   local a = 8 * (i - 1)
   local id, owner, outcome = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local base = string.sub(KEYS[i], 1, -5)
@@ -119,6 +122,11 @@ for i = 1, #KEYS do
       never_started(base, rk, id, err, fin)
     end
     out[i] = 'closed'
+  end
+end
+for i = 1, #KEYS do
+  if not pcall(close_one, i) then
+    out[i] = 'lost'
   end
 end
 return out

@@ -65,7 +65,10 @@ local function bf_untake(base, id, sched)
   redis.call('PEXPIRE', base .. 'bfredo', META_TTL)
 end
 
-for i = 1, #KEYS do
+-- Each run on its own: a run whose undo fails (its keys hold something
+-- else, say) is answered kept, and the others of the batch are taken back
+-- as if it were not there.
+local function undo_one(i)
   local a = 5 * (i - 1)
   local id, owner, mode = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local wttl, max_wait = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
@@ -109,6 +112,11 @@ for i = 1, #KEYS do
       redis.call('PEXPIRE', base .. 'manual', META_TTL)
     end
     out[i] = 'dropped'
+  end
+end
+for i = 1, #KEYS do
+  if not pcall(undo_one, i) then
+    out[i] = 'kept'
   end
 end
 return out
