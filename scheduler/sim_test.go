@@ -392,6 +392,9 @@ func (w *simWorld) table(in *simInc) []Job {
 	out := make([]Job, len(tab))
 	for i, sj := range tab {
 		j := sj.Job
+		if w.plan.notifies(j.Name) {
+			j.Notify = []string{simNotifyTarget}
+		}
 		body := w.ledger.Job(func(ctx context.Context) error {
 			info, _ := jobs.FromContext(ctx)
 			h := fnv.New64a()
@@ -441,8 +444,8 @@ func (w *simWorld) startReplica(r *simReplica) {
 	in := &simInc{r: r, n: n, ver: r.ver, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{})}
 	r.cur = in // taken: a second restart of r now finds it up
 	r.mu.Unlock()
-	cfg, err := newConfig([]Option{WithReplicaID(r.id), WithClock(ClockFunc(r.now)), WithMaxClockSkew(w.plan.skew),
-		WithShutdownGrace(w.plan.grace), WithLogger(w.log.With("replica", in.String()))})
+	cfg, err := newConfig(append([]Option{WithReplicaID(r.id), WithClock(ClockFunc(r.now)), WithMaxClockSkew(w.plan.skew),
+		WithShutdownGrace(w.plan.grace), WithLogger(w.log.With("replica", in.String()))}, w.simNotifyOptions(in)...))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -460,7 +463,15 @@ func (w *simWorld) startReplica(r *simReplica) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	s, err := newScheduler(&simStore{backend: st, in: in}, cfg, w.table(in))
+	sst := &simStore{backend: st, in: in}
+	if !simNotifyOff {
+		nc := redistest.PipeClient(w.t, w.m)
+		nc.AddHook(simNotifyHook{st: sst})
+		if sst.notify, err = newStore(nc, cfg); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	s, err := newScheduler(sst, cfg, w.table(in))
 	if err != nil {
 		w.t.Fatal(err)
 	}
