@@ -53,6 +53,11 @@ const (
 	// simNotifyMargin: a record closed this close to the end may still be
 	// on its way (a lease_lost event is held back 15 s; then a poll).
 	simNotifyMargin = 25 * time.Second
+	// simNotifyStale: a taker frozen this recently may hold a delivery
+	// taken before its lease (twice the 5 s timeout and a second) ran out.
+	simNotifyStale = 30 * time.Second
+	// simLeaseLostHold is common.lua's LEASE_LOST_HOLD.
+	simLeaseLostHold = 15 * time.Second
 )
 
 var simNotifyOff = os.Getenv("SOLOCRON_SIM_NOTIFY") == "0"
@@ -304,15 +309,24 @@ func (w *simWorld) checkNotify() []simViolation {
 			case lost != "":
 			case !ok:
 				add(invNotifyMatches, p.run, "event %s POSTed by %s at t=%s for run %s, which has no record", p.key, p.in, w.rel(p.at), p.run)
+			case string(r.Outcome) != want && p.event == string(notify.LeaseLost) && r.Outcome == Missed &&
+				strings.HasPrefix(r.Error, "never started") && !p.at.Before(r.FinishedAt.Add(simLeaseLostHold)):
+				add(invNotifyMatches, p.run, "event %s POSTed by %s at t=%s, %s after the close, after the 15 s hold; its run's final record says %s -> %s (error %q)",
+					p.key, p.in, w.rel(p.at), p.at.Sub(r.FinishedAt), r.Decision, r.Outcome, r.Error)
 			case string(r.Outcome) != want:
 				add(invNotifyMatches, p.run, "event %s POSTed by %s at t=%s (queued t=%s, the body's outcome %s) for run %s, whose final record is %s -> %s by %s (error %q)",
 					p.key, p.in, w.rel(p.at), w.rel(p.queued), p.outcome, p.run, r.Decision, r.Outcome, r.Replica, r.Error)
 			}
 		}
-		// Once: not again after a 2xx its taker reported done.
+		// Once: not again after a 2xx its taker reported done — unless the
+		// replica that POSTs again was frozen (or killed) in the last
+		// simNotifyStale: it took the delivery before its lease ran out and
+		// POSTs it on waking (docs/monitoring.md: a taker stalled past its
+		// lease may POST again, with the same key).
 		// (A failover to a copy taken before the report brings the delivery
 		// back: a second POST with the same key, which receivers drop.)
-		if d, ok := o.notifyDone[p.key]; ok && p.at.After(d) && acked[p.key] && !o.lossBetween(d, p.at, false) {
+		if d, ok := o.notifyDone[p.key]; ok && p.at.After(d) && acked[p.key] && !o.lossBetween(d, p.at, false) &&
+			!o.impaired(p.in, p.at.Add(-simNotifyStale), p.at) {
 			add(invNotifyOnce, p.run, "event %s POSTed again by %s at t=%s after it was answered 2xx and reported done at t=%s", p.key, p.in, w.rel(p.at), w.rel(d))
 		}
 		if p.status == http.StatusOK {
@@ -320,10 +334,15 @@ func (w *simWorld) checkNotify() []simViolation {
 		}
 	}
 	// Every final record the target wants, delivered.
+	finalJobs := map[string]bool{}
+	for _, sj := range w.plan.table(w.plan.final) {
+		finalJobs[sj.Name] = true
+	}
 	wants := map[Outcome]bool{Failed: true, TimedOut: true, LeaseLost: true, Missed: true}
 	for _, id := range slices.Sorted(maps.Keys(o.records)) {
 		r, _ := final(id)
-		if !wants[r.Outcome] || !w.plan.notifies(r.Job) {
+		// A job the final table no longer has: no replica polls its queue.
+		if !wants[r.Outcome] || !w.plan.notifies(r.Job) || !finalJobs[r.Job] {
 			continue
 		}
 		closed := r.FinishedAt // the store's clock: when the close queued the event
