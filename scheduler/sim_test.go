@@ -475,7 +475,7 @@ func (w *simWorld) startReplica(r *simReplica) {
 		w.t.Fatal(err)
 	}
 	sst := &simStore{backend: st, in: in}
-	if !simNotifyOff {
+	if w.plan.notifyOn() {
 		nc := redistest.PipeClient(w.t, w.m)
 		nc.AddHook(simNotifyHook{st: sst})
 		if sst.notify, err = newStore(nc, cfg); err != nil {

@@ -28,7 +28,8 @@ import (
 // (an http.RoundTripper: no network), which answers 500 to a seeded share
 // of the attempts made before the calm period (at most simNotifyFails per
 // delivery, so a retry's backoff stays within the calm period). Every POST
-// is in the replay trace. SOLOCRON_SIM_NOTIFY=0 turns it off.
+// is in the replay trace. Half the seeds (notifyOn) send notifications;
+// SOLOCRON_SIM_NOTIFY=0 turns them off.
 //
 // Invariants (checkNotify):
 //   - notify-matches-record: every event POSTed names a run whose final
@@ -65,9 +66,22 @@ var simNotifyOff = os.Getenv("SOLOCRON_SIM_NOTIFY") == "0"
 // simNotifyEvents are the events the sim's target wants: every run event.
 var simNotifyEvents = []notify.Event{notify.Failed, notify.TimedOut, notify.LeaseLost, notify.Missed, notify.Recovered}
 
-// notifies reports whether job subscribes: about two jobs in three.
-func (p *simPlan) notifies(job string) bool {
+// notifyOn reports whether the seed sends notifications: half the seeds
+// (the notifier's poll, one call per replica per second, would otherwise
+// add a third to every seed's cost).
+func (p *simPlan) notifyOn() bool {
 	if simNotifyOff {
+		return false
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d|notify", p.seed)
+	return (h.Sum64()>>3)%2 == 0
+}
+
+// notifies reports whether job subscribes: about two jobs in three, on
+// the seeds that send notifications.
+func (p *simPlan) notifies(job string) bool {
+	if !p.notifyOn() {
 		return false
 	}
 	h := fnv.New64a()
@@ -91,7 +105,7 @@ type simPost struct {
 // simNotifyOptions are a replica's notification options: the target and
 // the receiver's client.
 func (w *simWorld) simNotifyOptions(in *simInc) []Option {
-	if simNotifyOff {
+	if !w.plan.notifyOn() {
 		return nil
 	}
 	return []Option{
@@ -274,7 +288,7 @@ func (w *simWorld) subscribedAt(job string, t time.Time) bool {
 
 // checkNotify checks the notifications (w.mu held).
 func (w *simWorld) checkNotify() []simViolation {
-	if simNotifyOff {
+	if !w.plan.notifyOn() {
 		return nil
 	}
 	o := &w.obs
