@@ -217,6 +217,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 	if lost := j.memo.observe(res.epoch, res.fence); lost != "" {
 		s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
 			"job", j.Name, "old_epoch", lost, "new_epoch", res.epoch)
+		s.lostState.Store(true)
 	}
 	if r.kind == kindManual && res.status != answerWaiting {
 		s.manual.Delete(r.id)

@@ -163,6 +163,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		if lost := j.memo.observe(r.epoch, r.fence); lost != "" {
 			s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
 				"job", j.Name, "old_epoch", lost, "new_epoch", r.epoch)
+			s.lostState.Store(true)
 		}
 		if j.memo.setStats(r.statsRaw, r.stats, r.statsAt) {
 			// Another replica may not know yet (a run its holder never

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -244,6 +243,12 @@ func (n *notifier) run(ctx context.Context) {
 // notifyResubscribe; it reports whether they are up to date.
 func (n *notifier) resubscribe(ctx context.Context) bool {
 	tab, gen := n.s.table()
+	// After Redis lost a job's state its subscription is gone too: without
+	// it the runs closed meanwhile queue no event. Written again now, not
+	// at the next notifyResubscribe.
+	if n.s.lostState.Swap(false) {
+		n.gen = -1
+	}
 	if gen == n.gen && time.Since(n.subAt) < notifyResubscribe {
 		return true
 	}
@@ -488,7 +493,7 @@ func (n *notifier) backoff(attempt int64) time.Duration {
 		d *= 2
 	}
 	d = min(d, c.maxBackoff)
-	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+	return d + n.s.cfg.jitter("notify", d/5+1)
 }
 
 // done reports a delivery: delay < 0 removes it from the queue, else it is

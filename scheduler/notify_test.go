@@ -498,3 +498,36 @@ func TestNotifyPauseAfterFailures(t *testing.T) {
 		t.Errorf("got %d paused and %d failed notifications, want 1 and 2", paused, failed)
 	}
 }
+
+// Redis losing its data (here FLUSHALL) takes the notification
+// subscriptions with it: the replica that notices the loss writes them
+// again at once, so the failures after the loss are notified too — not
+// only after the next periodic rewrite, ten minutes later.
+func TestNotifyAfterRedisLostData(t *testing.T) {
+	srv := redistest.Start(t)
+	rcv := newReceiver(t)
+	f := newFleet(t)
+	table := []scheduler.Job{{Name: "fails", Schedule: "@every 1s", Handler: jobs.Func(func(context.Context) error { return errors.New("boom") }),
+		Notify: []string{"ops"}}}
+	s, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, scheduler.WithLogger(quiet),
+		scheduler.WithSyncInterval(200*time.Millisecond), scheduler.WithNotifications(rcv.target(notify.Failed)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.run(s)
+	testkit.WaitFor(t, 30*time.Second, "a failed notification", func() bool { return len(rcv.posts()) >= 1 })
+	admin := srv.Client(t, nil)
+	if err := admin.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	flushed := time.Now()
+	testkit.WaitFor(t, 15*time.Second, "a failed notification of a run closed after the flush", func() bool {
+		for _, p := range rcv.posts() {
+			if p.body.Run != nil && p.body.Run.FinishedAt.After(flushed) {
+				return true
+			}
+		}
+		return false
+	})
+	f.stop()
+}

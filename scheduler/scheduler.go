@@ -49,7 +49,11 @@ type Scheduler struct {
 
 	reloaded chan struct{}
 	started  atomic.Bool
-	runStart time.Time // when Run began: instants due before it are an outage's (misses.go)
+	// lostState is set when a claim or heartbeat finds Redis lost a job's
+	// state: the notification subscriptions went with it, and the
+	// notifier writes them again at its next poll (notify.go).
+	lostState atomic.Bool
+	runStart  time.Time // when Run began: instants due before it are an outage's (misses.go)
 
 	loops      sync.WaitGroup // dispatcher, heartbeat, claims, waiters, miss recorder
 	runs       sync.WaitGroup // started runs

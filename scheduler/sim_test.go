@@ -163,6 +163,17 @@ type simKnownDefect struct {
 // "What the search found"). Each matches only violations of its own
 // invariants that carry its own signature.
 var simKnownDefects = map[string]simKnownDefect{
+	// A run the cluster closed lease_lost is rewritten missed "never
+	// started" when its holder asks again; common.lua holds the lease_lost
+	// event back 15 s for that, but a holder frozen or answered late asks
+	// later, and the event, POSTed by then, says the opposite of the final
+	// record (issue 23 item 10, the part a hold cannot close).
+	"N1-lease-lost-hold": {
+		name:       "issue 23 item 10, documented window: a lease_lost event POSTed after its 15 s hold, its run rewritten missed \"never started\" later",
+		invariants: []string{invNotifyMatches},
+		match:      func(v simViolation) bool { return strings.Contains(v.detail, "after the 15 s hold") },
+		exposed:    func(p *simPlan) bool { return true },
+	},
 	// A failover to a copy that missed writes is noticed only when a
 	// replica that saw one of the lost writes next talks to the new
 	// primary (README, bad-day table): until then any replica whose own
@@ -392,6 +403,9 @@ func (w *simWorld) table(in *simInc) []Job {
 	out := make([]Job, len(tab))
 	for i, sj := range tab {
 		j := sj.Job
+		if w.plan.notifies(j.Name) {
+			j.Notify = []string{simNotifyTarget}
+		}
 		body := w.ledger.Job(func(ctx context.Context) error {
 			info, _ := jobs.FromContext(ctx)
 			h := fnv.New64a()
@@ -441,8 +455,8 @@ func (w *simWorld) startReplica(r *simReplica) {
 	in := &simInc{r: r, n: n, ver: r.ver, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{})}
 	r.cur = in // taken: a second restart of r now finds it up
 	r.mu.Unlock()
-	cfg, err := newConfig([]Option{WithReplicaID(r.id), WithClock(ClockFunc(r.now)), WithMaxClockSkew(w.plan.skew),
-		WithShutdownGrace(w.plan.grace), WithLogger(w.log.With("replica", in.String()))})
+	cfg, err := newConfig(append([]Option{WithReplicaID(r.id), WithClock(ClockFunc(r.now)), WithMaxClockSkew(w.plan.skew),
+		WithShutdownGrace(w.plan.grace), WithLogger(w.log.With("replica", in.String()))}, w.simNotifyOptions(in)...))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -460,7 +474,15 @@ func (w *simWorld) startReplica(r *simReplica) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	s, err := newScheduler(&simStore{backend: st, in: in}, cfg, w.table(in))
+	sst := &simStore{backend: st, in: in}
+	if w.plan.notifyOn() {
+		nc := redistest.PipeClient(w.t, w.m)
+		nc.AddHook(simNotifyHook{st: sst})
+		if sst.notify, err = newStore(nc, cfg); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	s, err := newScheduler(sst, cfg, w.table(in))
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -277,3 +277,89 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		t.Errorf("a later grant with a lower token: %d %s violations, want 1", got, invSlotTokens)
 	}
 }
+
+// The notification checks on hand-made observations: an event that says
+// the opposite of its run's final record (lease_lost for a run recorded
+// missed "never started": issue 23, item 10), a final record never
+// delivered, and a delivery POSTed again after it was acknowledged and
+// reported done are each reported; their correct counterparts are not.
+func TestSimCheckNotifications(t *testing.T) {
+	if simNotifyOff {
+		t.Skip("SOLOCRON_SIM_NOTIFY=0")
+	}
+	t0 := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	plan := &simPlan{seed: 1}
+	for !plan.notifyOn() {
+		plan.seed++
+	}
+	job := ""
+	for _, name := range []string{"j", "k", "l", "m"} {
+		if plan.notifies(name) {
+			job = name
+			break
+		}
+	}
+	if job == "" {
+		t.Fatalf("no job name subscribes under seed %d", plan.seed)
+	}
+	plan.jobs = []simJob{{Job: Job{Name: job, Schedule: "@every 1h", Concurrency: 1}}}
+	r0 := &simInc{r: &simReplica{idx: 0}, n: 1}
+	count := func(vs []simViolation, inv string) int {
+		n := 0
+		for _, v := range vs {
+			if v.invariant == inv {
+				n++
+			}
+		}
+		return n
+	}
+	id := job + "@2000-01-01T00:00:00Z"
+	world := func(outcome Outcome, why string) *simWorld {
+		w := &simWorld{t: t, plan: plan, start: t0, ledger: testkit.NewLedger(), obs: newSimObs()}
+		w.obs.notifySubs[job] = []time.Time{t0}
+		w.obs.records[id] = []Run{{ID: id, Job: job, Decision: Started, Outcome: outcome, Replica: "r0", Error: why,
+			FinishedAt: t0.Add(10 * time.Second)}}
+		return w
+	}
+	post := func(w *simWorld, event string, at time.Duration, status int) {
+		w.obs.posts = append(w.obs.posts, simPost{key: id + ":" + event, event: event, run: id, job: job, in: r0,
+			at: t0.Add(at), queued: t0.Add(10 * time.Second), status: status})
+	}
+
+	for _, tc := range []struct {
+		name    string
+		outcome Outcome
+		posts   func(w *simWorld)
+		inv     string
+		want    int
+	}{
+		{"lease_lost event, record missed", Missed, func(w *simWorld) { post(w, "lease_lost", 26*time.Second, 200); post(w, "missed", 27*time.Second, 200) }, invNotifyMatches, 1},
+		{"missed event, record missed", Missed, func(w *simWorld) { post(w, "missed", 11*time.Second, 200) }, invNotifyMatches, 0},
+		{"recovered event, record succeeded", Succeeded, func(w *simWorld) { post(w, "recovered", 11*time.Second, 200) }, invNotifyMatches, 0},
+		{"failed record, no event", Failed, func(w *simWorld) {}, invNotifyDelivered, 1},
+		{"failed record, event refused then delivered", Failed, func(w *simWorld) { post(w, "failed", 11*time.Second, 500); post(w, "failed", 13*time.Second, 200) }, invNotifyDelivered, 0},
+		{"failed record, event only refused", Failed, func(w *simWorld) { post(w, "failed", 11*time.Second, 500) }, invNotifyDelivered, 1},
+		{"POSTed again after done", Failed, func(w *simWorld) {
+			post(w, "failed", 11*time.Second, 200)
+			w.obs.notifyDone[id+":failed"] = t0.Add(12 * time.Second)
+			post(w, "failed", 13*time.Second, 200)
+		}, invNotifyOnce, 1},
+		{"POSTed again before done (report lost)", Failed, func(w *simWorld) {
+			post(w, "failed", 11*time.Second, 200)
+			post(w, "failed", 13*time.Second, 200)
+			w.obs.notifyDone[id+":failed"] = t0.Add(14 * time.Second)
+		}, invNotifyOnce, 0},
+	} {
+		w := world(tc.outcome, "")
+		tc.posts(w)
+		vs := w.check()
+		if got := count(vs, tc.inv); got != tc.want {
+			t.Errorf("%s: %d %s violation(s), want %d: %v", tc.name, got, tc.inv, tc.want, vs)
+		}
+		for _, inv := range []string{invNotifyMatches, invNotifyDelivered, invNotifyOnce} {
+			if inv != tc.inv && count(vs, inv) > 0 {
+				t.Errorf("%s: unexpected %s: %v", tc.name, inv, vs)
+			}
+		}
+	}
+}

@@ -164,12 +164,16 @@ type simObs struct {
 	// whether its job was paused in the store at the end
 	backfillPaused bool
 	backfillErr    error
+	// notifications (simnotify_test.go)
+	posts      []simPost
+	notifySubs map[string][]time.Time // job -> when a subscription of it was written
+	notifyDone map[string]time.Time   // "<run id>:<event>" -> when its delivery was first reported done
 }
 
 func newSimObs() simObs {
 	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
 		killed: map[*simInc]time.Time{}, stopped: map[*simInc]time.Time{}, exited: map[*simInc]time.Time{}, never: map[string]time.Time{}, frozen: map[int][][2]time.Time{},
-		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}}
+		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}, notifySubs: map[string][]time.Time{}, notifyDone: map[string]time.Time{}}
 }
 
 // noteLeaseSeg notes that the store holds run id's lease for owner (in's
@@ -876,6 +880,7 @@ func (w *simWorld) check() []simViolation {
 			}
 		}
 	}
+	vs = append(vs, w.checkNotify()...)
 	sort.SliceStable(vs, func(a, b int) bool { return vs[a].invariant < vs[b].invariant })
 	return vs
 }

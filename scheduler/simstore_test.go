@@ -129,13 +129,14 @@ func (r *simReplica) runnable(in *simInc) bool {
 // simStore is one incarnation's view of the store.
 type simStore struct {
 	backend
-	in *simInc
+	in     *simInc
+	notify *store // the notifier's store, its calls through simNotifyHook; nil: no notifications
 }
 
-// caps: the simulation keeps no replica registry and sends no
-// notifications.
+// caps: the simulation keeps no replica registry; its notifier's calls
+// go through the faults (simnotify_test.go).
 func (w *simStore) caps() capabilities {
-	return capabilities{mutexOnly: w.backend.caps().mutexOnly}
+	return capabilities{mutexOnly: w.backend.caps().mutexOnly, notify: w.notify}
 }
 
 // fault is what happens to one call.
