@@ -26,6 +26,7 @@ import (
 // killed: every failed run is posted exactly once (signed), the held one
 // by another replica, and recovered once.
 func TestNotifyDaemons(t *testing.T) {
+	testkit.Long(t) // ~40 s; TestNotifyDeadTakerHandsOn and TestNotifyOncePerEventThreeReplicas (package scheduler) run by default
 	tr := &transcript{}
 	secret := "hook" + randomHex(t)
 	srv := redistest.Start(t)
