@@ -80,6 +80,7 @@ jobs:
 // 12's invariant; TestLateClaimAnswer in package scheduler reproduces that
 // defect deterministically).
 func TestDataLossAndStallWithDaemons(t *testing.T) {
+	testkit.Long(t) // ~22 s; TestFreshStateAfterLossDoesNotRerun and TestLateClaimAnswer (package scheduler) run by default
 	tr := &transcript{}
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
