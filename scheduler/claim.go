@@ -104,7 +104,20 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		}()
 	}
 	backoff := 50 * time.Millisecond
-	askedAgain := false
+	// While stopping, scheduled claims whose answer was lost are asked again
+	// with the same owner tokens until one is answered or the shutdown
+	// grace ends: the script may have granted a run to this replica, which
+	// nobody would then start, and the cluster would close lease_lost. The
+	// answer is handled as any other while stopping.
+	var pause time.Duration
+	askAgain := func() bool {
+		if !scheduledClaims(reqs) || !time.Now().Add(pause).Before(s.stoppingUntil()) {
+			return false
+		}
+		ok := sleep(context.WithoutCancel(ctx), pause)
+		pause = min(max(2*pause, 100*time.Millisecond), time.Second)
+		return ok
+	}
 	for len(reqs) > 0 {
 		start := time.Now()
 		for i := range reqs {
@@ -131,15 +144,8 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		s.tel.claimDuration.Record(ctx, end.Sub(start).Seconds())
 		var again []claimReq
 		if err != nil {
-			if ctx.Err() != nil && !askedAgain && scheduledClaims(reqs) {
-				// Shutting down, the answer lost: the script may have
-				// run and granted a scheduled run to this replica, which
-				// nobody would then start, and the cluster would close
-				// lease_lost. Asked once more with the same owner tokens
-				// (the round trip finishes regardless of shutdown), the
-				// answer is handled as any other while stopping.
-				askedAgain = true
-				continue
+			if ctx.Err() != nil && askAgain() {
+				continue // shutting down, the answer lost: see askAgain
 			}
 			if ctx.Err() != nil {
 				// Shutting down: other replicas may still claim the
@@ -177,9 +183,8 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		// Random within [backoff/2, 3·backoff/2): replicas whose Redlock
 		// claims split the masters' votes must not meet again in step.
 		if !sleep(ctx, backoff/2+s.cfg.jitter("claim "+reqs[0].id, backoff)) {
-			if !askedAgain && scheduledClaims(reqs) {
-				askedAgain = true // as above: an earlier try may have granted one
-				continue
+			if askAgain() {
+				continue // as above: an earlier try may have granted one
 			}
 			for _, r := range reqs {
 				if r.kind == kindManual {
