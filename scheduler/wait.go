@@ -77,12 +77,12 @@ func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) 
 		s.waiters.mu.Lock()
 		runs := slices.Clone(g.runs)
 		for _, w := range runs {
-			w.r.j = cur
+			w.r.setJob(cur)
 		}
 		s.waiters.mu.Unlock()
-		reqs := make([]*claimReq, len(runs))
+		reqs := make([]*storeClaim, len(runs))
 		for i, w := range runs {
-			reqs[i] = &w.r
+			reqs[i] = &w.r.storeClaim
 		}
 		_, floor := cur.memo.snapshot()
 		start := time.Now()
@@ -192,7 +192,7 @@ func (s *Scheduler) handBackLate(ctx context.Context, r claimReq) {
 	until := r.sched.Add(s.cfg.manualTTL)
 	for {
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
-		ok, err := s.store.handBack(hctx, &r, s.cfg.waiterTTL)
+		ok, err := s.store.handBack(hctx, &r.storeClaim, s.cfg.waiterTTL)
 		cancel()
 		switch {
 		case err == nil && ok:
@@ -223,7 +223,7 @@ func (s *Scheduler) handBackManual(ctx context.Context, r claimReq) {
 	pause := 100 * time.Millisecond
 	for {
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
-		ok, err := s.store.handBack(hctx, &r, s.cfg.waiterTTL)
+		ok, err := s.store.handBack(hctx, &r.storeClaim, s.cfg.waiterTTL)
 		cancel()
 		switch {
 		case err == nil && ok:
