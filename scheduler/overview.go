@@ -10,26 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Overview is a job's cluster-wide state as a page of many jobs shows it.
-type Overview struct {
-	Status
-	// LeaseUntil holds, per run id in Running, when its lease runs out by
-	// Redis' clock (unless renewed). Empty on Redlock.
-	LeaseUntil map[string]time.Time `json:"lease_until,omitempty"`
-	// KeptStarted counts the runs in the job's whole kept history (its
-	// history_limit latest records, however few History holds) that
-	// started, and KeptSucceeded those of them that succeeded: the success
-	// ratio over the kept history. The store keeps the counts as it files
-	// and trims records, so reading them costs nothing per record.
-	KeptStarted   int `json:"kept_started"`
-	KeptSucceeded int `json:"kept_succeeded"`
-	// LastEnded holds when the job's latest run with each of the outcomes
-	// failed, timed_out, lease_lost and missed ended (or was decided), by
-	// Redis' clock: what a summary of "what went wrong lately" counts.
-	// Empty on Redlock.
-	LastEnded map[Outcome]time.Time `json:"last_ended,omitempty"`
-}
-
 // summaryOutcomes are the outcomes Overview.LastEnded keeps, in the order
 // the meta's fields are read.
 var summaryOutcomes = []Outcome{Failed, TimedOut, LeaseLost, Missed}

@@ -38,18 +38,6 @@ type poolPlace struct {
 	size map[string]int    // pool -> size, as the table says
 }
 
-// PoolUse is how much of a job's pool is in use (Status.Pool).
-type PoolUse struct {
-	Name string `json:"name"`
-	// Size is the pool's number of slots in the table this Control (or
-	// Scheduler) knows.
-	Size int `json:"size"`
-	// Used counts the slots held by runs whose lease has not run out.
-	Used int `json:"used"`
-	// Holders are those runs' ids, of any of the pool's jobs.
-	Holders []string `json:"holders"`
-}
-
 // use is job's pool's PoolUse with holders (run ids, their leases
 // valid), or nil for a job in no pool.
 func (p *poolPlace) use(job string, holders []string) *PoolUse {

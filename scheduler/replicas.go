@@ -30,31 +30,6 @@ import (
 
 var replicasScript = script("replicas")
 
-// Replica is one live replica as the registry shows it.
-type Replica struct {
-	ID      string `json:"id"`
-	Version string `json:"version"`
-	// Started is when the replica started, by its own clock.
-	Started time.Time `json:"started"`
-	// LastHeartbeat is when it last wrote its record, by Redis' clock.
-	LastHeartbeat time.Time `json:"last_heartbeat"`
-	// HeartbeatAge is how long ago that was when the registry was read.
-	HeartbeatAge time.Duration `json:"heartbeat_age_ns"`
-	// ClockOffset is how far the replica's clock runs ahead of Redis'
-	// (negative: behind), by its last reading.
-	ClockOffset time.Duration `json:"clock_offset_ns"`
-	// Table fingerprints the job table the replica loaded (see
-	// TableFingerprint).
-	Table string `json:"table"`
-	// Jobs counts the jobs in that table.
-	Jobs int `json:"jobs"`
-	// Running counts the runs in flight on the replica.
-	Running int `json:"running"`
-	// TableDiffers is set when the replica's table is not the one most live
-	// replicas have (every replica's, on a tie).
-	TableDiffers bool `json:"table_differs"`
-}
-
 // replicaRecord is a replica's record as the store keeps it.
 type replicaRecord struct {
 	Version string `json:"v"`
