@@ -4,22 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 )
-
-// MaxPendingManual bounds the manual runs of one job that may wait at once,
-// pending (not picked up yet) or queued for a slot (picked up, waiting for
-// admission): Trigger answers ErrQueueFull beyond it.
-const MaxPendingManual = 100
-
-// ErrQueueFull is the error of Trigger when MaxPendingManual manual runs of
-// the job wait already: wait for some to run.
-var ErrQueueFull = errors.New("scheduler: the job's queue of waiting manual runs is full")
 
 // Control acts on the whole cluster through the store: pause and resume a
 // job, trigger a manual run, read status and history. It needs no running

@@ -12,26 +12,25 @@ import (
 )
 
 // storeFiles are the store half of the package: what a store is
-// (backend.go), one Redis deployment (store.go, storecontrol.go), the
-// transport, the protocol and the Redlock combiner.
-var storeFiles = []string{"backend.go", "store.go", "storecontrol.go", "transport.go", "protocol.go", "redlock.go"}
+// (backend.go), one Redis deployment (store.go, storecontrol.go, and the
+// store's side of statuses, the overview, pools, backfills, the replica
+// registry, the statistics and the notification queues), the transport,
+// the protocol, the Redlock combiner, and the public types its answers are
+// made of (types.go).
+var storeFiles = []string{"backend.go", "store.go", "storecontrol.go", "transport.go", "protocol.go", "redlock.go",
+	"storestatus.go", "storeoverview.go", "storepool.go", "storebackfill.go", "storereplicas.go", "storestats.go",
+	"storenotify.go", "types.go"}
 
 // storeMayUse is every declaration of the engine's files the store half
-// may name: the public types its answers are made of, and a few shared
-// helpers. None of them is engine state: the job state, its memo and the
-// Scheduler stay on the engine's side, and a job reaches the store as a
-// jobSpec (values) in each request.
+// may name: a few public names and shared helpers. None of them is engine
+// state: the job state, its memo and the Scheduler stay on the engine's
+// side, and a job reaches the store as a jobSpec (values) in each request.
 var storeMayUse = []string{
-	// Public types and constants the answers are made of.
-	"Backfill", "ErrQueueFull", "Job", "Kind", "MaxPendingManual", "Missed", "Outcome", "Overlap", "Overview",
-	"Replica", "Run", "Running", "SkippedBlackout", "SkippedOverlap", "SkippedPaused", "Started", "Status",
-	"Store", "Waiting", "kindOf",
-	// backfill.lua's arguments and answers, its hints.
-	"backfillArgs", "backfillBusy", "backfillCancelled", "backfillHint", "backfillNone", "backfillStarted",
-	// Where pools are, and pool.lua.
-	"admitMember", "poolFull", "poolHolder", "poolOK", "poolPlace", "poolScript",
-	// The statistics' encoding, the store's options, run ids.
-	"jobStats", "mergeStats", "parseStats", "config", "New", "registrar", "retryLink", "splitRunID", "suffixOf",
+	// The table's job (pool placement, Redlock's table check), the
+	// store's options, and Redlock's answer to a backfill.
+	"Job", "config", "ErrBackfillUnsupported",
+	// Run ids.
+	"splitRunID", "suffixOf",
 }
 
 // The store half reads no engine state: what it needs of a job comes in

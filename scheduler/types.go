@@ -1,6 +1,9 @@
 package scheduler
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // The public types the store's answers are made of (runs, statuses, the
 // overview, backfills, replicas, pools), and their constants: one file, so
@@ -295,3 +298,12 @@ type PoolUse struct {
 	// Holders are those runs' ids, of any of the pool's jobs.
 	Holders []string `json:"holders"`
 }
+
+// MaxPendingManual bounds the manual runs of one job that may wait at once,
+// pending (not picked up yet) or queued for a slot (picked up, waiting for
+// admission): Trigger answers ErrQueueFull beyond it.
+const MaxPendingManual = 100
+
+// ErrQueueFull is the error of Trigger when MaxPendingManual manual runs of
+// the job wait already: wait for some to run.
+var ErrQueueFull = errors.New("scheduler: the job's queue of waiting manual runs is full")
