@@ -108,10 +108,13 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 	// with the same owner tokens until one is answered or the shutdown
 	// grace ends: the script may have granted a run to this replica, which
 	// nobody would then start, and the cluster would close lease_lost. The
-	// answer is handled as any other while stopping.
+	// answer is handled as any other while stopping. A claim that never
+	// reached Redis (uncertain false: no connection could be made) granted
+	// nothing, and a replica stopping during an outage stops at once.
 	var pause time.Duration
+	uncertain := false
 	askAgain := func() bool {
-		if !scheduledClaims(reqs) || !time.Now().Add(pause).Before(s.stoppingUntil()) {
+		if !uncertain || !scheduledClaims(reqs) || !time.Now().Add(pause).Before(s.stoppingUntil()) {
 			return false
 		}
 		ok := sleep(context.WithoutCancel(ctx), pause)
@@ -144,6 +147,9 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		s.tel.claimDuration.Record(ctx, end.Sub(start).Seconds())
 		var again []claimReq
 		if err != nil {
+			if !sentNothing(err) {
+				uncertain = true
+			}
 			if ctx.Err() != nil && askAgain() {
 				continue // shutting down, the answer lost: see askAgain
 			}
@@ -153,7 +159,7 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 				// goes back to the pending requests.
 				for _, r := range reqs {
 					if r.kind == kindManual {
-						s.handBackManual(ctx, r)
+						s.handBackManual(ctx, r, uncertain)
 					}
 				}
 				return
@@ -188,7 +194,7 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 			}
 			for _, r := range reqs {
 				if r.kind == kindManual {
-					s.handBackManual(ctx, r) // an earlier try may have taken it
+					s.handBackManual(ctx, r, uncertain) // an earlier try may have taken it
 				}
 			}
 			return
@@ -277,7 +283,7 @@ func (s *Scheduler) handle(ctx context.Context, r claimReq, res claimRes, start,
 		// Won while this replica shuts down: someone asked for it, and a
 		// replica that stays up runs it.
 		j.memo.observe(res.epoch, res.fence)
-		s.handBackManual(ctx, r)
+		s.handBackManual(ctx, r, res.status == answerStarted)
 		return
 	}
 	switch res.status {

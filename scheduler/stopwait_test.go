@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/schedtest"
+	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/scheduler"
 )
 
@@ -152,4 +155,70 @@ func TestManualRunAdmittedWhileStoppingIsHandedBack(t *testing.T) {
 			t.Errorf("manual run %s ran %d times, want once (runs: %v); history %+v", second, n, got, c.history("q"))
 		}
 	})
+}
+
+// A replica stopping while its Redis is down stops at once: its claims
+// failed before they went out (no connection could be made), so they granted
+// nothing and there is nothing to settle through the shutdown grace. Asking
+// again after every lost answer kept a replica 30 s (its grace) in its stop
+// whenever Redis was down.
+func TestStopDuringAnOutageIsPrompt(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()}) // go-redis' defaults, as a daemon's client
+	t.Cleanup(func() { _ = rdb.Close() })
+	ledger := testkit.NewLedger()
+	table := []scheduler.Job{{Name: "tick", Schedule: "@every 1s", Handler: ledger.Job(nil)}}
+	establish(t, rdb, table)
+	s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithLogger(quiet),
+		scheduler.WithShutdownGrace(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { _ = s.Run(ctx); close(done) }()
+	select {
+	case <-ledger.Started():
+	case <-time.After(30 * time.Second):
+		t.Fatal("no run started")
+	}
+	var failed atomic.Int64
+	rdb.AddHook(failedScripts{&failed})
+	srv.Kill()
+	// Calls of the next instants fail while Redis is down.
+	testkit.WaitFor(t, 30*time.Second, "script calls to fail", func() bool { return failed.Load() >= 3 })
+	cancel()
+	stopping := time.Now()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the replica was still stopping 20 s after it was asked to (shutdown grace 30 s)")
+	}
+	if took := time.Since(stopping); took > 10*time.Second {
+		t.Errorf("stopping took %s with Redis down, want well under the 30 s grace", took.Round(time.Millisecond))
+	}
+}
+
+// failedScripts counts the script calls that failed.
+type failedScripts struct{ n *atomic.Int64 }
+
+func (failedScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h failedScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && cmd.Name() == "evalsha" {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+func (h failedScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if err != nil {
+			h.n.Add(1)
+		}
+		return err
+	}
 }

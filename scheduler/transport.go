@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -358,4 +359,30 @@ func group(s *store, n int, job func(i int) string) [][]int {
 		groups[k] = append(groups[k], i)
 	}
 	return groups
+}
+
+// sentNothing reports whether a call that failed with err certainly ran no
+// script: every part of it failed before its request went out (no
+// connection could be made, or the client had none to give). Anything else
+// — a timeout, a reset connection, a Redlock quorum short of answers — may
+// have lost the answer of a script that ran.
+func sentNothing(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case interface{ Unwrap() []error }: // one pipeline per node, joined
+		errs := e.Unwrap()
+		for _, x := range errs {
+			if !sentNothing(x) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	case *net.OpError:
+		return e.Op == "dial"
+	}
+	if err == redis.ErrPoolTimeout || err == redis.ErrClosed {
+		return true
+	}
+	return sentNothing(errors.Unwrap(err))
 }

@@ -29,6 +29,10 @@ type waiter struct {
 	// sent, since the last answer: it may have admitted the run, and the
 	// lease then counts from it.
 	unanswered time.Time
+	// uncertain: a poll since the last answer may have reached Redis
+	// (its answer, not its request, was lost), so it may have admitted the
+	// run.
+	uncertain bool
 }
 
 // wait queues a run for a slot (overlap: wait, manual, catch-up): it is
@@ -65,7 +69,7 @@ func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) 
 			delete(s.waiters.jobs, j)
 			s.waiters.mu.Unlock()
 			for _, w := range runs {
-				s.stopWaiting(ctx, w.r)
+				s.stopWaiting(ctx, w)
 			}
 			return
 		case <-t.C:
@@ -98,6 +102,9 @@ func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) 
 				if w.unanswered.IsZero() {
 					w.unanswered = start
 				}
+				if !sentNothing(err) {
+					w.uncertain = true
+				}
 				continue
 			}
 			if s.admitted(ctx, w, res[i], start) {
@@ -117,9 +124,10 @@ func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) 
 
 // stopWaiting gives up a queued run as the replica shuts down: a manual
 // run goes back to the pending requests, any other is recorded missed.
-func (s *Scheduler) stopWaiting(ctx context.Context, r claimReq) {
+func (s *Scheduler) stopWaiting(ctx context.Context, w *waiter) {
+	r := w.r
 	if r.kind == kindManual {
-		s.handBackManual(ctx, r)
+		s.handBackManual(ctx, r, w.uncertain)
 		return
 	}
 	s.closeRun(r, Missed, nil, 0, "its replica shut down while it waited for a slot", "", "", s.log)
@@ -134,9 +142,9 @@ func (s *Scheduler) admitted(ctx context.Context, w *waiter, a admitRes, start t
 	if !w.unanswered.IsZero() {
 		sent = w.unanswered
 	}
-	w.unanswered = time.Time{}
+	w.unanswered, w.uncertain = time.Time{}, false
 	if a.status == answerStarted && r.kind == kindManual && ctx.Err() != nil {
-		s.handBackManual(ctx, r)
+		s.handBackManual(ctx, r, true)
 		return true
 	}
 	waited := time.Since(w.claimed).Round(time.Millisecond)
@@ -210,16 +218,20 @@ func (s *Scheduler) handBackLate(ctx context.Context, r claimReq) {
 
 // handBackManual gives a manual run this replica claimed but will not start
 // (it is shutting down) back to the cluster's pending requests: someone asked
-// for it, and another replica runs it. While Redis does not answer it asks
-// again, for the shutdown grace period: a claim or admission whose answer was
-// lost may have granted the run to this replica, and nobody else can give
-// that back — its lease would run out and the cluster record lease_lost a run
-// that never started. A run only queued needs no answer: its queue place
-// expires within the waiter TTL and the store hands it back then.
-func (s *Scheduler) handBackManual(ctx context.Context, r claimReq) {
+// for it, and another replica runs it. When the run may hold a slot (held:
+// it was granted, or a claim or admission whose answer was lost may have
+// granted it) it asks again while Redis does not answer, for the shutdown
+// grace period: nobody else can give that back — its lease would run out and
+// the cluster record lease_lost a run that never started. A run only queued
+// is asked for once: if Redis does not answer, its queue place expires within
+// the waiter TTL and the store hands it back then.
+func (s *Scheduler) handBackManual(ctx context.Context, r claimReq, held bool) {
 	defer s.manual.Delete(r.id)
 	log := s.log.With("job", r.j.Name, "run_id", r.id)
-	until := s.stoppingUntil()
+	until := time.Now()
+	if held {
+		until = s.stoppingUntil()
+	}
 	pause := 100 * time.Millisecond
 	for {
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
