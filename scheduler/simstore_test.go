@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -24,8 +25,10 @@ import (
 // replica ever heard the answer: the invariants are checked on that.
 
 var (
-	errSimDead    = errors.New("sim: replica killed (kill -9)")
-	errSimOutage  = errors.New("sim: store unreachable (outage)")
+	errSimDead = errors.New("sim: replica killed (kill -9)")
+	// An outage refuses connections: the client knows nothing went out,
+	// as with a real Redis down (a dial error; sentNothing).
+	errSimOutage  = &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("sim: store unreachable (outage)")}
 	errSimRefused = errors.New("sim: connection reset before the call reached the store")
 	errSimLost    = errors.New("sim: connection reset: the store ran the call, its answer was lost")
 )
