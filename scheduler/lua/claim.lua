@@ -191,10 +191,10 @@ local function claim(meta, a, rerun)
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
       'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
     keep(rk, retention, sched, now)
-    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'notify')
+    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'notify', 'h:f')
     local rec = {id = id, job = job, kind = rkind, sched = sched_s, decision = outcome, outcome = outcome,
       replica = replica, finished = now_s, error = err}
-    local set = push_counted(base, cjson.encode(rec), outcome, outcome, hlimit, m)
+    local set = push_counted(base, cjson.encode(rec), outcome, outcome, hlimit, m, m[5])
     set[#set + 1], set[#set + 2] = 'at:' .. outcome, now_s
     if moves_last and sched > last then
       set[#set + 1], set[#set + 2] = 'last', sched_s
