@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/jobs"
 )
@@ -16,9 +18,19 @@ import (
 // the kept counts (h:n, h:s, h:ok) are those of exactly the entries shown,
 // while the list grows and is trimmed, after history_limit is lowered and
 // raised, and after the per-entry marks (h:f) were lost.
+// On redis-server and on miniredis (the embedded store's Lua).
 func TestHistoryTrimmedInStepsReadsKeptOnly(t *testing.T) {
-	srv := redistest.Start(t)
-	c := srv.Client(t, nil)
+	t.Run("redis-server", func(t *testing.T) {
+		srv := redistest.Start(t)
+		trimmedInSteps(t, srv.Client(t, nil))
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		_, c := redistest.Mini(t)
+		trimmedInSteps(t, c)
+	})
+}
+
+func trimmedInSteps(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
 	st, err := newStore(c, config{prefix: "kw", pools: &poolPlace{}})
 	if err != nil {
@@ -92,7 +104,7 @@ func TestHistoryTrimmedInStepsReadsKeptOnly(t *testing.T) {
 			if k%3 == 2 {
 				outcome = Failed
 			}
-			countRun(t, st, c, j, base.Add(time.Duration(k)*time.Second), outcome)
+			fileRun(t, st, j, base.Add(time.Duration(k)*time.Second), outcome)
 			k++
 			check(when, j.HistoryLimit)
 		}
@@ -108,4 +120,30 @@ func TestHistoryTrimmedInStepsReadsKeptOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs(job(7), 2, "counts lost")
+}
+
+// fileRun claims the run of j at at, closes it with outcome, and records a
+// miss of an instant of its own (a day later): two history entries.
+func fileRun(t *testing.T, st *store, j *jobState, at time.Time, outcome Outcome) {
+	t.Helper()
+	ctx := context.Background()
+	claim := func(kind runKind, sched, fire time.Time, want answer) claimReq {
+		t.Helper()
+		r := claimReq{j: j, id: runID(j.Name, sched), kind: kind, sched: sched, fire: fire,
+			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+		r.suffix = r.id[len(j.Name)+1:]
+		r.known, r.fenceFloor = j.memo.snapshot()
+		res, err := st.claim(ctx, "a", 2*time.Second, 3*time.Second, []claimReq{r})
+		if err != nil || res[0].status != want {
+			t.Fatalf("claim of %s answered %+v, %v; want %s", r.id, res, err, want)
+		}
+		j.memo.observe(res[0].epoch, res[0].fence)
+		return r
+	}
+	w := claim(kindScheduled, at, time.Now(), answerStarted)
+	if res, err := st.complete(ctx, []completeReq{{r: &w, replica: "a", outcome: outcome, attempts: 1}}); err != nil || res[0] != closeOK {
+		t.Fatalf("close answered %v, %v", res, err)
+	}
+	sched := at.Add(24 * time.Hour)
+	claim(kindMiss, sched, time.Now().Add(-j.StartingDeadline-5*time.Second), answerMissed)
 }

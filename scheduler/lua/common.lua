@@ -347,7 +347,8 @@ local function push_counted(base, entry, decision, outcome, hl, m, f)
     if tonumber(m[1]) == math.min(n - 1, hl) and tonumber(m[2]) and tonumber(m[3]) then
       -- The counts are of the same window: the new entry in, the one that
       -- fell past hl out.
-      s, ok = tonumber(m[2]), tonumber(m[3])
+      s = tonumber(m[2])
+      ok = tonumber(m[3])
       if c ~= '.' then
         s = s + 1
         if c == 'o' then
