@@ -20,7 +20,7 @@ func TestClaimPathAllocations(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	o := owners{prefix: newEpoch() + newEpoch()}
-	r := claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: at, owner: o.next(), overlap: j.Overlap}
+	r := newClaimReq(j, storeClaim{id: runID(j.Name, at), kind: 's', sched: at, fire: at, owner: o.next(), overlap: j.Overlap})
 	r.suffix = r.id[len(j.Name)+1:]
 	buf := make([]byte, 0, 256)
 	jobAttrs(j, "result", claimTaken)
@@ -52,12 +52,12 @@ func TestLostClaimAllocations(t *testing.T) {
 	n := 0
 	for range 5 {
 		at := nextInstant()
-		if _, err := s.claim(ctx, "other", 2*time.Second, 3*time.Second, benchClaims(js, at)); err != nil {
+		if _, err := s.claim(ctx, "other", 2*time.Second, 3*time.Second, storeClaims(benchClaims(js, at)...)); err != nil {
 			t.Fatal(err)
 		}
 		reqs := benchClaims(js, at)
 		allocs += testing.AllocsPerRun(1, func() {
-			res, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, reqs)
+			res, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...))
 			if err != nil || res[0].status != "decided" {
 				t.Fatalf("claim: %v %v", res, err)
 			}

@@ -22,23 +22,23 @@ type backend interface {
 	// claim decides runs; see claim.lua for the answers. It may also answer
 	// answerRetry: the run was claimed, then taken back (too few replicas
 	// acknowledged it, or no Redlock quorum) — nothing started, try again.
-	claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error)
+	claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error)
 	// admit polls rs, runs of one job queued for a slot, in one call; per
 	// run: answerStarted (n is the fencing token; its slot is set to the
 	// run's slot), answerWaiting (n is the place), answerSkippedOverlap,
 	// answerSkippedPaused (a scheduled or catch-up run of a job paused
 	// while it waited), answerMissed, answerExpired or answerLost.
-	admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error)
+	admit(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error)
 	// handBack gives a manual run this replica claimed but has not started
 	// (queued, or won while shutting down) back to the pending requests, so
 	// that another replica runs it. It reports whether it did (false: the
 	// run is no longer this replica's to give back).
-	handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error)
+	handBack(ctx context.Context, r *storeClaim, waiterTTL time.Duration) (bool, error)
 	// renew renews leases; see leaseAnswer.
 	renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error)
 	// attempt issues the fencing token of a run's next attempt; 0 means the
 	// run is no longer held.
-	attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error)
+	attempt(ctx context.Context, j *jobSpec, id, owner string, n int, fenceFloor int64) (int64, error)
 	// complete closes runs; see closeAnswer.
 	complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error)
 	// sync is the heartbeat of the replica's jobs.

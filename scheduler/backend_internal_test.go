@@ -76,7 +76,7 @@ func testBackend(t *testing.T, b backend) {
 	}
 	claim := func(replica string, r claimReq) claimRes {
 		t.Helper()
-		res, err := b.claim(ctx, replica, skew, ttl, []claimReq{r})
+		res, err := b.claim(ctx, replica, skew, ttl, storeClaims(r))
 		if err != nil {
 			t.Fatalf("claim by %s: %v", replica, err)
 		}
@@ -109,7 +109,7 @@ func testBackend(t *testing.T, b backend) {
 	}
 
 	// Its lease: renewed for its holder, lost to anyone else.
-	leases, err := b.renew(ctx, []renewReq{{j: j, id: won.id, owner: "owner-1"}, {j: j, id: won.id, owner: "owner-2"}})
+	leases, err := b.renew(ctx, []renewReq{{job: j.spec, id: won.id, owner: "owner-1"}, {job: j.spec, id: won.id, owner: "owner-2"}})
 	if err != nil || len(leases) != 2 {
 		t.Fatalf("renew: %v, %v", leases, err)
 	}
@@ -119,17 +119,17 @@ func testBackend(t *testing.T, b backend) {
 
 	// A retry's attempt gets a higher token; another owner gets none.
 	_, floor := j.memo.snapshot()
-	next, err := b.attempt(ctx, j, won.id, "owner-1", 2, floor)
+	next, err := b.attempt(ctx, j.spec, won.id, "owner-1", 2, floor)
 	if err != nil || next <= first {
 		t.Errorf("attempt 2: token %d, %v; want above %d", next, err, first)
 	}
-	if n, err := b.attempt(ctx, j, won.id, "owner-2", 2, floor); err != nil || n != 0 {
+	if n, err := b.attempt(ctx, j.spec, won.id, "owner-2", 2, floor); err != nil || n != 0 {
 		t.Errorf("attempt by another owner: token %d, %v; want 0", n, err)
 	}
 
 	// Its close: recorded once for its holder; the record is what Control
 	// reads back.
-	done := []completeReq{{r: &won, replica: "r1", outcome: Succeeded, attempts: 2, output: "out"}}
+	done := []completeReq{{r: &won.storeClaim, replica: "r1", outcome: Succeeded, attempts: 2, output: "out"}}
 	closed, err := b.complete(ctx, done)
 	if err != nil || len(closed) != 1 || closed[0] != closeOK {
 		t.Fatalf("complete: %v, %v; want [ok]", closed, err)
@@ -141,7 +141,7 @@ func testBackend(t *testing.T, b backend) {
 	}
 	other := won
 	other.owner = "owner-2"
-	if closed, err = b.complete(ctx, []completeReq{{r: &other, replica: "r2", outcome: Failed, attempts: 1}}); err != nil || closed[0] == closeOK {
+	if closed, err = b.complete(ctx, []completeReq{{r: &other.storeClaim, replica: "r2", outcome: Failed, attempts: 1}}); err != nil || closed[0] == closeOK {
 		t.Errorf("close by another owner: %v, %v; want it refused", closed, err)
 	}
 	run, err := b.get(ctx, j.Name, won.suffix)
@@ -185,7 +185,7 @@ func testBackend(t *testing.T, b backend) {
 	if a, _, err := b.cancel(ctx, j.Name, last.id, "op"); err != nil || a != cancelAsked {
 		t.Errorf("cancel of the running run: %q, %v; want asked", a, err)
 	}
-	if leases, err := b.renew(ctx, []renewReq{{j: j, id: last.id, owner: "owner-4"}}); err != nil || leases[0] != leaseCancelled {
+	if leases, err := b.renew(ctx, []renewReq{{job: j.spec, id: last.id, owner: "owner-4"}}); err != nil || leases[0] != leaseCancelled {
 		t.Errorf("renewal of a cancelled run: %v, %v; want [cancelled]", leases, err)
 	}
 	if a, o, err := b.cancel(ctx, j.Name, won.id, "op"); err != nil || a != cancelEnded || o != Succeeded {

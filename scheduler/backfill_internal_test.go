@@ -125,7 +125,7 @@ func TestBackfillRunsInstantsThatNeverStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...))
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No replica acknowledges: both starts are taken back.
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts[:2]...))
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts[:2]...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,11 +186,11 @@ func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, backfillClaims(j, b, ts[1], ts[2]))
+	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[1], ts[2])...))
 	if err != nil || res[0].status != answerRefused {
 		t.Fatalf("a new instant before those taken back: %+v, %v, want refused", res, err)
 	}
-	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, append(backfillClaims(j, b, b.cursor, b.redo...), backfillClaims(j, b, ts[1], ts[2])...))
+	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(append(backfillClaims(j, b, b.cursor, b.redo...), backfillClaims(j, b, ts[1], ts[2])...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,11 +233,11 @@ func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 	run := func(at time.Time, o Outcome) {
 		t.Helper()
 		r := claimOf(j, at, kindScheduled, "sched-"+at.Format("150405"))
-		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 		if err != nil || res[0].status != answerStarted {
 			t.Fatalf("scheduled claim of %s: %+v, %v", at.Format(time.RFC3339), res, err)
 		}
-		if got, err := s.complete(ctx, []completeReq{{r: &r, replica: "r1", outcome: o, attempts: 1}}); err != nil || got[0] != "ok" {
+		if got, err := s.complete(ctx, []completeReq{{r: &r.storeClaim, replica: "r1", outcome: o, attempts: 1}}); err != nil || got[0] != "ok" {
 			t.Fatalf("complete %s: %v, %v", at.Format(time.RFC3339), got, err)
 		}
 	}
@@ -258,7 +258,7 @@ func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 	for _, at := range ts {
 		expire(at)
 	}
-	res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...))
+	res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...)...))
 	if err != nil {
 		t.Fatal(err)
 	}

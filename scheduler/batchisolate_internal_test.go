@@ -44,7 +44,7 @@ func leaseBatchWithAFailingRun(t *testing.T, s *store, c *redis.Client, now time
 		seed(t, c, j)
 		reqs = append(reqs, claimOf(j, now.Add(-time.Second), kindScheduled, fmt.Sprintf("o%d", i)))
 	}
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, reqs)
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(reqs...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func leaseBatchWithAFailingRun(t *testing.T, s *store, c *redis.Client, now time
 
 	var rn []renewReq
 	for _, r := range reqs {
-		rn = append(rn, renewReq{j: r.j, id: r.id, owner: r.owner})
+		rn = append(rn, renewReq{job: r.j.spec, id: r.id, owner: r.owner})
 	}
 	la, err := s.renew(ctx, rn)
 	if err != nil {
@@ -72,16 +72,16 @@ func leaseBatchWithAFailingRun(t *testing.T, s *store, c *redis.Client, now time
 		t.Errorf("renewals %v; want %v", la, want)
 	}
 
-	ua, err := s.undo(ctx, 3*time.Second, []undoReq{{j: reqs[0].j, id: reqs[0].id, owner: reqs[0].owner, mode: undoDrop},
-		{j: reqs[1].j, id: reqs[1].id, owner: reqs[1].owner, mode: undoDrop}})
+	ua, err := s.undo(ctx, 3*time.Second, []undoReq{{job: reqs[0].job, id: reqs[0].id, owner: reqs[0].owner, mode: undoDrop},
+		{job: reqs[1].job, id: reqs[1].id, owner: reqs[1].owner, mode: undoDrop}})
 	if err != nil {
 		t.Errorf("the undo batch failed as a whole: %v", err)
 	} else if want := []undoAnswer{undoDropped, undoKept}; !slices.Equal(ua, want) {
 		t.Errorf("undos %v; want %v", ua, want)
 	}
 
-	ca, err := s.complete(ctx, []completeReq{{r: &reqs[1], replica: "r1", outcome: Succeeded, attempts: 1},
-		{r: &reqs[2], replica: "r1", outcome: Succeeded, attempts: 1}})
+	ca, err := s.complete(ctx, []completeReq{{r: &reqs[1].storeClaim, replica: "r1", outcome: Succeeded, attempts: 1},
+		{r: &reqs[2].storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}})
 	if err != nil {
 		t.Errorf("the close batch failed as a whole: %v", err)
 	} else if want := []closeAnswer{closeLost, closeOK}; !slices.Equal(ca, want) {

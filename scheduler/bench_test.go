@@ -91,8 +91,8 @@ func benchStore(b testing.TB) (*store, *redis.Client) {
 func benchClaims(js []*jobState, at time.Time) []claimReq {
 	reqs := make([]claimReq, len(js))
 	for i, j := range js {
-		reqs[i] = claimReq{j: j, id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
-			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+		reqs[i] = newClaimReq(j, storeClaim{id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
+			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait})
 		reqs[i].suffix = reqs[i].id[len(j.Name)+1:]
 	}
 	return reqs
@@ -117,7 +117,7 @@ func BenchmarkClaim(b *testing.B) {
 				at := nextInstant() // new runs, so every claim is a real decision
 				reqs := benchClaims(js, at)
 				if path == "lost" {
-					if _, err := s.claim(ctx, "other", 2*time.Second, 3*time.Second, reqs); err != nil {
+					if _, err := s.claim(ctx, "other", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
 						b.Fatal(err)
 					}
 					for i := range reqs {
@@ -125,7 +125,7 @@ func BenchmarkClaim(b *testing.B) {
 					}
 				}
 				before := scriptUsec(b, c)
-				res, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, reqs)
+				res, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -155,7 +155,7 @@ func BenchmarkClaim(b *testing.B) {
 func closeAll(reqs []claimReq) []completeReq {
 	out := make([]completeReq, len(reqs))
 	for i := range reqs {
-		out[i] = completeReq{r: &reqs[i], replica: "me", outcome: Succeeded, attempts: 1, output: "output"}
+		out[i] = completeReq{r: &reqs[i].storeClaim, replica: "me", outcome: Succeeded, attempts: 1, output: "output"}
 	}
 	return out
 }
@@ -178,7 +178,7 @@ func BenchmarkComplete(b *testing.B) {
 				b.StopTimer()
 				at := nextInstant()
 				reqs := benchClaims(js, at)
-				if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, reqs); err != nil {
+				if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -210,12 +210,12 @@ func BenchmarkRenew(b *testing.B) {
 	ctx := context.Background()
 	at := nextInstant()
 	reqs := benchClaims(js, at)
-	if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, reqs); err != nil {
+	if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
 		b.Fatal(err)
 	}
 	renewals := make([]renewReq, runs)
 	for i, r := range reqs {
-		renewals[i] = renewReq{j: r.j, id: r.id, owner: r.owner}
+		renewals[i] = renewReq{job: r.j.spec, id: r.id, owner: r.owner}
 	}
 	for _, per := range []int{1, runs} {
 		b.Run(fmt.Sprintf("runs-per-call=%d", per), func(b *testing.B) {

@@ -8,6 +8,43 @@ import (
 	"time"
 )
 
+// claimReq is one run the engine claims: the store's request, and the job
+// state it was made under (a queued run's is the table's in force: see
+// pollQueued). The request's job settings and terms follow the job state:
+// set it with setJob.
+type claimReq struct {
+	storeClaim
+	j *jobState
+}
+
+// newClaimReq makes the claim of run c of job j.
+func newClaimReq(j *jobState, c storeClaim) claimReq {
+	r := claimReq{storeClaim: c}
+	r.setJob(j)
+	return r
+}
+
+// setJob makes j the run's job state, and gives the store's request the
+// job's settings and the terms they make for this run: the record's
+// retention and whether the instant is in a blackout window.
+func (r *claimReq) setJob(j *jobState) {
+	r.j, r.job = j, j.spec
+	r.retention = j.retention(r.sched)
+	r.blackout = false
+	if r.kind != kindManual && len(j.blackouts) > 0 {
+		_, r.blackout = j.blackouts.at(r.sched)
+	}
+}
+
+// storeClaims is the store's requests of reqs.
+func storeClaims(reqs ...claimReq) []storeClaim {
+	out := make([]storeClaim, len(reqs))
+	for i := range reqs {
+		out[i] = reqs[i].storeClaim
+	}
+	return out
+}
+
 func (s *Scheduler) newClaim(j *jobState, sched time.Time, kind runKind) claimReq {
 	return s.claimFor(j, runID(j.Name, sched), sched, j.fire(sched), kind)
 }
@@ -18,7 +55,7 @@ func (s *Scheduler) newClaim(j *jobState, sched time.Time, kind runKind) claimRe
 // first come first served, within their own window (the manual request's
 // lifetime, the catch-up window) instead of being skipped.
 func (s *Scheduler) claimFor(j *jobState, id string, sched, fire time.Time, kind runKind) claimReq {
-	r := claimReq{j: j, id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: fire,
+	r := storeClaim{id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: fire,
 		owner: s.owners.next(), overlap: j.Overlap, maxWait: j.MaxWait}
 	switch kind {
 	case kindManual:
@@ -26,7 +63,7 @@ func (s *Scheduler) claimFor(j *jobState, id string, sched, fire time.Time, kind
 	case kindCatchup:
 		r.overlap, r.maxWait = OverlapWait, j.CatchupWindow
 	}
-	return r
+	return newClaimReq(j, r)
 }
 
 // owners hands out owner tokens: a random prefix drawn once per process
@@ -67,7 +104,20 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		}()
 	}
 	backoff := 50 * time.Millisecond
-	askedAgain := false
+	// While stopping, scheduled claims whose answer was lost are asked again
+	// with the same owner tokens until one is answered or the shutdown
+	// grace ends: the script may have granted a run to this replica, which
+	// nobody would then start, and the cluster would close lease_lost. The
+	// answer is handled as any other while stopping.
+	var pause time.Duration
+	askAgain := func() bool {
+		if !scheduledClaims(reqs) || !time.Now().Add(pause).Before(s.stoppingUntil()) {
+			return false
+		}
+		ok := sleep(context.WithoutCancel(ctx), pause)
+		pause = min(max(2*pause, 100*time.Millisecond), time.Second)
+		return ok
+	}
 	for len(reqs) > 0 {
 		start := time.Now()
 		for i := range reqs {
@@ -81,7 +131,7 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		// that dropped it would leave a run started by nobody (sitting
 		// running until its lease ran out) and a manual request removed.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
-		res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
+		res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, storeClaims(reqs...))
 		cancel()
 		end := time.Now()
 		if answered != nil {
@@ -94,15 +144,8 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		s.tel.claimDuration.Record(ctx, end.Sub(start).Seconds())
 		var again []claimReq
 		if err != nil {
-			if ctx.Err() != nil && !askedAgain && scheduledClaims(reqs) {
-				// Shutting down, the answer lost: the script may have
-				// run and granted a scheduled run to this replica, which
-				// nobody would then start, and the cluster would close
-				// lease_lost. Asked once more with the same owner tokens
-				// (the round trip finishes regardless of shutdown), the
-				// answer is handled as any other while stopping.
-				askedAgain = true
-				continue
+			if ctx.Err() != nil && askAgain() {
+				continue // shutting down, the answer lost: see askAgain
 			}
 			if ctx.Err() != nil {
 				// Shutting down: other replicas may still claim the
@@ -140,9 +183,8 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		// Random within [backoff/2, 3·backoff/2): replicas whose Redlock
 		// claims split the masters' votes must not meet again in step.
 		if !sleep(ctx, backoff/2+s.cfg.jitter("claim "+reqs[0].id, backoff)) {
-			if !askedAgain && scheduledClaims(reqs) {
-				askedAgain = true // as above: an earlier try may have granted one
-				continue
+			if askAgain() {
+				continue // as above: an earlier try may have granted one
 			}
 			for _, r := range reqs {
 				if r.kind == kindManual {

@@ -41,8 +41,8 @@ func seed(t testing.TB, c *redis.Client, j *jobState) {
 // claimOf is a claim of j's run at sched, as the replica would send it.
 func claimOf(j *jobState, sched time.Time, kind runKind, owner string) claimReq {
 	id := runID(j.Name, sched)
-	r := claimReq{j: j, id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: j.fire(sched),
-		owner: owner, overlap: j.Overlap, maxWait: j.MaxWait}
+	r := newClaimReq(j, storeClaim{id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: j.fire(sched),
+		owner: owner, overlap: j.Overlap, maxWait: j.MaxWait})
 	r.known, r.fenceFloor = j.memo.snapshot()
 	return r
 }
@@ -74,12 +74,12 @@ func TestRetriedClaimAnswerIsAWrite(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	r := claimOf(j, at, 's', "owner-1")
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 	if err != nil || res[0].status != "started" {
 		t.Fatalf("first claim: %+v, %v", res, err)
 	}
 	before := dirty(t, c)
-	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 	if err != nil || res[0].status != "started" {
 		t.Fatalf("retried claim: %+v, %v", res, err)
 	}
@@ -97,7 +97,7 @@ func TestMissedIsDecidedByRedisClock(t *testing.T) {
 	j := testJob(t, s, "ahead", "@every 1m", nil)
 	seed(t, c, j)
 	future := time.Now().Add(time.Hour).Truncate(time.Minute)
-	res, err := s.claim(ctx, "fast", 2*time.Second, 3*time.Second, []claimReq{claimOf(j, future, 'x', "o1")})
+	res, err := s.claim(ctx, "fast", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, future, 'x', "o1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestMissedIsDecidedByRedisClock(t *testing.T) {
 	}
 	// Past its deadline on Redis' clock, it is recorded missed.
 	past := time.Now().Truncate(time.Minute).Add(-time.Minute) // an instant, past its deadline, within its retention
-	res, err = s.claim(ctx, "fast", 2*time.Second, 3*time.Second, []claimReq{claimOf(j, past, 'x', "o2")})
+	res, err = s.claim(ctx, "fast", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, past, 'x', "o2")))
 	if err != nil || res[0].status != answer(Missed) {
 		t.Errorf("past run: %+v, %v; want missed", res, err)
 	}
@@ -131,7 +131,7 @@ func TestCatchupRefusedOnceItsReadingIsStale(t *testing.T) {
 	gap := now.Truncate(time.Minute).Add(-2 * time.Minute) // missed, inside the window
 	stale := claimOf(j, gap, 'c', "o1")
 	stale.base, stale.readAt = gap.Add(-time.Minute), now.Add(-time.Hour)
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{stale})
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(stale))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestCatchupRefusedOnceItsReadingIsStale(t *testing.T) {
 	}
 	fresh := claimOf(j, gap, 'c', "o2")
 	fresh.base, fresh.readAt = gap.Add(-time.Minute), now
-	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{fresh})
+	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(fresh))
 	if err != nil || res[0].status != "started" {
 		t.Fatalf("catch-up read just now: %+v, %v; want started", res, err)
 	}
@@ -155,7 +155,7 @@ func TestLossNoticedOnce(t *testing.T) {
 	j := testJob(t, s, "once", "@every 1s", nil)
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{claimOf(j, at, 's', "o1")})
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, at, 's', "o1")))
 	if err != nil || res[0].status != "started" {
 		t.Fatalf("claim: %+v, %v", res, err)
 	}
@@ -164,7 +164,7 @@ func TestLossNoticedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	known, fence := j.memo.snapshot()
-	sr, err := s.sync(ctx, "r1", 2*time.Second, time.Hour, []syncReq{{j: j, known: known, fence: fence}})
+	sr, err := s.sync(ctx, "r1", 2*time.Second, time.Hour, []syncReq{{job: j.spec, known: known, fence: fence}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestLossNoticedOnce(t *testing.T) {
 	// Another replica, which saw a higher token before the loss.
 	other := claimOf(j, at.Add(time.Hour), 's', "o2") // answered early, with the epoch
 	other.known, other.fenceFloor = "", fence+1000
-	res, err = s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{other})
+	res, err = s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(other))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func expireSlot(t *testing.T, s *store, c *redis.Client, j *jobState, id string)
 		t.Fatal(err)
 	}
 	known, fence := j.memo.snapshot()
-	if _, err := s.sync(ctx, "other", 2*time.Second, time.Hour, []syncReq{{j: j, known: known, fence: fence}}); err != nil {
+	if _, err := s.sync(ctx, "other", 2*time.Second, time.Hour, []syncReq{{job: j.spec, known: known, fence: fence}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -70,7 +70,7 @@ func TestLateClaimAnswerNeverStarted(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	r := claimOf(j, at, 's', "owner-1")
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 	if err != nil || res[0].status != "started" {
 		t.Fatalf("first claim: %+v, %v", res, err) // its answer never reaches the replica
 	}
@@ -80,12 +80,12 @@ func TestLateClaimAnswerNeverStarted(t *testing.T) {
 	}
 
 	// Another replica's claim is a lost race: the record is not touched.
-	res, err = s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{claimOf(j, at, 's', "owner-2")})
+	res, err = s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, at, 's', "owner-2")))
 	if err != nil || res[0].status != "decided" || res[0].outcome != string(LeaseLost) {
 		t.Fatalf("other replica's claim: %+v, %v; want decided lease_lost", res, err)
 	}
 
-	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestLateClaimAnswerNeverStarted(t *testing.T) {
 	}
 	neverStarted(t, s, c, j, r.id)
 	// Asked once more (another lost answer): still missed, one history entry.
-	if res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r}); err != nil || res[0].status != answer(Missed) {
+	if res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].status != answer(Missed) {
 		t.Errorf("claim asked a third time: %+v, %v; want missed", res, err)
 	}
 	if n, _ := c.LLen(ctx, s.key(j.Name, "history")).Result(); n != 1 {
@@ -111,7 +111,7 @@ func TestLeaseLostStaysForAHolderThatClosedIt(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	r := claimOf(j, at, 's', "owner-1")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r}); err != nil || res[0].status != "started" {
+	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].status != "started" {
 		t.Fatalf("claim: %+v, %v", res, err)
 	}
 	expireSlot(t, s, c, j, r.id)
@@ -120,7 +120,7 @@ func TestLeaseLostStaysForAHolderThatClosedIt(t *testing.T) {
 	if err := c.HSet(ctx, rk, "closed_by", "holder").Err(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 	if err != nil || res[0].status != "decided" {
 		t.Fatalf("claim after the holder closed it: %+v, %v; want decided", res, err)
 	}
@@ -139,12 +139,12 @@ func TestLateAdmitAnswerNeverStarted(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	first := claimOf(j, at, 's', "owner-1")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{first}); err != nil || res[0].status != "started" {
+	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(first)); err != nil || res[0].status != "started" {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
 	second := claimOf(j, at.Add(time.Second), 's', "owner-2")
 	second.fire = time.Now() // due now, whatever the clock says
-	res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{second})
+	res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(second))
 	if err != nil || res[0].status != "waiting" {
 		t.Fatalf("second run: %+v, %v; want waiting", res, err)
 	}
@@ -182,7 +182,7 @@ func TestRecordDecidedAheadKeptFromItsInstant(t *testing.T) {
 	}
 	at := now.Truncate(time.Minute).Add(30 * time.Minute)
 	r := claimOf(j, at, 's', "owner-1")
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 	if err != nil || res[0].status != answer(Missed) {
 		t.Fatalf("claim under the floor: %+v, %v; want missed", res, err)
 	}
@@ -204,7 +204,7 @@ func TestRecordDecidedAheadKeptFromItsInstant(t *testing.T) {
 	r2 := claimOf(j, at2, 's', "owner-2")
 	r2.fire = time.Now().Add(time.Second) // claimed ahead of its instant, by the store's clock
 	s.claimAhead = 2 * time.Second
-	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r2})
+	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r2))
 	if err != nil || res[0].status != "started" {
 		t.Fatalf("claim ahead: %+v, %v; want started", res, err)
 	}
@@ -236,11 +236,11 @@ func TestLostRaceTeachesTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Now().Truncate(time.Second)
-	won, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{claimOf(winner, at, 's', "owner-1")})
+	won, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(claimOf(winner, at, 's', "owner-1")))
 	if err != nil || won[0].status != "started" {
 		t.Fatalf("winner: %+v, %v", won, err)
 	}
-	lost, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{claimOf(loser, at, 's', "owner-2")})
+	lost, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(claimOf(loser, at, 's', "owner-2")))
 	if err != nil || lost[0].status != "decided" {
 		t.Fatalf("loser: %+v, %v", lost, err)
 	}
@@ -258,7 +258,7 @@ func TestLostRaceTeachesTheToken(t *testing.T) {
 	if err := c.HSet(ctx, winner.metaKey, "fence", copyFence).Err(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{claimOf(loser, at, 's', "owner-3")})
+	again, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(claimOf(loser, at, 's', "owner-3")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,13 +282,13 @@ func TestStaleQueuePlaceAfterLoss(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	first := claimOf(j, at, 's', "owner-1")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{first}); err != nil || res[0].status != "started" {
+	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(first)); err != nil || res[0].status != "started" {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
 	queued := func(sched time.Time, owner string) claimReq {
 		r := claimOf(j, sched, 's', owner)
 		r.fire = time.Now()
-		res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{r})
+		res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(r))
 		if err != nil || res[0].status != "waiting" {
 			t.Fatalf("%s: %+v, %v; want waiting", r.id, res, err)
 		}
@@ -305,7 +305,7 @@ func TestStaleQueuePlaceAfterLoss(t *testing.T) {
 		}
 	}
 	known, fence := j.memo.snapshot()
-	if _, err := s.sync(ctx, "r3", 2*time.Second, time.Hour, []syncReq{{j: j, known: known, fence: fence}}); err != nil {
+	if _, err := s.sync(ctx, "r3", 2*time.Second, time.Hour, []syncReq{{job: j.spec, known: known, fence: fence}}); err != nil {
 		t.Fatal(err)
 	}
 	if rec, _ := recordOf(t, s, c, j, before.id); rec["outcome"] != string(Missed) || !strings.HasPrefix(rec["error"], "Redis lost data") {

@@ -156,11 +156,11 @@ func countRun(t *testing.T, st *store, c *redis.Client, j *jobState, at time.Tim
 	ctx := context.Background()
 	var w claimReq
 	claim := func(replica string) claimRes {
-		r := claimReq{j: j, id: runID(j.Name, at), kind: kindScheduled, sched: at, fire: time.Now(),
-			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+		r := newClaimReq(j, storeClaim{id: runID(j.Name, at), kind: kindScheduled, sched: at, fire: time.Now(),
+			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait})
 		r.suffix = r.id[len(j.Name)+1:]
 		r.known, r.fenceFloor = j.memo.snapshot()
-		res, err := st.claim(ctx, replica, 2*time.Second, 3*time.Second, []claimReq{r})
+		res, err := st.claim(ctx, replica, 2*time.Second, 3*time.Second, storeClaims(r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,13 +188,13 @@ func countRun(t *testing.T, st *store, c *redis.Client, j *jobState, at time.Tim
 		}
 	})
 	count("renewal", func() {
-		res, err := st.renew(ctx, []renewReq{{j: j, id: w.id, owner: w.owner}})
+		res, err := st.renew(ctx, []renewReq{{job: j.spec, id: w.id, owner: w.owner}})
 		if err != nil || res[0] != leaseOK {
 			t.Fatalf("%s: renewal answered %v, %v", j.Name, res, err)
 		}
 	})
 	count("close", func() {
-		res, err := st.complete(ctx, []completeReq{{r: &w, replica: "a", outcome: outcome, attempts: 1}})
+		res, err := st.complete(ctx, []completeReq{{r: &w.storeClaim, replica: "a", outcome: outcome, attempts: 1}})
 		if err != nil || res[0] != closeOK {
 			t.Fatalf("%s: close answered %v, %v", j.Name, res, err)
 		}
@@ -204,11 +204,11 @@ func countRun(t *testing.T, st *store, c *redis.Client, j *jobState, at time.Tim
 		// (a replica that fell behind), recorded missed: a record and a
 		// history entry, for less than the run would have cost.
 		sched := at.Add(24 * time.Hour) // an instant of its own
-		r := claimReq{j: j, id: runID(j.Name, sched), kind: kindMiss, sched: sched,
-			fire: time.Now().Add(-j.StartingDeadline - 5*time.Second), owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+		r := newClaimReq(j, storeClaim{id: runID(j.Name, sched), kind: kindMiss, sched: sched,
+			fire: time.Now().Add(-j.StartingDeadline - 5*time.Second), owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait})
 		r.suffix = r.id[len(j.Name)+1:]
 		r.known, r.fenceFloor = j.memo.snapshot()
-		res, err := st.claim(ctx, "a", 2*time.Second, 3*time.Second, []claimReq{r})
+		res, err := st.claim(ctx, "a", 2*time.Second, 3*time.Second, storeClaims(r))
 		if err != nil || res[0].status != answerMissed {
 			t.Fatalf("%s: a claim past its deadline answered %+v, %v; want missed", j.Name, res, err)
 		}

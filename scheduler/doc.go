@@ -130,7 +130,10 @@
 // redlock.go for N masters by majority over one store each; both speak
 // through transport.go (pipelines, NOSCRIPT, WAIT, batches) in the
 // protocol of protocol.go (every script's arguments and answers, and the
-// run record; the scripts are in lua/). Around them: scheduler.go (New,
+// run record; the scripts are in lua/). The store reads no engine state:
+// a job reaches it as a jobSpec, its settings as values built with the job
+// state (jobstate.go), in every request, and a claim as the storeClaim
+// inside the engine's claimReq (claim.go). Around them: scheduler.go (New,
 // Reload, Run), job.go and jobstate.go (the table), options.go,
 // pool.go (pools shared by jobs: where their keys are, their use),
 // control.go, storecontrol.go and statuses.go (Control), overview.go,

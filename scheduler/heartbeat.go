@@ -141,7 +141,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		}
 		known, fence := j.memo.snapshot()
 		jobs = append(jobs, j)
-		reqs = append(reqs, syncReq{j: j, known: known, fence: fence, statsOnly: !full})
+		reqs = append(reqs, syncReq{job: j.spec, known: known, fence: fence, statsOnly: !full})
 	}
 	if len(reqs) == 0 {
 		return nil

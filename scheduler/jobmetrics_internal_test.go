@@ -358,7 +358,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 		t.Helper()
 		n++
 		r := claimOf(j, base.Add(time.Duration(n)*time.Second), kind, fmt.Sprintf("o%d", n))
-		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 		if err != nil || (kind != 'x' && res[0].status != "started") {
 			t.Fatalf("claim %d: %+v, %v", n, res, err)
 		}
@@ -367,7 +367,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	end := func(r claimReq, o Outcome) {
 		t.Helper()
 		before := cnt.trips.Load()
-		res, err := s.complete(ctx, []completeReq{{r: &r, replica: "r1", outcome: o, attempts: 1}})
+		res, err := s.complete(ctx, []completeReq{{r: &r.storeClaim, replica: "r1", outcome: o, attempts: 1}})
 		if err != nil || res[0] != "ok" {
 			t.Fatalf("complete %s: %v, %v", o, res, err)
 		}
@@ -377,7 +377,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	}
 	stats := func() jobStats {
 		t.Helper()
-		res, err := s.sync(ctx, "r1", 2*time.Second, time.Minute, []syncReq{{j: j, known: "e0"}})
+		res, err := s.sync(ctx, "r1", 2*time.Second, time.Minute, []syncReq{{job: j.spec, known: "e0"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,7 +405,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	end(claim('s'), TimedOut)
 	// A run past its deadline recorded missed: the streak stays.
 	miss := claimOf(j, time.Now().Truncate(time.Second).Add(-12*time.Second), 'x', "ox")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{miss}); err != nil || res[0].status != answer(Missed) {
+	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(miss)); err != nil || res[0].status != answer(Missed) {
 		t.Fatalf("missed claim: %+v, %v", res, err)
 	}
 	if st = stats(); st.fails != 3 || at(st, TimedOut).IsZero() || at(st, Missed).IsZero() {
@@ -428,7 +428,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 		t.Fatalf("after a lost lease: %+v", st)
 	}
 	missedAt := at(st, Missed)
-	res, err := s.complete(ctx, []completeReq{{r: &late, replica: "r1", outcome: Missed, errText: "never started"}})
+	res, err := s.complete(ctx, []completeReq{{r: &late.storeClaim, replica: "r1", outcome: Missed, errText: "never started"}})
 	if err != nil || res[0] != "closed" {
 		t.Fatalf("holder's close: %v, %v", res, err)
 	}

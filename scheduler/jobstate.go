@@ -16,8 +16,11 @@ type jobState struct {
 	Job
 	sched   *schedule.Schedule
 	metaKey string
-	memo    *memo
-	skew    time.Duration // the table's max clock skew
+	// spec is the job's settings as the store takes them, built with the
+	// job state and never changed.
+	spec *jobSpec
+	memo *memo
+	skew time.Duration // the table's max clock skew
 
 	periodOnce sync.Once     // see period
 	periodVal  time.Duration // the schedule's nominal period
@@ -43,7 +46,12 @@ func newJobState(spec Job, metaKey string, m *memo, skew time.Duration) (*jobSta
 // jobState is spec (defaults applied) with its schedules as validation
 // parsed them.
 func (p parsed) jobState(spec Job, metaKey string, m *memo, skew time.Duration) *jobState {
-	return &jobState{Job: spec, sched: p.sched, metaKey: metaKey, memo: m, skew: skew, blackouts: p.blackouts}
+	j := &jobState{Job: spec, sched: p.sched, metaKey: metaKey, memo: m, skew: skew, blackouts: p.blackouts}
+	j.spec = &jobSpec{Name: spec.Name, MetaKey: metaKey, Lease: spec.Lease, Concurrency: spec.Concurrency,
+		Pool: spec.Pool, PoolSize: spec.PoolSize, StartingDeadline: spec.StartingDeadline,
+		CatchupWindow: spec.CatchupWindow, ManualRetention: j.manualRetention(), HistoryLimit: spec.HistoryLimit,
+		Paused: spec.Paused, PauseAfterFailures: spec.PauseAfterFailures}
+	return j
 }
 
 // memo is what this replica remembers about a job across table reloads.

@@ -80,6 +80,7 @@ func outageInstants(j *jobState, last, until, started time.Time, limit int, runs
 func (s *Scheduler) queueMiss(r claimReq) {
 	if r.kind != kindOutage {
 		r.kind = kindMiss
+		r.setJob(r.j) // the terms follow the kind
 	}
 	s.missedMu.Lock()
 	s.missed = append(s.missed, r)
@@ -106,7 +107,7 @@ func (s *Scheduler) recordMissed(ctx context.Context) {
 		reqs[i].known, reqs[i].fenceFloor = reqs[i].j.memo.snapshot()
 	}
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
-	res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, reqs)
+	res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, storeClaims(reqs...))
 	cancel()
 	if err != nil {
 		now := s.now()

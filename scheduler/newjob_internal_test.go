@@ -32,7 +32,7 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 		t.Helper()
 		r := claimOf(j, at, 's', "o1")
 		r.known = known
-		res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{r})
+		res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 				// it was lost: the rest of the floor is recorded missed.
 				j.memo.observe("e-remembered", 0)
 				r := claimOf(j, at.Add(time.Millisecond), 's', "o2")
-				res2, err := s.claim(ctx, "r2", skew, ttl, []claimReq{r})
+				res2, err := s.claim(ctx, "r2", skew, ttl, storeClaims(r))
 				if err != nil {
 					t.Fatal(err)
 				}

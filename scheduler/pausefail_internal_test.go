@@ -54,7 +54,7 @@ func (p *pauseProbe) claim() (claimReq, claimRes) {
 	p.t.Helper()
 	p.at = p.at.Add(time.Second)
 	r := claimOf(p.j, p.at, 's', newEpoch())
-	res, err := p.s.claim(context.Background(), "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+	res, err := p.s.claim(context.Background(), "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func (p *pauseProbe) end(o Outcome) {
 	if res.status != "started" {
 		p.t.Fatalf("claim of %s: %+v, want started", r.id, res)
 	}
-	got, err := p.s.complete(context.Background(), []completeReq{{r: &r, replica: "r1", outcome: o, attempts: 1}})
+	got, err := p.s.complete(context.Background(), []completeReq{{r: &r.storeClaim, replica: "r1", outcome: o, attempts: 1}})
 	if err != nil || got[0] != "ok" {
 		p.t.Fatalf("complete %s: %v %v", r.id, got, err)
 	}
@@ -162,7 +162,7 @@ func TestPauseAfterClusterClosedLeaseLost(t *testing.T) {
 		ctx := context.Background()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			got, err := s.renew(ctx, []renewReq{{j: p.j, id: r.id, owner: r.owner}})
+			got, err := s.renew(ctx, []renewReq{{job: p.j.spec, id: r.id, owner: r.owner}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +239,7 @@ func TestSlotsAreNumberedAndReused(t *testing.T) {
 			t.Fatalf("a fourth run with 3 slots held: %+v", res)
 		}
 		// Slot 2's holder ends; the next run takes slot 2.
-		if got, err := s.complete(ctx, []completeReq{{r: &held[1], replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil || got[0] != "ok" {
+		if got, err := s.complete(ctx, []completeReq{{r: &held[1].storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil || got[0] != "ok" {
 			t.Fatalf("complete: %v %v", got, err)
 		}
 		if h, _ := p.ctl.History(ctx, p.j.Name, 5); len(h) == 0 || h[0].Slot != 2 {

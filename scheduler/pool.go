@@ -136,15 +136,15 @@ func (s *store) poolCall(op, pool, member, owner string, size int, lease time.Du
 // reqs (member names its hold) before its claim or admission, and sets its
 // pgrant for the script: '1' held, '0' the pool is full. Elsewhere, and for
 // jobs in no pool, pgrant stays 0: the script takes the slot itself.
-func (s *store) takePools(ctx context.Context, reqs []*claimReq, member func(*claimReq) string) error {
+func (s *store) takePools(ctx context.Context, reqs []*storeClaim, member func(*storeClaim) string) error {
 	var calls []call
 	var idx []int
 	for i, r := range reqs {
 		r.pgrant = 0
-		if !s.cluster || r.j.Pool == "" {
+		if !s.cluster || r.job.Pool == "" {
 			continue
 		}
-		calls = append(calls, s.poolCall("take", r.j.Pool, member(r), r.owner, r.j.PoolSize, r.j.Lease))
+		calls = append(calls, s.poolCall("take", r.job.Pool, member(r), r.owner, r.job.PoolSize, r.job.Lease))
 		idx = append(idx, i)
 	}
 	if len(calls) == 0 {
@@ -176,7 +176,7 @@ func (s *store) freePools(ctx context.Context, calls []call) {
 // settlePools, after a claim on Redis Cluster, keeps the pool slot of each
 // run the claim started (res.pool names it), and gives back this replica's
 // share of the others' (a hold another replica's claim started stays its).
-func (s *store) settlePools(ctx context.Context, reqs []claimReq, out []claimRes) {
+func (s *store) settlePools(ctx context.Context, reqs []storeClaim, out []claimRes) {
 	var free []call
 	for i := range reqs {
 		r := &reqs[i]
@@ -184,10 +184,10 @@ func (s *store) settlePools(ctx context.Context, reqs []claimReq, out []claimRes
 			continue
 		}
 		if out[i].status == answerStarted {
-			out[i].pool, out[i].poolMember = r.j.Pool, r.id
+			out[i].pool, out[i].poolMember = r.job.Pool, r.id
 			continue
 		}
-		free = append(free, s.poolCall("release", r.j.Pool, r.id, r.owner, 0, 0))
+		free = append(free, s.poolCall("release", r.job.Pool, r.id, r.owner, 0, 0))
 	}
 	s.freePools(ctx, free)
 }

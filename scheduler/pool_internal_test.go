@@ -61,31 +61,31 @@ func TestClusterPoolHoldSharedByRacers(t *testing.T) {
 	loser, winner := claimOf(a, at, kindScheduled, "o1"), claimOf(a, at, kindScheduled, "o2")
 	// Both take the hold; the loser's claim is answered without a start
 	// (say, later: claimed ahead while the job's slots were busy)...
-	if err := s.takePools(ctx, []*claimReq{&loser, &winner}, func(r *claimReq) string { return r.id }); err != nil {
+	if err := s.takePools(ctx, []*storeClaim{&loser.storeClaim, &winner.storeClaim}, func(r *storeClaim) string { return r.id }); err != nil {
 		t.Fatal(err)
 	}
 	if loser.pgrant != '1' || winner.pgrant != '1' {
 		t.Fatalf("grants %q %q", loser.pgrant, winner.pgrant)
 	}
-	s.settlePools(ctx, []claimReq{loser}, []claimRes{{status: answerLater}})
+	s.settlePools(ctx, storeClaims(loser), []claimRes{{status: answerLater}})
 	// ... and the winner's starts the run, with the hold it took before.
-	res, err := s.claimAcked(ctx, "r2", 2*time.Second, 3*time.Second, []claimReq{winner})
+	res, err := s.claimAcked(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(winner))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.settlePools(ctx, []claimReq{winner}, res)
+	s.settlePools(ctx, storeClaims(winner), res)
 	if res[0].status != answerStarted || res[0].pool != "p" {
 		t.Fatalf("winner's claim: %+v", res)
 	}
 	if n := c.ZCard(ctx, s.poolKey("p")).Val(); n != 1 {
 		t.Errorf("%d pool slots held, want the winner's 1", n)
 	}
-	other, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{claimOf(b, at, kindScheduled, "o3")})
+	other, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(claimOf(b, at, kindScheduled, "o3")))
 	if err != nil || other[0].status != answerSkippedOverlap {
 		t.Errorf("another job of the full pool: %+v, %v; want skipped_overlap", other, err)
 	}
 	winner.pool, winner.poolMember = res[0].pool, res[0].poolMember
-	if _, err := s.complete(ctx, []completeReq{{r: &winner, replica: "r2", outcome: Succeeded, attempts: 1}}); err != nil {
+	if _, err := s.complete(ctx, []completeReq{{r: &winner.storeClaim, replica: "r2", outcome: Succeeded, attempts: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := c.ZCard(ctx, s.poolKey("p")).Val(); n != 0 {

@@ -186,17 +186,41 @@ func claimHeadArgs(replica string, skew, waiterTTL, ahead time.Duration, fenceCh
 // runs, and a replica boxes every one into an interface before it sends it.
 const claimFields = 3
 
+// jobSpec is what the store needs of a job: its settings as the scripts'
+// arguments take them. The engine builds one per job when it loads the
+// table (jobState.spec) and never changes it; every request carries the
+// one of the table it was made under, so the store reads no engine state.
+type jobSpec struct {
+	Name    string
+	MetaKey string // where the job's state is (backend.metaKey)
+	Lease   time.Duration
+	// Concurrency is the job's slots; Pool and PoolSize the pool it shares
+	// them with ("", 0: none).
+	Concurrency      int
+	Pool             string
+	PoolSize         int
+	StartingDeadline time.Duration
+	CatchupWindow    time.Duration
+	// ManualRetention is how long a manual request's record is kept
+	// (jobState.manualRetention).
+	ManualRetention    time.Duration
+	HistoryLimit       int
+	Paused             bool
+	PauseAfterFailures int
+}
+
 // undoReq takes back one claim or admission (undo.lua).
 type undoReq struct {
-	j         *jobState
+	job       *jobSpec
 	id, owner string
 	mode      undoMode
 	maxWait   time.Duration
 }
 
-// claimReq asks to decide one run.
-type claimReq struct {
-	j          *jobState
+// storeClaim asks the store to decide one run. The engine keeps it in its
+// claimReq, with the job state it was made under.
+type storeClaim struct {
+	job        *jobSpec
 	id, suffix string
 	kind       runKind
 	sched      time.Time
@@ -234,6 +258,11 @@ type claimReq struct {
 	// Redis Cluster, which the replica renews and frees ("": none, or
 	// the scripts keep it).
 	pool, poolMember string
+	// retention is how long the run's record is kept once it is decided
+	// (jobState.retention); blackout whether its instant is in one of the
+	// job's blackout windows (never for a manual run).
+	retention time.Duration
+	blackout  bool
 }
 
 // appendTerms appends the claim's terms as claim.lua reads them, separated
@@ -243,8 +272,8 @@ type claimReq struct {
 // catch-up base (backfill: its cursor), ticket, catch-up read time
 // (backfill: its id), pause after failures, in a blackout window (1|0),
 // pool size (0: no pool), pool name, pool slot grant (pgrant).
-func (r *claimReq) appendTerms(b []byte) []byte {
-	j := r.j
+func (r *storeClaim) appendTerms(b []byte) []byte {
+	j := r.job
 	b = append(b, byte(r.kind), '|')
 	b = strconv.AppendInt(b, r.sched.UnixMilli(), 10)
 	b = append(b, '|')
@@ -260,7 +289,7 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = append(b, '|')
 	b = strconv.AppendInt(b, j.StartingDeadline.Milliseconds(), 10)
 	b = append(b, '|')
-	b = strconv.AppendInt(b, j.retention(r.sched).Milliseconds(), 10)
+	b = strconv.AppendInt(b, r.retention.Milliseconds(), 10)
 	b = append(b, '|')
 	b = strconv.AppendInt(b, int64(j.HistoryLimit), 10)
 	b = append(b, '|')
@@ -292,10 +321,8 @@ func (r *claimReq) appendTerms(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(j.PauseAfterFailures), 10)
 	b = append(b, '|')
 	blackout := byte('0')
-	if r.kind != kindManual && len(j.blackouts) > 0 {
-		if _, in := j.blackouts.at(r.sched); in {
-			blackout = '1'
-		}
+	if r.blackout {
+		blackout = '1'
 	}
 	b = append(b, blackout, '|')
 	b = strconv.AppendInt(b, int64(j.PoolSize), 10)
@@ -326,7 +353,7 @@ type claimRes struct {
 }
 
 // appendClaim appends run r's claim.lua arguments; buf is scratch space.
-func appendClaim(args []any, r *claimReq, buf *[]byte) []any {
+func appendClaim(args []any, r *storeClaim, buf *[]byte) []any {
 	*buf = r.appendTerms((*buf)[:0])
 	return append(args, r.suffix, r.owner, string(*buf))
 }
@@ -380,8 +407,8 @@ const admitHead, admitFields = 7, 3
 // admitCall polls rs, queued runs of one job, in one call. The first's job
 // state gives the terms: all of them carry the job as the table in force
 // has it now (pollQueued), whatever table they were queued under.
-func admitCall(rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) call {
-	j := rs[0].j
+func admitCall(rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) call {
+	j := rs[0].job
 	args := make([]any, 0, admitHead+admitFields*len(rs))
 	args = append(args, j.Lease.Milliseconds(), j.Concurrency, waiterTTL.Milliseconds(),
 		strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize, j.Pool)
@@ -392,7 +419,7 @@ func admitCall(rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) call {
 		}
 		args = append(args, r.id, r.owner, grant)
 	}
-	return call{keys: []string{j.metaKey}, args: args}
+	return call{keys: []string{j.MetaKey}, args: args}
 }
 
 // admitRes is admit.lua's answer for one run: the status, the fencing
@@ -429,7 +456,7 @@ func appendUndo(args []any, r *undoReq, waiterTTL time.Duration) []any {
 
 // renewReq is one run's lease renewal.
 type renewReq struct {
-	j         *jobState
+	job       *jobSpec
 	id, owner string
 	// pool and member: the pool slot the run holds on Redis Cluster,
 	// renewed apart (renewPools); "" for none.
@@ -440,7 +467,7 @@ type renewReq struct {
 const renewFields = 3
 
 func appendRenew(args []any, r *renewReq) []any {
-	return append(args, r.id, r.owner, r.j.Lease.Milliseconds())
+	return append(args, r.id, r.owner, r.job.Lease.Milliseconds())
 }
 
 // Attempts (attempt.lua) --------------------------------------------------
@@ -448,8 +475,8 @@ func appendRenew(args []any, r *renewReq) []any {
 // attemptArgs is the number of attempt.lua's arguments.
 const attemptArgs = 4
 
-func attemptCall(j *jobState, id, owner string, n int, fenceFloor int64) call {
-	return call{keys: []string{j.metaKey}, args: []any{id, owner, n, strconv.FormatInt(fenceFloor, 10)}}
+func attemptCall(j *jobSpec, id, owner string, n int, fenceFloor int64) call {
+	return call{keys: []string{j.MetaKey}, args: []any{id, owner, n, strconv.FormatInt(fenceFloor, 10)}}
 }
 
 // decodeAttempt reads attempt.lua's answer: the fencing token, 0 when the
@@ -468,13 +495,18 @@ func decodeAttempt(v any) (int64, error) {
 
 // completeReq closes one run.
 type completeReq struct {
-	r        *claimReq
+	r        *storeClaim
 	replica  string
 	outcome  Outcome
 	attempts int
 	errText  string
 	output   string
 	traceID  string // the run span's, "" without tracing
+	// statsRaw and statsAt are set by the close (the store's, not
+	// Redlock's): the job's statistics it left, as sync.lua packs them, and
+	// the server time (µs) of that reading; statsAt 0: none.
+	statsRaw string
+	statsAt  int64
 }
 
 // completeFields is the number of ARGV fields per run in complete.lua.
@@ -497,21 +529,21 @@ func (c completeReq) entry() string {
 		Output   string `json:"output"`
 		Trace    string `json:"trace,omitempty"`
 		Slot     string `json:"slot,omitempty"`
-	}{r.id, r.j.Name, r.kind.record(), strconv.FormatInt(r.sched.UnixMilli(), 10), string(c.outcome), c.replica,
+	}{r.id, r.job.Name, r.kind.record(), strconv.FormatInt(r.sched.UnixMilli(), 10), string(c.outcome), c.replica,
 		strconv.Itoa(c.attempts), c.errText, c.output, c.traceID, slotText(r.slot)})
 	return string(b[:len(b)-1])
 }
 
 func appendComplete(args []any, c *completeReq) []any {
 	return append(args, c.r.id, c.r.owner, string(c.outcome), c.attempts, c.errText,
-		c.entry(), c.r.j.retention(c.r.sched).Milliseconds(), c.r.j.HistoryLimit)
+		c.entry(), c.r.retention.Milliseconds(), c.r.job.HistoryLimit)
 }
 
 // Heartbeats (sync.lua) ---------------------------------------------------
 
 // syncReq is one job's heartbeat.
 type syncReq struct {
-	j     *jobState
+	job   *jobSpec
 	known string
 	fence int64 // the highest fencing token the replica has seen
 	// statsOnly: read the job's statistics and what the replica knows of
@@ -557,7 +589,7 @@ func appendSync(args []any, r *syncReq, replica string, fenceCheck bool) []any {
 	if r.statsOnly {
 		mode = "s"
 	}
-	return append(args, r.known, r.j.manualRetention().Milliseconds(), r.j.HistoryLimit, replica, seen, mode)
+	return append(args, r.known, r.job.ManualRetention.Milliseconds(), r.job.HistoryLimit, replica, seen, mode)
 }
 
 // decodeSync reads sync.lua's answer for one job.

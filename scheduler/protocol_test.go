@@ -99,7 +99,7 @@ func sameSet(a, b []string) bool {
 // The encoders send the numbers of arguments scriptSpecs states.
 func TestProtocolEncoders(t *testing.T) {
 	j := testJob(t, &store{prefix: "p"}, "j", "@every 1s", nil)
-	r := claimReq{j: j, id: "j@x", suffix: "x", kind: kindScheduled, owner: "o", sched: time.Now(), fire: time.Now()}
+	r := newClaimReq(j, storeClaim{id: "j@x", suffix: "x", kind: kindScheduled, owner: "o", sched: time.Now(), fire: time.Now()})
 	var buf []byte
 	check := func(name string, head, perRun []any) {
 		t.Helper()
@@ -108,13 +108,13 @@ func TestProtocolEncoders(t *testing.T) {
 			t.Errorf("%s: encoders send %d head and %d per-run arguments, spec says %d and %d", name, len(head), len(perRun), spec.head, spec.perRun)
 		}
 	}
-	check("claim", claimHeadArgs("r", time.Second, time.Second, 0, true, false), appendClaim(nil, &r, &buf))
-	check("admit", admitCall([]*claimReq{&r}, time.Second, 0).args[:admitHead], admitCall([]*claimReq{&r}, time.Second, 0).args[admitHead:])
-	check("renew", nil, appendRenew(nil, &renewReq{j: j, id: r.id, owner: r.owner}))
-	check("complete", nil, appendComplete(nil, &completeReq{r: &r}))
-	check("undo", nil, appendUndo(nil, &undoReq{j: j, id: r.id, owner: r.owner, mode: undoDrop}, time.Second))
-	check("sync", syncHeadArgs(time.Second, time.Second, 0, false), appendSync(nil, &syncReq{j: j}, "r", true))
-	check("attempt", attemptCall(j, r.id, r.owner, 2, 0).args, nil)
+	check("claim", claimHeadArgs("r", time.Second, time.Second, 0, true, false), appendClaim(nil, &r.storeClaim, &buf))
+	check("admit", admitCall([]*storeClaim{&r.storeClaim}, time.Second, 0).args[:admitHead], admitCall([]*storeClaim{&r.storeClaim}, time.Second, 0).args[admitHead:])
+	check("renew", nil, appendRenew(nil, &renewReq{job: j.spec, id: r.id, owner: r.owner}))
+	check("complete", nil, appendComplete(nil, &completeReq{r: &r.storeClaim}))
+	check("undo", nil, appendUndo(nil, &undoReq{job: j.spec, id: r.id, owner: r.owner, mode: undoDrop}, time.Second))
+	check("sync", syncHeadArgs(time.Second, time.Second, 0, false), appendSync(nil, &syncReq{job: j.spec}, "r", true))
+	check("attempt", attemptCall(j.spec, r.id, r.owner, 2, 0).args, nil)
 	check("trigger", triggerCall(j.metaKey, "j@manual-1", time.Second, false).args, nil)
 	check("pause", pauseArgs(true, "why"), nil)
 	check("cancel", cancelCall(j.metaKey, r.id, "who").args, nil)
@@ -151,7 +151,8 @@ func TestProtocolRecord(t *testing.T) {
 	}
 
 	j := testJob(t, &store{prefix: "p"}, "j", "@every 1s", nil)
-	c := completeReq{r: &claimReq{j: j, id: "j@x", slot: 2}, traceID: "t"}
+	r := newClaimReq(j, storeClaim{id: "j@x", slot: 2})
+	c := completeReq{r: &r.storeClaim, traceID: "t"}
 	var entry map[string]string
 	if err := json.Unmarshal([]byte(c.entry()+"}"), &entry); err != nil {
 		t.Fatal(err)

@@ -208,13 +208,13 @@ func (rl *redlock) preload(ctx context.Context) error {
 // a hash of its id. Arrival order would differ from master to master, and
 // waiters first in line on different masters could each hold a minority for
 // ever.
-func queueTicket(r claimReq) string {
+func queueTicket(r storeClaim) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(r.id))
 	return strconv.FormatInt(r.sched.UnixMilli()*1000+int64(h.Sum32()%1000), 10)
 }
 
-func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
+func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
 	for i := range reqs {
 		reqs[i].ticket = queueTicket(reqs[i])
 	}
@@ -222,7 +222,7 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	per, errs, qerr := each(ctx, rl, "claim", func(ctx context.Context, i int, m *store) ([]claimRes, error) {
 		mine := slices.Clone(reqs)
 		for k := range mine {
-			mine[k].known = rl.known(mine[k].j.Name, i)
+			mine[k].known = rl.known(mine[k].job.Name, i)
 		}
 		return m.claim(ctx, replica, skew, waiterTTL, mine)
 	})
@@ -230,7 +230,7 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	for i, res := range per {
 		if errs[i] == nil {
 			for k, r := range res {
-				rl.learn(reqs[k].j.Name, i, r.epoch)
+				rl.learn(reqs[k].job.Name, i, r.epoch)
 			}
 		}
 	}
@@ -239,7 +239,7 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 		for i, res := range per {
 			for k, r := range res {
 				if errs[i] == nil && (r.status == answerStarted || r.status == answerWaiting) {
-					undo[i] = append(undo[i], undoReq{j: reqs[k].j, id: reqs[k].id, owner: reqs[k].owner, mode: undoDrop})
+					undo[i] = append(undo[i], undoReq{job: reqs[k].job, id: reqs[k].id, owner: reqs[k].owner, mode: undoDrop})
 				}
 			}
 		}
@@ -256,7 +256,7 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 
 // combineClaim turns the masters' answers about run k into one, and lists
 // in undo what must be taken back where.
-func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []error, elapsed time.Duration, undo [][]undoReq) claimRes {
+func (rl *redlock) combineClaim(r storeClaim, k int, per [][]claimRes, errs []error, elapsed time.Duration, undo [][]undoReq) claimRes {
 	var started, waiting, early, later, refused, ours, others []int
 	var fence int64
 	for i := range per {
@@ -282,16 +282,16 @@ func (rl *redlock) combineClaim(r claimReq, k int, per [][]claimRes, errs []erro
 			ours = append(ours, i)
 		}
 	}
-	res := claimRes{epoch: rl.epoch(r.j.Name), fence: fence}
+	res := claimRes{epoch: rl.epoch(r.job.Name), fence: fence}
 	take := func(mode undoMode, masters ...[]int) {
 		for _, ms := range masters {
 			for _, i := range ms {
-				undo[i] = append(undo[i], undoReq{j: r.j, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
+				undo[i] = append(undo[i], undoReq{job: r.job, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
 			}
 		}
 	}
 	switch {
-	case len(started) >= rl.quorum && quorum.Validity(r.j.Lease, elapsed) > 0:
+	case len(started) >= rl.quorum && quorum.Validity(r.job.Lease, elapsed) > 0:
 		take(undoDrop, waiting) // it runs; no need to queue anywhere
 		res.status = answerStarted
 		for _, i := range started {
@@ -404,7 +404,7 @@ type admitted struct {
 }
 
 // admit polls each run on every master (a quorum's admission per run).
-func (rl *redlock) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+func (rl *redlock) admit(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
 	out := make([]admitRes, len(rs))
 	for i, r := range rs {
 		st, n, err := rl.admitOne(ctx, r, waiterTTL, fenceFloor)
@@ -416,11 +416,11 @@ func (rl *redlock) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Dur
 	return out, nil
 }
 
-func (rl *redlock) admitOne(ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
+func (rl *redlock) admitOne(ctx context.Context, r *storeClaim, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
 	sent := time.Now()
 	per, errs, qerr := each(ctx, rl, "admit", func(ctx context.Context, _ int, m *store) (admitted, error) {
 		own := *r // each master's answer sets its slot: not on the shared request
-		res, err := m.admit(ctx, []*claimReq{&own}, waiterTTL, fenceFloor)
+		res, err := m.admit(ctx, []*storeClaim{&own}, waiterTTL, fenceFloor)
 		if err != nil {
 			return admitted{}, err
 		}
@@ -451,7 +451,7 @@ func (rl *redlock) admitOne(ctx context.Context, r *claimReq, waiterTTL time.Dur
 	take := func(mode undoMode, masters ...[]int) {
 		for _, ms := range masters {
 			for _, i := range ms {
-				undo[i] = append(undo[i], undoReq{j: r.j, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
+				undo[i] = append(undo[i], undoReq{job: r.job, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
 			}
 		}
 	}
@@ -460,7 +460,7 @@ func (rl *redlock) admitOne(ctx context.Context, r *claimReq, waiterTTL time.Dur
 		rl.undo(ctx, waiterTTL, undo)
 		return "", 0, qerr
 	}
-	if len(started) >= rl.quorum && quorum.Validity(r.j.Lease, elapsed) > 0 {
+	if len(started) >= rl.quorum && quorum.Validity(r.job.Lease, elapsed) > 0 {
 		take(undoDrop, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		var fence int64
@@ -492,7 +492,7 @@ func (rl *redlock) admitOne(ctx context.Context, r *claimReq, waiterTTL time.Dur
 	return answerWaiting, place, nil
 }
 
-func (rl *redlock) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
+func (rl *redlock) handBack(ctx context.Context, r *storeClaim, waiterTTL time.Duration) (bool, error) {
 	per, errs, err := each(ctx, rl, "hand back", func(ctx context.Context, _ int, m *store) (bool, error) {
 		return m.handBack(ctx, r, waiterTTL)
 	})
@@ -548,7 +548,7 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 	return out, nil
 }
 
-func (rl *redlock) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
+func (rl *redlock) attempt(ctx context.Context, j *jobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
 	// Its own quorum rule: a run no longer held on enough masters is an
 	// answer (0), not an error.
 	per, errs, _ := each(ctx, rl, "attempt", func(ctx context.Context, _ int, m *store) (int64, error) {
@@ -606,14 +606,14 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 	per, errs, qerr := each(ctx, rl, "sync", func(ctx context.Context, i int, m *store) ([]syncRes, error) {
 		mine := slices.Clone(reqs)
 		for k := range mine {
-			mine[k].known = rl.known(mine[k].j.Name, i)
+			mine[k].known = rl.known(mine[k].job.Name, i)
 		}
 		return m.sync(ctx, replica, skew, manualTTL, mine)
 	})
 	for i, res := range per {
 		if errs[i] == nil {
 			for k, r := range res {
-				rl.learn(reqs[k].j.Name, i, r.epoch)
+				rl.learn(reqs[k].job.Name, i, r.epoch)
 			}
 		}
 	}
@@ -623,7 +623,7 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 	ok := answered(errs)
 	out := make([]syncRes, len(reqs))
 	for k := range reqs {
-		r := syncRes{epoch: rl.epoch(reqs[k].j.Name)}
+		r := syncRes{epoch: rl.epoch(reqs[k].job.Name)}
 		paused := 0
 		var stats []jobStats
 		manual := map[string]int{}

@@ -35,7 +35,7 @@ func TestReplaceStopsOnlyOlderRuns(t *testing.T) {
 	}
 	claim := func(j *jobState, at time.Time, owner string) claimRes {
 		t.Helper()
-		res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{claimOf(j, at, 's', owner)})
+		res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(claimOf(j, at, 's', owner)))
 		if err != nil {
 			t.Fatal(err)
 		}

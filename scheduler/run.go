@@ -52,7 +52,7 @@ type runLease struct {
 }
 
 func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) error {
-	res, err := l.s.renew(ctx, renewReq{j: l.j, id: l.id, owner: l.owner, pool: l.pool, member: l.member})
+	res, err := l.s.renew(ctx, renewReq{job: l.j.spec, id: l.id, owner: l.owner, pool: l.pool, member: l.member})
 	if err != nil {
 		l.s.tel.renewed(ctx, renewFailed)
 		return err
@@ -336,7 +336,7 @@ func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCau
 			}
 			attempt++
 			_, floor := j.memo.snapshot()
-			next, aerr := s.store.attempt(jobCtx, j, r.id, r.owner, attempt, floor)
+			next, aerr := s.store.attempt(jobCtx, j.spec, r.id, r.owner, attempt, floor)
 			if aerr != nil || next == 0 {
 				if aerr == nil {
 					aerr = fmt.Errorf("%w: run %s is no longer held by this replica", lockprovider.ErrLeaseLost, r.id)
@@ -407,7 +407,7 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 }) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
 	defer cancel()
-	req := completeReq{r: &r, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: capText(errText, errorLimit), output: output, traceID: traceID}
+	req := completeReq{r: &r.storeClaim, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: capText(errText, errorLimit), output: output, traceID: traceID}
 	backoff := 50 * time.Millisecond
 	unacked := false
 	var frozen *lockprovider.FrozenError
@@ -416,7 +416,7 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 		done := make(chan closed, 1)
 		var c closed
 		select {
-		case s.closing <- closeReq{completeReq: req, done: done}:
+		case s.closing <- closeReq{completeReq: req, j: r.j, done: done}:
 			select {
 			case c = <-done:
 			case <-ctx.Done():
@@ -467,6 +467,7 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 // closeReq is a run's end queued for the closer.
 type closeReq struct {
 	completeReq
+	j    *jobState // the run's
 	done chan closed
 }
 
@@ -494,12 +495,16 @@ func (s *Scheduler) closer(in <-chan closeReq) {
 		cancel()
 		if err == nil {
 			for i, r := range reqs {
+				j := batch[i].j
+				if r.statsAt > 0 {
+					j.memo.setStats(r.statsRaw, parseStats(r.statsRaw), r.statsAt)
+				}
 				if res[i] == closeOK {
 					// The close answered the statistics it left (the
-					// store put them in the memo; Redlock's do not).
-					s.statsKnown(r.r.j)
+					// store's do, Redlock's do not).
+					s.statsKnown(j)
 				} else {
-					s.statsChanged(r.r.j.Name)
+					s.statsChanged(j.Name)
 				}
 			}
 		}

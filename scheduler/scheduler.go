@@ -54,6 +54,10 @@ type Scheduler struct {
 	// notifier writes them again at its next poll (notify.go).
 	lostState atomic.Bool
 	runStart  time.Time // when Run began: instants due before it are an outage's (misses.go)
+	// stopSince is when the replica began stopping (unix ns; 0: running):
+	// what it still asks Redis then is bounded by the shutdown grace
+	// (stoppingUntil).
+	stopSince atomic.Int64
 
 	loops      sync.WaitGroup // dispatcher, heartbeat, claims, waiters, miss recorder
 	runs       sync.WaitGroup // started runs
@@ -264,6 +268,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.loops.Go(func() { notifier.run(ctx) })
 	}
 	<-ctx.Done()
+	s.stoppingUntil()
 	s.log.Info("replica stopping: no new claims; waiting for runs in flight", "grace", s.cfg.shutdownGrace)
 	s.loops.Wait()
 	done := make(chan struct{})
@@ -285,6 +290,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	<-renewerDone
 	s.log.Info("replica stopped")
 	return nil
+}
+
+// stoppingUntil is how long, once the replica has begun stopping, it keeps
+// asking Redis what only it can settle: a manual run it may hold though the
+// answer that granted it was lost goes back to the pending requests (wait.go,
+// handBackManual). The shutdown grace period, counted from the first call.
+func (s *Scheduler) stoppingUntil() time.Time {
+	s.stopSince.CompareAndSwap(0, time.Now().UnixNano())
+	return time.Unix(0, s.stopSince.Load()).Add(s.cfg.shutdownGrace)
 }
 
 // sleep waits d or until ctx is done; it reports whether d passed.

@@ -401,7 +401,7 @@ func (w *simWorld) notef(id, format string, args ...any) {
 	w.obs.span[id] = sp
 }
 
-func (w *simWorld) noteClaim(in *simInc, r *claimReq, res claimRes) {
+func (w *simWorld) noteClaim(in *simInc, r *storeClaim, res claimRes) {
 	line := fmt.Sprintf("%s claim kind=%c -> %s", in, r.kind, res.status)
 	switch res.status {
 	case "started":
@@ -417,7 +417,7 @@ func (w *simWorld) noteClaim(in *simInc, r *claimReq, res claimRes) {
 	}
 }
 
-func (w *simWorld) noteAdmit(in *simInc, r *claimReq, status answer, n int64) {
+func (w *simWorld) noteAdmit(in *simInc, r *storeClaim, status answer, n int64) {
 	if status == "waiting" {
 		return // polled every 100ms: too many to trace
 	}
@@ -427,11 +427,11 @@ func (w *simWorld) noteAdmit(in *simInc, r *claimReq, status answer, n int64) {
 	}
 }
 
-func (w *simWorld) noteGrant(in *simInc, r *claimReq, fence int64, via string) {
+func (w *simWorld) noteGrant(in *simInc, r *storeClaim, fence int64, via string) {
 	w.mu.Lock()
-	w.obs.grants = append(w.obs.grants, simGrant{at: time.Now(), job: r.j.Name, id: r.id, owner: r.owner, fence: fence, in: in, via: via})
+	w.obs.grants = append(w.obs.grants, simGrant{at: time.Now(), job: r.job.Name, id: r.id, owner: r.owner, fence: fence, in: in, via: via})
 	w.mu.Unlock()
-	w.noteToken(in, r.j.Name, r.id, fence, via)
+	w.noteToken(in, r.job.Name, r.id, fence, via)
 }
 
 func (w *simWorld) noteToken(in *simInc, job, id string, fence int64, via string) {

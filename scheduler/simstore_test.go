@@ -272,7 +272,7 @@ func (w *simStore) preload(ctx context.Context) error {
 	return err
 }
 
-func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
+func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
 	key := ""
 	for i, r := range reqs {
 		if i == 0 || r.id < key {
@@ -317,9 +317,9 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	return res, err
 }
 
-func (w *simStore) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+func (w *simStore) admit(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
 	// As claim's: the call works on copies, rs get their slots back.
-	sent := make([]*claimReq, len(rs))
+	sent := make([]*storeClaim, len(rs))
 	for i, r := range rs {
 		c := *r
 		sent[i] = &c
@@ -382,7 +382,7 @@ func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 		if err == nil {
 			for i, v := range res {
 				if v == "ok" {
-					w.noteRenewed(reqs[i].j, reqs[i].id, reqs[i].owner)
+					w.noteRenewed(reqs[i].job, reqs[i].id, reqs[i].owner)
 				}
 			}
 		}
@@ -390,7 +390,7 @@ func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 	})
 }
 
-func (w *simStore) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
+func (w *simStore) attempt(ctx context.Context, j *jobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
 	return simCall(w, ctx, "attempt", id, func(ctx context.Context) (int64, error) {
 		t, err := w.backend.attempt(ctx, j, id, owner, n, fenceFloor)
 		w.traceCall("attempt", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s #%d token %d", id, n, t) })
@@ -429,7 +429,7 @@ func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAns
 // handBack gives a manual run back to the pending requests (a queued run,
 // or one won while its replica was stopping); the store then no longer
 // holds it for this claim, and another replica may be granted it.
-func (w *simStore) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
+func (w *simStore) handBack(ctx context.Context, r *storeClaim, waiterTTL time.Duration) (bool, error) {
 	return simCall(w, ctx, "handback", r.id, func(ctx context.Context) (bool, error) {
 		ok, err := w.backend.handBack(ctx, r, waiterTTL)
 		w.traceCall("handback", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s %v", r.id, ok) })
@@ -448,8 +448,8 @@ func (w *simStore) handBack(ctx context.Context, r *claimReq, waiterTTL time.Dur
 // score in the job's slots), on the store's clock; ok is false when the
 // run holds no slot. Read right after the call that granted or renewed the
 // lease, with the operator's client (no faults).
-func (w *simStore) slotExpiry(j *jobState, id string) (time.Time, bool) {
-	key := strings.TrimSuffix(j.metaKey, "meta") + "slots"
+func (w *simStore) slotExpiry(j *jobSpec, id string) (time.Time, bool) {
+	key := strings.TrimSuffix(j.MetaKey, "meta") + "slots"
 	ms, err := w.in.r.w.admin.ZScore(context.Background(), key, id).Result()
 	if err != nil {
 		return time.Time{}, false
@@ -459,24 +459,24 @@ func (w *simStore) slotExpiry(j *jobState, id string) (time.Time, bool) {
 
 // noteLease notes a lease the store granted (or answered again to a
 // retried call): valid from now until the expiry the store keeps for it.
-func (w *simStore) noteLease(r *claimReq, slot int, fence int64) {
-	until, ok := w.slotExpiry(r.j, r.id)
+func (w *simStore) noteLease(r *storeClaim, slot int, fence int64) {
+	until, ok := w.slotExpiry(r.job, r.id)
 	if !ok {
 		until = time.Now()
 	}
-	w.in.r.w.noteLeaseSeg(w.in, r.j.Name, r.id, r.owner, slot, fence, until)
+	w.in.r.w.noteLeaseSeg(w.in, r.job.Name, r.id, r.owner, slot, fence, until)
 	// A grant may take a slot from a run it replaces (overlap: replace):
 	// that lease ends now. Any lease of the job the store no longer keeps
 	// in its slots has ended by now.
-	key := strings.TrimSuffix(r.j.metaKey, "meta") + "slots"
+	key := strings.TrimSuffix(r.job.MetaKey, "meta") + "slots"
 	if ids, err := w.in.r.w.admin.ZRange(context.Background(), key, 0, -1).Result(); err == nil {
-		w.in.r.w.endLeasesBut(r.j.Name, ids)
+		w.in.r.w.endLeasesBut(r.job.Name, ids)
 	}
 }
 
 // noteRenewed notes a renewal the store answered "ok": the lease is valid
 // from now until its new expiry.
-func (w *simStore) noteRenewed(j *jobState, id, owner string) {
+func (w *simStore) noteRenewed(j *jobSpec, id, owner string) {
 	if until, ok := w.slotExpiry(j, id); ok {
 		w.in.r.w.noteLeaseSeg(w.in, j.Name, id, owner, 0, 0, until)
 	}
@@ -487,7 +487,7 @@ func (w *simStore) sync(ctx context.Context, replica string, skew, manualTTL tim
 		res, err := w.backend.sync(ctx, replica, skew, manualTTL, reqs)
 		w.traceCall("sync", err, func(b *strings.Builder) {
 			for i, r := range res {
-				fmt.Fprintf(b, " %s:%d/%v/%s/%v", reqs[i].j.Name, r.fence, r.paused, r.last.UTC().Format(time.RFC3339), r.manual)
+				fmt.Fprintf(b, " %s:%d/%v/%s/%v", reqs[i].job.Name, r.fence, r.paused, r.last.UTC().Format(time.RFC3339), r.manual)
 			}
 		})
 		return res, err

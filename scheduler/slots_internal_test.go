@@ -64,7 +64,7 @@ func batchWithAFailingRun(t *testing.T, s *store, c *redis.Client, now time.Time
 	}
 	at := now.Add(-time.Second)
 	reqs := []claimReq{claimOf(js[0], at, kindScheduled, "o1"), claimOf(js[1], at, kindScheduled, "o2"), claimOf(js[2], at, kindScheduled, "o3")}
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, reqs)
+	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(reqs...))
 	if err != nil {
 		t.Fatalf("the batch failed as a whole: %v", err)
 	}
@@ -101,7 +101,7 @@ func TestSlotNumbersAcrossLimitChanges(t *testing.T) {
 	claim := func(limit, k int, want answer) claimRes {
 		t.Helper()
 		r := claimOf(at(limit), now.Add(time.Duration(k-100)*time.Second), kindScheduled, "o"+time.Duration(k).String())
-		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, []claimReq{r})
+		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestSlotNumbersAcrossLimitChanges(t *testing.T) {
 		t.Helper()
 		for i, r := range reqs {
 			if r.slot == slot && held[slot] == r.id {
-				if _, err := s.complete(ctx, []completeReq{{r: &reqs[i], replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
+				if _, err := s.complete(ctx, []completeReq{{r: &reqs[i].storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
 					t.Fatal(err)
 				}
 				delete(held, slot)

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +18,12 @@ import (
 
 // stopOnClaim runs the first claim on Redis, then stops the replica (stop)
 // and loses the claim's answer, as a connection reset just after the script
-// ran would.
+// ran would; the next unreachable claims then fail before reaching Redis.
 type stopOnClaim struct {
-	stop func()
-	once sync.Once
+	stop        func()
+	once        sync.Once
+	mu          sync.Mutex
+	unreachable int
 }
 
 func (*stopOnClaim) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -31,6 +34,17 @@ func (h *stopOnClaim) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		first := false
 		h.once.Do(func() { first = true })
+		h.mu.Lock()
+		down := !first && h.unreachable > 0
+		if down {
+			h.unreachable--
+		}
+		h.mu.Unlock()
+		if down {
+			err := errors.New("test: store unreachable")
+			cmd.SetErr(err)
+			return err
+		}
 		err := next(ctx, cmd)
 		if !first {
 			return err
@@ -47,11 +61,19 @@ func (*stopOnClaim) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 }
 
 // A replica that stops while its scheduled claim is in flight, the claim's
-// answer lost after the script granted it the run: the replica asks once
-// more and learns the run is its own: it runs it within the shutdown grace
-// or records that it never started — never leaves it to the cluster's
-// lease_lost, which says it ran (the search's seed 71).
+// answer lost after the script granted it the run: the replica asks again,
+// through the shutdown grace while Redis does not answer, and learns the run
+// is its own: it runs it within the shutdown grace or records that it never
+// started — never leaves it to the cluster's lease_lost, which says it ran
+// (the search's seed 71; asking only once lost the run when the second ask
+// failed too).
 func TestClaimAnswerLostWhileStopping(t *testing.T) {
+	for _, unreachable := range []int{0, 3} {
+		t.Run(fmt.Sprintf("unreachable=%d", unreachable), func(t *testing.T) { claimAnswerLostWhileStopping(t, unreachable) })
+	}
+}
+
+func claimAnswerLostWhileStopping(t *testing.T, unreachable int) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		rdb := c.client()
@@ -63,7 +85,7 @@ func TestClaimAnswerLostWhileStopping(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		rdb.AddHook(&stopOnClaim{stop: cancel})
+		rdb.AddHook(&stopOnClaim{stop: cancel, unreachable: unreachable})
 		if err := s.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		}

@@ -59,7 +59,7 @@ func (s *store) placePools(jobs []Job) {
 }
 
 func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoReq) ([]undoAnswer, error) {
-	calls, groups := batch(s, reqs, func(r *undoReq) *jobState { return r.j }, nil, undoFields, func(args []any, r *undoReq) []any {
+	calls, groups := batch(s, reqs, func(r *undoReq) *jobSpec { return r.job }, nil, undoFields, func(args []any, r *undoReq) []any {
 		return appendUndo(args, r, waiterTTL)
 	})
 	replies, err := s.exec(ctx, undoScript, calls)
@@ -70,9 +70,9 @@ func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoRe
 }
 
 // handBack is undo.lua's drop and the job's manual hint, in one round trip.
-func (s *store) handBack(ctx context.Context, r *claimReq, waiterTTL time.Duration) (bool, error) {
-	u := undoReq{j: r.j, id: r.id, owner: r.owner, mode: undoDrop, maxWait: r.maxWait}
-	v, err := s.execHint(ctx, undoScript, call{keys: []string{r.j.metaKey}, args: appendUndo(nil, &u, waiterTTL)}, s.hintKey(), r.j.Name)
+func (s *store) handBack(ctx context.Context, r *storeClaim, waiterTTL time.Duration) (bool, error) {
+	u := undoReq{job: r.job, id: r.id, owner: r.owner, mode: undoDrop, maxWait: r.maxWait}
+	v, err := s.execHint(ctx, undoScript, call{keys: []string{r.job.MetaKey}, args: appendUndo(nil, &u, waiterTTL)}, s.hintKey(), r.job.Name)
 	if err != nil {
 		return false, err
 	}
@@ -82,12 +82,12 @@ func (s *store) handBack(ctx context.Context, r *claimReq, waiterTTL time.Durati
 	return undoAnswer(at(strs(v), 0)) == undoDropped, nil
 }
 
-func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
-	ptrs := make([]*claimReq, len(reqs))
+func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
+	ptrs := make([]*storeClaim, len(reqs))
 	for i := range reqs {
 		ptrs[i] = &reqs[i]
 	}
-	if err := s.takePools(ctx, ptrs, func(r *claimReq) string { return r.id }); err != nil {
+	if err := s.takePools(ctx, ptrs, func(r *storeClaim) string { return r.id }); err != nil {
 		return nil, err
 	}
 	out, err := s.claimAcked(ctx, replica, skew, waiterTTL, reqs)
@@ -99,7 +99,7 @@ func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.
 
 // claimAcked is claimOnly, then, with min_replicas_ack, takes back the
 // starts too few replicas acknowledged.
-func (s *store) claimAcked(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
+func (s *store) claimAcked(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
 	out, err := s.claimOnly(ctx, replica, skew, waiterTTL, reqs)
 	if err != nil || s.minAck <= 0 {
 		return out, err
@@ -112,7 +112,7 @@ func (s *store) claimAcked(ctx context.Context, replica string, skew, waiterTTL 
 	var at []int
 	for i, r := range out {
 		if r.status == answerStarted && r.unacked != "" {
-			undo = append(undo, undoReq{j: reqs[i].j, id: reqs[i].id, owner: reqs[i].owner, mode: undoDrop})
+			undo = append(undo, undoReq{job: reqs[i].job, id: reqs[i].id, owner: reqs[i].owner, mode: undoDrop})
 			at = append(at, i)
 		}
 	}
@@ -134,10 +134,10 @@ func (s *store) claimAcked(ctx context.Context, replica string, skew, waiterTTL 
 
 // claimOnly runs claim.lua; with min_replicas_ack, a start that too few
 // replicas acknowledged says why in its unacked field.
-func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []claimReq) ([]claimRes, error) {
+func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
 	head := claimHeadArgs(replica, skew, waiterTTL, s.claimAhead, s.fenceCheck, s.born)
 	var buf []byte
-	calls, groups := batch(s, reqs, func(r *claimReq) *jobState { return r.j }, head, claimFields, func(args []any, r *claimReq) []any {
+	calls, groups := batch(s, reqs, func(r *storeClaim) *jobSpec { return r.job }, head, claimFields, func(args []any, r *storeClaim) []any {
 		return appendClaim(args, r, &buf)
 	})
 	replies, acks, err := s.run(ctx, claimScript, calls)
@@ -161,11 +161,11 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 // admit polls rs, queued runs of one job, in one call. On Redis Cluster
 // each pooled run's pool slot is taken first (pool.lua, under admitMember):
 // a run that started keeps it, the others give it back.
-func (s *store) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+func (s *store) admit(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
 	if len(rs) == 0 {
 		return nil, nil
 	}
-	if err := s.takePools(ctx, rs, func(r *claimReq) string { return admitMember(r.id) }); err != nil {
+	if err := s.takePools(ctx, rs, func(r *storeClaim) string { return admitMember(r.id) }); err != nil {
 		return nil, err
 	}
 	out, err := s.admitOnly(ctx, rs, waiterTTL, fenceFloor)
@@ -176,16 +176,16 @@ func (s *store) admit(ctx context.Context, rs []*claimReq, waiterTTL time.Durati
 			// An answer lost may have been a start: the hold stays (the
 			// next poll takes it again), or ends with its lease.
 		case out[i].status == answerStarted:
-			r.pool, r.poolMember = r.j.Pool, admitMember(r.id)
+			r.pool, r.poolMember = r.job.Pool, admitMember(r.id)
 		default:
-			free = append(free, s.poolCall("release", r.j.Pool, admitMember(r.id), r.owner, 0, 0))
+			free = append(free, s.poolCall("release", r.job.Pool, admitMember(r.id), r.owner, 0, 0))
 		}
 	}
 	s.freePools(ctx, free)
 	return out, err
 }
 
-func (s *store) admitOnly(ctx context.Context, rs []*claimReq, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+func (s *store) admitOnly(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
 	replies, acks, err := s.run(ctx, admitScript, []call{admitCall(rs, waiterTTL, fenceFloor)})
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func (s *store) admitOnly(ctx context.Context, rs []*claimReq, waiterTTL time.Du
 			if acks != nil && !acks[0].ok() {
 				// As for a claim: an admission too few replicas hold is
 				// taken back, and the run keeps its place in the queue.
-				undo = append(undo, undoReq{j: rs[i].j, id: rs[i].id, owner: rs[i].owner, mode: undoRequeue, maxWait: rs[i].maxWait})
+				undo = append(undo, undoReq{job: rs[i].job, id: rs[i].id, owner: rs[i].owner, mode: undoRequeue, maxWait: rs[i].maxWait})
 				at = append(at, i)
 			}
 		}
@@ -231,7 +231,7 @@ func (s *store) admitOnly(ctx context.Context, rs []*claimReq, waiterTTL time.Du
 // renew renews leases; the answer per run is leaseOK, leaseLost,
 // leaseReplaced or leaseUnacked.
 func (s *store) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
-	calls, groups := batch(s, reqs, func(r *renewReq) *jobState { return r.j }, nil, renewFields, appendRenew)
+	calls, groups := batch(s, reqs, func(r *renewReq) *jobSpec { return r.job }, nil, renewFields, appendRenew)
 	replies, acks, err := s.run(ctx, renewScript, calls)
 	if err != nil {
 		return nil, err
@@ -259,7 +259,7 @@ func (s *store) renewPools(ctx context.Context, reqs []renewReq, out []leaseAnsw
 	var idx []int
 	for i, r := range reqs {
 		if r.pool != "" && out[i] == leaseOK {
-			calls = append(calls, s.poolCall("renew", r.pool, r.member, r.owner, 0, r.j.Lease))
+			calls = append(calls, s.poolCall("renew", r.pool, r.member, r.owner, 0, r.job.Lease))
 			idx = append(idx, i)
 		}
 	}
@@ -280,7 +280,7 @@ func (s *store) renewPools(ctx context.Context, reqs []renewReq, out []leaseAnsw
 
 // attempt issues the fencing token of a run's next attempt; 0 means the run
 // is no longer held.
-func (s *store) attempt(ctx context.Context, j *jobState, id, owner string, n int, fenceFloor int64) (int64, error) {
+func (s *store) attempt(ctx context.Context, j *jobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
 	v, err := s.exec(ctx, attemptScript, []call{attemptCall(j, id, owner, n, fenceFloor)})
 	if err != nil {
 		return 0, err
@@ -292,7 +292,7 @@ func (s *store) attempt(ctx context.Context, j *jobState, id, owner string, n in
 // allows; the answer per run is closeOK, closeClosed, closeLost or
 // closeUnacked.
 func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
-	calls, groups := batch(s, reqs, func(c *completeReq) *jobState { return c.r.j }, nil, completeFields, appendComplete)
+	calls, groups := batch(s, reqs, func(c *completeReq) *jobSpec { return c.r.job }, nil, completeFields, appendComplete)
 	// With min_replicas_ack, a close counts once replicas have it: one the
 	// primary alone took can be lost in a failover, and the run's slot then
 	// stays held until its lease runs out.
@@ -327,7 +327,7 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 		}
 		at, raw, _ := strings.Cut(string(stats[1:]), "|")
 		if us, err := strconv.ParseInt(at, 10, 64); err == nil {
-			reqs[i].r.j.memo.setStats(raw, parseStats(raw), us)
+			reqs[i].statsRaw, reqs[i].statsAt = raw, us
 		}
 	}
 	return out, nil
@@ -343,7 +343,7 @@ func closeStats(v closeAnswer) (closeAnswer, closeAnswer) {
 }
 
 func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	calls, groups := batch(s, reqs, func(r *syncReq) *jobState { return r.j }, syncHeadArgs(skew, manualTTL, s.claimAhead, s.born), syncFields, func(args []any, r *syncReq) []any {
+	calls, groups := batch(s, reqs, func(r *syncReq) *jobSpec { return r.job }, syncHeadArgs(skew, manualTTL, s.claimAhead, s.born), syncFields, func(args []any, r *syncReq) []any {
 		return appendSync(args, r, replica, s.fenceCheck)
 	})
 	replies, err := s.exec(ctx, syncScript, calls)

@@ -316,7 +316,7 @@ func scatterRows(op string, replies []any, groups [][]int, least, packed int, fn
 // (the script's own arguments) and then, for each run, its job's meta key
 // (job gives the job) and the perRun arguments add appends. It returns the
 // calls and, per call, the indexes of the runs it carries (see group).
-func batch[T any](s *store, reqs []T, job func(*T) *jobState, head []any, perRun int, add func(args []any, r *T) []any) ([]call, [][]int) {
+func batch[T any](s *store, reqs []T, job func(*T) *jobSpec, head []any, perRun int, add func(args []any, r *T) []any) ([]call, [][]int) {
 	groups := group(s, len(reqs), func(i int) string { return job(&reqs[i]).Name })
 	calls := make([]call, len(groups))
 	for gi, g := range groups {
@@ -324,7 +324,7 @@ func batch[T any](s *store, reqs []T, job func(*T) *jobState, head []any, perRun
 		c.args = append(c.args, head...)
 		for _, i := range g {
 			r := &reqs[i]
-			c.keys = append(c.keys, job(r).metaKey)
+			c.keys = append(c.keys, job(r).MetaKey)
 			c.args = add(c.args, r)
 		}
 		calls[gi] = c

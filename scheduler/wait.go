@@ -77,12 +77,12 @@ func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) 
 		s.waiters.mu.Lock()
 		runs := slices.Clone(g.runs)
 		for _, w := range runs {
-			w.r.j = cur
+			w.r.setJob(cur)
 		}
 		s.waiters.mu.Unlock()
-		reqs := make([]*claimReq, len(runs))
+		reqs := make([]*storeClaim, len(runs))
 		for i, w := range runs {
-			reqs[i] = &w.r
+			reqs[i] = &w.r.storeClaim
 		}
 		_, floor := cur.memo.snapshot()
 		start := time.Now()
@@ -192,7 +192,7 @@ func (s *Scheduler) handBackLate(ctx context.Context, r claimReq) {
 	until := r.sched.Add(s.cfg.manualTTL)
 	for {
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
-		ok, err := s.store.handBack(hctx, &r, s.cfg.waiterTTL)
+		ok, err := s.store.handBack(hctx, &r.storeClaim, s.cfg.waiterTTL)
 		cancel()
 		switch {
 		case err == nil && ok:
@@ -210,19 +210,32 @@ func (s *Scheduler) handBackLate(ctx context.Context, r claimReq) {
 
 // handBackManual gives a manual run this replica claimed but will not start
 // (it is shutting down) back to the cluster's pending requests: someone asked
-// for it, and another replica runs it. If Redis cannot be asked, its queue
-// place expires within the waiter TTL and the store hands it back then.
+// for it, and another replica runs it. While Redis does not answer it asks
+// again, for the shutdown grace period: a claim or admission whose answer was
+// lost may have granted the run to this replica, and nobody else can give
+// that back — its lease would run out and the cluster record lease_lost a run
+// that never started. A run only queued needs no answer: its queue place
+// expires within the waiter TTL and the store hands it back then.
 func (s *Scheduler) handBackManual(ctx context.Context, r claimReq) {
 	defer s.manual.Delete(r.id)
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
-	defer cancel()
 	log := s.log.With("job", r.j.Name, "run_id", r.id)
-	ok, err := s.store.handBack(hctx, &r, s.cfg.waiterTTL)
-	switch {
-	case err != nil:
-		log.Warn("replica stopping: could not hand the manual run back; the store does once its queue place expires", "err", err)
-	case ok:
-		log.Info("replica stopping: manual run handed back to the cluster; another replica will run it")
+	until := s.stoppingUntil()
+	pause := 100 * time.Millisecond
+	for {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
+		ok, err := s.store.handBack(hctx, &r.storeClaim, s.cfg.waiterTTL)
+		cancel()
+		switch {
+		case err == nil && ok:
+			log.Info("replica stopping: manual run handed back to the cluster; another replica will run it")
+			return
+		case err == nil:
+			return
+		case !time.Now().Add(pause).Before(until) || !sleep(context.WithoutCancel(ctx), pause):
+			log.Warn("replica stopping: could not hand the manual run back; the store does once its queue place expires", "err", err)
+			return
+		}
+		pause = min(2*pause, time.Second)
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 // manualClaim is the claim of manual request id of j as a replica makes it
 // from the pending requests (request time at).
 func manualClaim(j *jobState, id, owner string, at time.Time) claimReq {
-	r := claimReq{j: j, id: id, suffix: id[len(j.Name)+1:], kind: kindManual, sched: at, fire: at, owner: owner,
-		overlap: OverlapWait, maxWait: time.Hour}
+	r := newClaimReq(j, storeClaim{id: id, suffix: id[len(j.Name)+1:], kind: kindManual, sched: at, fire: at, owner: owner,
+		overlap: OverlapWait, maxWait: time.Hour})
 	r.known, r.fenceFloor = j.memo.snapshot()
 	return r
 }
@@ -51,7 +51,7 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := claimOf(j, now.Truncate(time.Millisecond), kindScheduled, "o-busy")
-	if res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{busy}); err != nil || res[0].status != answerStarted {
+	if res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(busy)); err != nil || res[0].status != answerStarted {
 		t.Fatalf("scheduled claim: %+v, %v", res, err)
 	}
 	const id = "mj@manual-1"
@@ -63,10 +63,10 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := manualClaim(j, id, "o-m", time.UnixMilli(int64(ms)))
-	if res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{m}); err != nil || res[0].status != answerWaiting {
+	if res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(m)); err != nil || res[0].status != answerWaiting {
 		t.Fatalf("manual claim with the slot busy: %+v, %v, want waiting", res, err)
 	}
-	if _, err := s.complete(ctx, []completeReq{{r: &busy, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
+	if _, err := s.complete(ctx, []completeReq{{r: &busy.storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	// The admission whose answer is lost.
@@ -88,7 +88,7 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 	if st != answerExpired {
 		t.Fatalf("poll after the lease ran out: %q, want %q", st, answerExpired)
 	}
-	ok, err := s.handBack(ctx, &m, ttl)
+	ok, err := s.handBack(ctx, &m.storeClaim, ttl)
 	if err != nil || !ok {
 		t.Fatalf("hand back: %v, %v", ok, err)
 	}
@@ -121,7 +121,7 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 	}
 	// Claimed again, it runs.
 	m2 := manualClaim(j, id, "o-m2", time.UnixMilli(int64(ms)))
-	if res, err := s.claim(ctx, "r2", skew, ttl, []claimReq{m2}); err != nil || res[0].status != answerStarted {
+	if res, err := s.claim(ctx, "r2", skew, ttl, storeClaims(m2)); err != nil || res[0].status != answerStarted {
 		t.Fatalf("the request claimed again: %+v, %v, want started", res, err)
 	}
 }
@@ -154,7 +154,7 @@ func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
 	at := now.Truncate(time.Second)
 	busy := claimOf(j, at.Add(-time.Second), kindScheduled, "o-busy")
 	queued := claimOf(j, at, kindScheduled, "o-q")
-	res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{busy, queued})
+	res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(busy, queued))
 	if err != nil || res[0].status != answerStarted || res[1].status != answerWaiting {
 		t.Fatalf("claims: %+v, %v, want started and waiting", res, err)
 	}
@@ -163,7 +163,7 @@ func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
 	if err := c.HSet(ctx, s.metaKey(j.Name), "notify", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.complete(ctx, []completeReq{{r: &busy, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
+	if _, err := s.complete(ctx, []completeReq{{r: &busy.storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if st, _, err := admitOne(s, ctx, &queued, ttl, 0); err != nil || st != answerStarted {
@@ -195,7 +195,7 @@ func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
 
 // admitOne polls one queued run.
 func admitOne(s *store, ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
-	res, err := s.admit(ctx, []*claimReq{r}, waiterTTL, fenceFloor)
+	res, err := s.admit(ctx, []*storeClaim{&r.storeClaim}, waiterTTL, fenceFloor)
 	if err != nil {
 		return "", 0, err
 	}
@@ -329,7 +329,7 @@ func TestClaimExpiredManualRunHandedBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := manualClaim(j, id, "o-m", time.UnixMilli(int64(ms)))
-	if res, err := s.claim(ctx, "r1", skew, ttl, []claimReq{m}); err != nil || res[0].status != answerStarted {
+	if res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(m)); err != nil || res[0].status != answerStarted {
 		t.Fatalf("manual claim: %+v, %v", res, err)
 	}
 	// Its answer lost, its lease runs out; another replica's poll reaps it.
@@ -339,7 +339,7 @@ func TestClaimExpiredManualRunHandedBack(t *testing.T) {
 		if _, _, err := admitOne(s, ctx, &other, ttl, 0); err != nil {
 			t.Fatal(err)
 		}
-		if res, err = s.claim(ctx, "r1", skew, ttl, []claimReq{m}); err != nil {
+		if res, err = s.claim(ctx, "r1", skew, ttl, storeClaims(m)); err != nil {
 			t.Fatal(err)
 		}
 		if res[0].status != answerStarted {
@@ -349,7 +349,7 @@ func TestClaimExpiredManualRunHandedBack(t *testing.T) {
 	if res[0].status != answerExpired {
 		t.Fatalf("claim asked again after the lease ran out: %q, want %q", res[0].status, answerExpired)
 	}
-	if ok, err := s.handBack(ctx, &m, ttl); err != nil || !ok {
+	if ok, err := s.handBack(ctx, &m.storeClaim, ttl); err != nil || !ok {
 		t.Fatalf("hand back: %v, %v", ok, err)
 	}
 	if _, err := c.ZScore(ctx, s.key(j.Name, "manual"), id).Result(); err != nil {

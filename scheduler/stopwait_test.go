@@ -1,0 +1,155 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/internal/schedtest"
+	"github.com/solocron/solocron/scheduler"
+)
+
+// loseAdmission loses the answer of the first admission that started a run
+// (the script ran; the connection reset before its answer came), stops the
+// replica then, and fails the next failUndo hand-backs before they reach
+// Redis, as a store still unreachable while the replica stops would.
+type loseAdmission struct {
+	stop     func()
+	mu       sync.Mutex
+	lost     bool
+	failUndo int
+}
+
+func evalsha(cmd redis.Cmder, hash string) bool {
+	args := cmd.Args()
+	return cmd.Name() == "evalsha" && len(args) > 1 && args[1] == hash
+}
+
+func (*loseAdmission) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *loseAdmission) intercept(cmd redis.Cmder, next func() error) error {
+	switch {
+	case evalsha(cmd, scheduler.UndoHash):
+		h.mu.Lock()
+		fail := h.failUndo > 0
+		if fail {
+			h.failUndo--
+		}
+		h.mu.Unlock()
+		if fail {
+			err := errors.New("test: store unreachable")
+			cmd.SetErr(err)
+			return err
+		}
+	case evalsha(cmd, scheduler.AdmitHash):
+		err := next()
+		c, ok := cmd.(*redis.Cmd)
+		if err != nil || !ok || !strings.Contains(fmt.Sprint(c.Val()), "started") {
+			return err
+		}
+		h.mu.Lock()
+		first := !h.lost
+		h.lost = true
+		h.mu.Unlock()
+		if !first {
+			return nil
+		}
+		h.stop()
+		time.Sleep(10 * time.Millisecond) // the shutdown is under way
+		err = errors.New("test: connection reset after the script ran")
+		cmd.SetErr(err)
+		return err
+	}
+	return next()
+}
+
+func (h *loseAdmission) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.intercept(cmd, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (h *loseAdmission) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if evalsha(cmd, scheduler.UndoHash) || evalsha(cmd, scheduler.AdmitHash) {
+				// The script's call decides for the whole pipeline.
+				return h.intercept(cmd, func() error { return next(ctx, cmds) })
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A replica that stops while a manual run waits for a slot, the poll that
+// admitted the run having lost its answer, and Redis not answering the
+// first hand-back: the replica keeps handing the run back through its
+// shutdown grace, and another replica runs it once. Asking only once left
+// the run admitted, its lease ran out, the cluster recorded it lease_lost,
+// and nobody ever ran what someone asked for (the search's seed 9623).
+func TestManualRunAdmittedWhileStoppingIsHandedBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		rdb := c.client()
+		release := make(chan struct{})
+		table := []scheduler.Job{{Name: "q", Schedule: "0 30 5 * * *", Concurrency: 1, Overlap: scheduler.OverlapWait,
+			MaxWait: time.Minute, Lease: 3 * time.Second, Handler: c.ledger.Job(func(ctx context.Context) error {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil
+			})}}
+		establish(t, rdb, table)
+		s, err := scheduler.New(schedtest.RedisStore(t, rdb), table, scheduler.WithReplicaID("r1"),
+			scheduler.WithLogger(quiet), scheduler.WithShutdownGrace(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		hook := &loseAdmission{stop: cancel, failUndo: 2}
+		rdb.AddHook(hook)
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		bg := context.Background()
+		first, err := c.ctl.Trigger(bg, "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := <-c.ledger.Started(); e.RunID != first {
+			t.Fatalf("started %s, want %s", e.RunID, first)
+		}
+		second, err := c.ctl.Trigger(bg, "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // the second request is claimed and queued behind the first
+		close(release)              // the first ends; a poll admits the second, its answer lost
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		if !hook.lost {
+			t.Fatal("no admission started the second run")
+		}
+		// Another replica takes the request up.
+		c.replica("r2", table)
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) && c.ledger.Starts()[second] == 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		var got []string
+		for _, e := range c.ledger.Entries() {
+			got = append(got, e.RunID+"@"+e.Replica)
+		}
+		if n := c.ledger.Starts()[second]; n != 1 {
+			t.Errorf("manual run %s ran %d times, want once (runs: %v); history %+v", second, n, got, c.history("q"))
+		}
+	})
+}
