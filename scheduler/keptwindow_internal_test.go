@@ -129,11 +129,11 @@ func fileRun(t *testing.T, st *store, j *jobState, at time.Time, outcome Outcome
 	ctx := context.Background()
 	claim := func(kind runKind, sched, fire time.Time, want answer) claimReq {
 		t.Helper()
-		r := claimReq{j: j, id: runID(j.Name, sched), kind: kind, sched: sched, fire: fire,
-			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait}
+		r := newClaimReq(j, storeClaim{id: runID(j.Name, sched), kind: kind, sched: sched, fire: fire,
+			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait})
 		r.suffix = r.id[len(j.Name)+1:]
 		r.known, r.fenceFloor = j.memo.snapshot()
-		res, err := st.claim(ctx, "a", 2*time.Second, 3*time.Second, []claimReq{r})
+		res, err := st.claim(ctx, "a", 2*time.Second, 3*time.Second, storeClaims(r))
 		if err != nil || res[0].status != want {
 			t.Fatalf("claim of %s answered %+v, %v; want %s", r.id, res, err, want)
 		}
@@ -141,7 +141,7 @@ func fileRun(t *testing.T, st *store, j *jobState, at time.Time, outcome Outcome
 		return r
 	}
 	w := claim(kindScheduled, at, time.Now(), answerStarted)
-	if res, err := st.complete(ctx, []completeReq{{r: &w, replica: "a", outcome: outcome, attempts: 1}}); err != nil || res[0] != closeOK {
+	if res, err := st.complete(ctx, []completeReq{{r: &w.storeClaim, replica: "a", outcome: outcome, attempts: 1}}); err != nil || res[0] != closeOK {
 		t.Fatalf("close answered %v, %v", res, err)
 	}
 	sched := at.Add(24 * time.Hour)
