@@ -444,7 +444,8 @@ local function claim(meta, a, rerun)
   else
     redis.call('HSET', meta, 'fence', f)
   end
-  return {'started', epoch, f, now_s, int(slot)}
+  -- Number 1 (most runs) as a literal: no string.format.
+  return {'started', epoch, f, now_s, slot == 1 and '1' or int(slot)}
 end
 
 -- claim_backfill claims the next instant of the job's backfill: only the

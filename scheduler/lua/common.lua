@@ -619,7 +619,9 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
   local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day', 'lost', 'unsure')
   local epoch, floor, lost = m[1], tonumber(m[2]) or 0, tonumber(m[8]) or 0
   local fence = tonumber(m[6]) or 0
-  local day = int(math.floor(now / 86400000))
+  -- A number: formatted only on the day it is written (string.format is
+  -- dear, and every won claim checks it).
+  local day = math.floor(now / 86400000)
   local unsure = m[9] == '1'
   seen = tonumber(seen) or 0
   if not epoch then
@@ -654,11 +656,11 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
         'fence', int(fence), 'unsure', '0')
     end
   end
-  if m[7] ~= day then
+  if tonumber(m[7]) ~= day then
     -- Once a day, not on every call: keep the job's long-lived keys alive
     -- while some replica still has the job in its table.
     local base = base_of(meta)
-    redis.call('HSET', meta, 'day', day)
+    redis.call('HSET', meta, 'day', int(day))
     redis.call('PEXPIRE', meta, META_TTL)
     redis.call('PEXPIRE', base .. 'history', META_TTL)
   end
