@@ -316,9 +316,9 @@ end
 -- on every push. The job's kept history is the list's first hl entries
 -- (hl: history_limit): the list is trimmed to them in steps, once it holds
 -- H_SLACK more (LTRIM), not on every push, and every reader reads only the
--- first h:n entries (status.lua, scheduler/keptwindow.go). It keeps in the
--- meta the outcomes of the kept entries, so that a success ratio over the
--- whole kept history costs one HMGET for any history_limit:
+-- first h:n entries (status.lua; keptWindow, scheduler/storecontrol.go). It
+-- keeps in the meta the outcomes of the kept entries, so that a success
+-- ratio over the whole kept history costs one HMGET for any history_limit:
 --   h:n   entries kept       h:s   of which started     h:ok  of which succeeded
 --   h:f   one character per entry of the whole list, newest first: 'o'
 --         started and succeeded, 's' started, '.' decided without starting
