@@ -17,7 +17,8 @@ import (
 // entries past the kept ones: every reader shows only the kept ones, and
 // the kept counts (h:n, h:s, h:ok) are those of exactly the entries shown,
 // while the list grows and is trimmed, after history_limit is lowered and
-// raised, and after the per-entry marks (h:f) were lost.
+// raised, and after the per-entry marks (h:f), the counts or the list were
+// lost.
 // On redis-server and on miniredis (the embedded store's Lua).
 func TestHistoryTrimmedInStepsReadsKeptOnly(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) {
@@ -120,6 +121,11 @@ func trimmedInSteps(t *testing.T, c *redis.Client) {
 		t.Fatal(err)
 	}
 	runs(job(7), 2, "counts lost")
+	// The list gone apart from the meta (expired, or lost): counted afresh.
+	if err := c.Del(ctx, hk).Err(); err != nil {
+		t.Fatal(err)
+	}
+	runs(job(7), 2, "list lost")
 }
 
 // fileRun claims the run of j at at, closes it with outcome, and records a

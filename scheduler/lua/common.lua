@@ -336,6 +336,8 @@ local function push_counted(base, entry, decision, outcome, hl, m, f)
   local n = redis.call('LPUSH', h, entry)
   if n == 1 then
     redis.call('PEXPIRE', h, META_TTL)
+    -- A new list holds this entry alone: nothing to read back.
+    f = ''
   end
   local c = '.'
   if decision == 'started' then
