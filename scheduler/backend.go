@@ -14,7 +14,7 @@ import (
 type backend interface {
 	metaKey(job string) string
 	// placePools places the keys of the table's pooled jobs under their
-	// pool's hash tag (pool.go); metaKey follows.
+	// pool's hash tag (storepool.go); metaKey follows.
 	placePools(jobs []Job)
 
 	// preload loads every script, so the first claim is one round trip.
@@ -71,7 +71,7 @@ type backend interface {
 	// backfill runs backfill.lua (args: its ARGV) and answers its answer
 	// and the job's backfill state; backfillJobs lists the jobs with a
 	// backfill, backfillForget drops one from that list if its entry is
-	// still the one listed (backfill.go).
+	// still the one listed (storebackfill.go).
 	backfill(ctx context.Context, job string, args []any) (string, *Backfill, error)
 	backfillJobs(ctx context.Context) ([]backfillHint, error)
 	backfillForget(ctx context.Context, h backfillHint) error

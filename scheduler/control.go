@@ -4,22 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 )
-
-// MaxPendingManual bounds the manual runs of one job that may wait at once,
-// pending (not picked up yet) or queued for a slot (picked up, waiting for
-// admission): Trigger answers ErrQueueFull beyond it.
-const MaxPendingManual = 100
-
-// ErrQueueFull is the error of Trigger when MaxPendingManual manual runs of
-// the job wait already: wait for some to run.
-var ErrQueueFull = errors.New("scheduler: the job's queue of waiting manual runs is full")
 
 // Control acts on the whole cluster through the store: pause and resume a
 // job, trigger a manual run, read status and history. It needs no running
@@ -108,49 +98,6 @@ func newManualID(job string) string {
 	return job + "@manual-" + strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
 }
 
-// Run is one run's record.
-type Run struct {
-	ID           string    `json:"id"`
-	Job          string    `json:"job"`
-	Kind         Kind      `json:"kind"`
-	ScheduledAt  time.Time `json:"scheduled_at"`
-	Decision     Outcome   `json:"decision"`
-	Outcome      Outcome   `json:"outcome"`
-	Replica      string    `json:"replica"`
-	FencingToken int64     `json:"fencing_token,omitempty"`
-	StartedAt    time.Time `json:"started_at,omitzero"`
-	FinishedAt   time.Time `json:"finished_at,omitzero"`
-	Attempts     int       `json:"attempts,omitempty"`
-	Error        string    `json:"error,omitempty"`
-	Output       string    `json:"output,omitempty"`
-	// TraceID is the trace of the run's span (32 hex digits) when spans
-	// were recorded, for finding the run in a tracing backend.
-	TraceID string `json:"trace_id,omitempty"`
-	// Slot is the concurrency slot (1..concurrency) a started run held;
-	// its fencing token is above every earlier holder's of that slot.
-	Slot int `json:"slot,omitempty"`
-	// Paused is set on the run whose end paused its job
-	// (pause_after_failures), and says why.
-	Paused string `json:"paused,omitempty"`
-	// CancelledBy says who asked the run to stop (Control.Cancel); its
-	// outcome is cancelled unless it ended before it heard.
-	CancelledBy string `json:"cancelled_by,omitempty"`
-	// RetryOf is, for a manual run asked for by Control.Retry, the run it
-	// retries; RetriedAs the latest retry of this run; RetriedBy who asked.
-	// Filled in by Control.Get (the job's latest retries are kept).
-	RetryOf   string `json:"retry_of,omitempty"`
-	RetriedAs string `json:"retried_as,omitempty"`
-	RetriedBy string `json:"retried_by,omitempty"`
-}
-
-// Duration is how long a finished run ran, or 0.
-func (r Run) Duration() time.Duration {
-	if r.StartedAt.IsZero() || r.FinishedAt.IsZero() {
-		return 0
-	}
-	return r.FinishedAt.Sub(r.StartedAt)
-}
-
 // History returns the job's finished run records, newest first, at most
 // limit of them (the store keeps the job's history_limit).
 func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, error) {
@@ -161,34 +108,6 @@ func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, er
 		limit = DefaultHistoryLimit
 	}
 	return c.store.history(ctx, job, limit)
-}
-
-// Status is a job's cluster-wide state.
-type Status struct {
-	Job    string `json:"job"`
-	Paused bool   `json:"paused"`
-	// PausedWhy says why the job is paused: why the cluster paused it by
-	// itself (pause_after_failures), or the reason an operator gave
-	// (PauseWithReason); "" for none.
-	PausedWhy string `json:"paused_why,omitempty"`
-	// ConsecutiveFailures counts the job's latest runs in a row that ended
-	// failed, timed_out or lease_lost (reset by a success and by Resume).
-	ConsecutiveFailures int `json:"consecutive_failures"`
-	// Running lists the runs in flight, on any replica.
-	Running []Run `json:"running"`
-	// Waiting counts runs queued for a slot (overlap: wait).
-	Waiting int `json:"waiting"`
-	// LastScheduled is the latest scheduled instant decided.
-	LastScheduled time.Time `json:"last_scheduled,omitzero"`
-	// PendingManual counts manual runs requested but not yet claimed.
-	PendingManual int `json:"pending_manual"`
-	// History holds the latest finished runs, newest first.
-	History []Run `json:"history"`
-	// Backfill is the job's backfill, going on or finished within the
-	// last day; nil if none (Control.Backfill).
-	Backfill *Backfill `json:"backfill,omitempty"`
-	// Pool is the use of the job's pool (Job.Pool), nil for a job in none.
-	Pool *PoolUse `json:"pool,omitempty"`
 }
 
 // Status reads the job's state with the history's latest limit runs.

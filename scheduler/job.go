@@ -12,28 +12,6 @@ import (
 	"github.com/solocron/solocron/jobs"
 )
 
-// Overlap says what a run does when all of its job's concurrency slots are
-// taken by earlier runs still in flight.
-type Overlap string
-
-const (
-	// OverlapSkip records the run as skipped_overlap. The default.
-	OverlapSkip Overlap = "skip"
-	// OverlapWait queues the run (first in, first out across replicas) until a
-	// slot frees or MaxWait passes; then it is recorded skipped_overlap. If
-	// its replica stops (or dies) while it waits, a scheduled or catch-up
-	// run is recorded missed; a manual run goes back to the pending
-	// requests, and another replica runs it.
-	OverlapWait Overlap = "wait"
-	// OverlapReplace starts the run at once and tells the oldest run in flight,
-	// wherever it runs, to stop: its next lease renewal answers "replaced", its
-	// context is cancelled and its record is closed as replaced. Only a run of
-	// an earlier instant that has started is replaced: when every run in
-	// flight is of a later instant (this claim came late) or claimed ahead
-	// and not started yet, the run is recorded skipped_overlap.
-	OverlapReplace Overlap = "replace"
-)
-
 // Catchup says which runs a replica makes up for when it finds that every
 // replica was down over some scheduled instants.
 type Catchup string

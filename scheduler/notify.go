@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -305,23 +303,11 @@ func (n *notifier) subscription(j *jobState) string {
 func (n *notifier) subscribe(ctx context.Context, tab []*jobState) error {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	_, err := n.st.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, j := range tab {
-			// The meta's flag tells the scripts that close runs whether
-			// to look for a subscription: a job without one never reads
-			// the notification keys.
-			k, meta := n.st.key(j.Name, "notify:on"), n.st.metaKey(j.Name)
-			if sub := n.subscription(j); sub != "" {
-				p.Set(ctx, k, sub, notifySubTTL)
-				p.HSet(ctx, meta, "notify", "1")
-			} else {
-				p.Del(ctx, k)
-				p.HDel(ctx, meta, "notify")
-			}
-		}
-		return nil
-	})
-	return err
+	subs := make([]notifySub, len(tab))
+	for i, j := range tab {
+		subs[i] = notifySub{job: j.Name, sub: n.subscription(j)}
+	}
+	return n.st.notifySubscribe(ctx, subs, notifySubTTL)
 }
 
 // poll subscribes when the table changed, then takes what is due.
@@ -335,7 +321,7 @@ func (n *notifier) poll(ctx context.Context) {
 		return
 	}
 	var jobs []*jobState
-	var calls []call
+	var reqs []notifyTakeReq
 	for _, j := range tab {
 		if len(j.Notify) == 0 {
 			continue
@@ -349,10 +335,10 @@ func (n *notifier) poll(ctx context.Context) {
 	// beyond them goes back at once, so keep that small.
 	share := max(1, free/len(jobs))
 	for _, j := range jobs {
-		calls = append(calls, call{keys: []string{j.metaKey}, args: []any{n.owner, n.lease(j).Milliseconds(), share}})
+		reqs = append(reqs, notifyTakeReq{metaKey: j.metaKey, lease: n.lease(j), share: share})
 	}
 	tctx, cancel := context.WithTimeout(ctx, claimTimeout)
-	replies, err := n.st.exec(tctx, notifyTakeScript, calls)
+	taken, err := n.st.notifyTake(tctx, n.owner, reqs)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -360,8 +346,8 @@ func (n *notifier) poll(ctx context.Context) {
 		}
 		return
 	}
-	for i, v := range replies {
-		items, dropped := takeReply(v)
+	for i, t := range taken {
+		items, dropped := t.items, t.dropped
 		if dropped > 0 && n.counts != nil {
 			n.counts.Add(ctx, dropped, metric.WithAttributes(attribute.String("notification", ""),
 				attribute.String("event", ""), attribute.String("result", notifyQueueFull)))
@@ -395,40 +381,6 @@ func (n *notifier) lease(j *jobState) time.Duration {
 		d = notify.DefaultTimeout
 	}
 	return 2*d + time.Second
-}
-
-type takenItem struct {
-	key     string // "<target> <run id>:<event>"
-	body    string // the event as the script queued it
-	attempt int64
-}
-
-func takeReply(v any) ([]takenItem, int64) {
-	a, _ := v.([]any)
-	if len(a) != 2 {
-		return nil, 0
-	}
-	dropped, _ := a[1].(int64)
-	list, _ := a[0].([]any)
-	out := make([]takenItem, 0, len(list))
-	for _, e := range list {
-		f, _ := e.([]any)
-		if len(f) != 3 {
-			continue
-		}
-		k, _ := f[0].(string)
-		b, _ := f[1].(string)
-		at, _ := f[2].(int64)
-		out = append(out, takenItem{key: k, body: b, attempt: at})
-	}
-	return out, dropped
-}
-
-// queuedEvent is an event as the scripts queue it.
-type queuedEvent struct {
-	Event  string  `json:"event"`
-	Run    wireRun `json:"run"`
-	Queued string  `json:"queued"`
 }
 
 // send posts one delivery and reports the result to the queue.
@@ -505,7 +457,7 @@ func (n *notifier) done(ctx context.Context, j *jobState, key string, delay time
 	}
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	if err := notifyDoneScript.Run(ctx, n.st.c, []string{j.metaKey}, key, n.owner, strconv.FormatInt(ms, 10)).Err(); err != nil {
+	if err := n.st.notifyDone(ctx, j.metaKey, key, n.owner, ms); err != nil {
 		// The lease runs out and another replica (or this one) takes it
 		// again: at worst a second POST with the same key.
 		n.s.log.Warn("notifications: could not report a delivery", "job", j.Name, "error", err)

@@ -5,13 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -27,154 +25,6 @@ import (
 // table it loaded. Replicas whose tables differ (a rolling deploy half done,
 // a stale ConfigMap) schedule different things; each of them says so in its
 // log, in a metric, and on the console.
-
-var replicasScript = script("replicas")
-
-// Replica is one live replica as the registry shows it.
-type Replica struct {
-	ID      string `json:"id"`
-	Version string `json:"version"`
-	// Started is when the replica started, by its own clock.
-	Started time.Time `json:"started"`
-	// LastHeartbeat is when it last wrote its record, by Redis' clock.
-	LastHeartbeat time.Time `json:"last_heartbeat"`
-	// HeartbeatAge is how long ago that was when the registry was read.
-	HeartbeatAge time.Duration `json:"heartbeat_age_ns"`
-	// ClockOffset is how far the replica's clock runs ahead of Redis'
-	// (negative: behind), by its last reading.
-	ClockOffset time.Duration `json:"clock_offset_ns"`
-	// Table fingerprints the job table the replica loaded (see
-	// TableFingerprint).
-	Table string `json:"table"`
-	// Jobs counts the jobs in that table.
-	Jobs int `json:"jobs"`
-	// Running counts the runs in flight on the replica.
-	Running int `json:"running"`
-	// TableDiffers is set when the replica's table is not the one most live
-	// replicas have (every replica's, on a tie).
-	TableDiffers bool `json:"table_differs"`
-}
-
-// replicaRecord is a replica's record as the store keeps it.
-type replicaRecord struct {
-	Version string `json:"v"`
-	Started int64  `json:"s"` // unix ms, the replica's clock
-	TTL     int64  `json:"ttl"`
-	Offset  int64  `json:"off_us"` // µs
-	Table   string `json:"t"`
-	Jobs    int    `json:"j"`
-	Running int    `json:"r"`
-}
-
-// Registry modes, replicas.lua's ARGV[1].
-const (
-	registryBeat  = "beat"
-	registryLeave = "leave"
-	registryList  = "list"
-)
-
-// replicaTTL is how long a replica stays listed after its last heartbeat:
-// a few missed beats (a slow Redis, a GC pause) must not drop it.
-func replicaTTL(syncInterval time.Duration) time.Duration {
-	return max(5*syncInterval, 10*time.Second)
-}
-
-func (s *store) registryKeys() []string {
-	return []string{s.prefix + ":{replicas}:ids", s.prefix + ":{replicas}:records"}
-}
-
-// registry runs replicas.lua once and decodes its answer.
-func (s *store) registry(ctx context.Context, mode, id string, rec *replicaRecord) ([]Replica, error) {
-	args := []any{mode, id, "", 0}
-	if rec != nil {
-		b, err := json.Marshal(rec)
-		if err != nil {
-			return nil, err
-		}
-		args[2], args[3] = string(b), rec.TTL
-	}
-	v, err := replicasScript.Run(ctx, s.c, s.registryKeys(), args...).StringSlice()
-	if err != nil {
-		return nil, err
-	}
-	return decodeReplicas(v)
-}
-
-func decodeReplicas(v []string) ([]Replica, error) {
-	if len(v) == 0 || (len(v)-1)%3 != 0 {
-		return nil, fmt.Errorf("scheduler: bad replica registry answer (%d fields)", len(v))
-	}
-	now := msTime(v[0])
-	out := make([]Replica, 0, (len(v)-1)/3)
-	for i := 1; i+2 < len(v); i += 3 {
-		var rec replicaRecord
-		if err := json.Unmarshal([]byte(v[i+2]), &rec); err != nil {
-			// A record this version cannot read (written by a newer one):
-			// list the replica with what is known.
-			rec = replicaRecord{Version: "?"}
-		}
-		exp, _ := strconv.ParseInt(v[i+1], 10, 64)
-		beat := time.UnixMilli(exp - rec.TTL).UTC()
-		r := Replica{
-			ID: v[i], Version: rec.Version, LastHeartbeat: beat, HeartbeatAge: max(now.Sub(beat), 0),
-			ClockOffset: time.Duration(rec.Offset) * time.Microsecond, Table: rec.Table, Jobs: rec.Jobs, Running: rec.Running,
-		}
-		if rec.Started > 0 {
-			r.Started = time.UnixMilli(rec.Started).UTC()
-		}
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b Replica) int { return cmp.Compare(a.ID, b.ID) })
-	markDiffering(out)
-	return out, nil
-}
-
-// markDiffering flags the replicas whose table is not the one most of them
-// have; on a tie for the most common, every replica is flagged.
-func markDiffering(rs []Replica) {
-	count := map[string]int{}
-	for _, r := range rs {
-		count[r.Table]++
-	}
-	if len(count) < 2 {
-		return
-	}
-	best, tie := "", false
-	for t, n := range count {
-		switch {
-		case n > count[best] || best == "":
-			best, tie = t, false
-		case n == count[best]:
-			tie = true
-		}
-	}
-	for i := range rs {
-		rs[i].TableDiffers = tie || rs[i].Table != best
-	}
-}
-
-// Redlock keeps the registry on the first master that answers: it is
-// advisory, and needs no quorum.
-func (rl *redlock) registry(ctx context.Context, mode, id string, rec *replicaRecord) ([]Replica, error) {
-	var errs []error
-	for _, m := range rl.masters {
-		rs, err := m.registry(ctx, mode, id, rec)
-		if err == nil {
-			return rs, nil
-		}
-		errs = append(errs, err)
-	}
-	return nil, errors.Join(errs...)
-}
-
-type registrar interface {
-	registry(ctx context.Context, mode, id string, rec *replicaRecord) ([]Replica, error)
-}
-
-var (
-	_ registrar = (*store)(nil)
-	_ registrar = (*redlock)(nil)
-)
 
 // Replicas lists the live replicas, sorted by id, flagging those whose job
 // table differs from most others'. One round trip.
@@ -346,4 +196,10 @@ func (s *Scheduler) registryGauge(r *registration) func() {
 	}
 	s.log.Warn("cannot register the table mismatch metric", "err", err)
 	return nil
+}
+
+// replicaTTL is how long a replica stays listed after its last heartbeat:
+// a few missed beats (a slow Redis, a GC pause) must not drop it.
+func replicaTTL(syncInterval time.Duration) time.Duration {
+	return max(5*syncInterval, 10*time.Second)
 }

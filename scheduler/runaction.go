@@ -109,9 +109,6 @@ func (c *Control) Retry(ctx context.Context, runID, who string) (string, error) 
 	return id, nil
 }
 
-// retryLink is one entry of a job's latest retries.
-type retryLink struct{ id, of, by string }
-
 // linkRetries fills in r's RetryOf, RetriedAs and RetriedBy from links.
 func linkRetries(r *Run, links []retryLink) {
 	for _, l := range links { // oldest first: the latest retry wins

@@ -327,3 +327,6 @@ func (s *store) get(ctx context.Context, job, suffix string) (*Run, error) {
 	r := runFromHash(job+"@"+suffix, h)
 	return &r, nil
 }
+
+// retryLink is one entry of a job's latest retries.
+type retryLink struct{ id, of, by string }

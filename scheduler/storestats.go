@@ -1,0 +1,91 @@
+package scheduler
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// statOutcomes are the outcomes whose last time the store keeps per job
+// (common.lua's OUTCOMES, in the same order). parseStats reads them by
+// name, so an outcome listed here that the store does not report is
+// absent from the gauge, never wrong.
+var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout, Cancelled}
+
+// jobStats is what the store keeps about a job's runs for the metrics,
+// as the heartbeat last read it. Every replica reads the same values.
+type jobStats struct {
+	lastSuccess time.Time
+	fails       int64
+	lastRun     [len(statOutcomes)]time.Time // by statOutcomes
+}
+
+// latest is the time of the job's last run of any outcome.
+func (st jobStats) latest() time.Time {
+	var t time.Time
+	for _, r := range st.lastRun {
+		if r.After(t) {
+			t = r
+		}
+	}
+	return t
+}
+
+// parseStats reads common.lua's stats: "ok|fails|outcome=ms,outcome=ms".
+// What it cannot read it leaves zero: a metric is then absent, never wrong.
+func parseStats(s string) jobStats {
+	var st jobStats
+	f := strings.SplitN(s, "|", 3)
+	if len(f) != 3 {
+		return st
+	}
+	st.lastSuccess = msTimeOrZero(f[0])
+	st.fails, _ = strconv.ParseInt(f[1], 10, 64)
+	for _, kv := range strings.Split(f[2], ",") {
+		o, ms, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		for i, so := range statOutcomes {
+			if string(so) == o {
+				st.lastRun[i] = msTimeOrZero(ms)
+			}
+		}
+	}
+	return st
+}
+
+// mergeStats combines the statistics of the Redlock masters that answered:
+// the latest of each time (a run's close reached every master it could),
+// and the median failure streak (a master that missed a close, or a
+// claim, counts differently; the majority's count wins). Every replica
+// that heard from the same masters computes the same.
+func mergeStats(per []jobStats) jobStats {
+	var out jobStats
+	fails := make([]int64, 0, len(per))
+	for _, st := range per {
+		if st.lastSuccess.After(out.lastSuccess) {
+			out.lastSuccess = st.lastSuccess
+		}
+		for i, t := range st.lastRun {
+			if t.After(out.lastRun[i]) {
+				out.lastRun[i] = t
+			}
+		}
+		fails = append(fails, st.fails)
+	}
+	if len(fails) > 0 {
+		slices.Sort(fails)
+		out.fails = fails[len(fails)/2]
+	}
+	return out
+}
+
+func msTimeOrZero(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
