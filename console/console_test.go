@@ -67,7 +67,10 @@ func newClusterOf(t *testing.T, replicas int, tab []scheduler.Job) *cluster {
 	for i := range replicas {
 		s, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})), c.table,
 			scheduler.WithReplicaID(fmt.Sprintf("replica-%d", i+1)), scheduler.WithLogger(quiet),
-			scheduler.WithSyncInterval(100*time.Millisecond), scheduler.WithVersion("test"))
+			scheduler.WithSyncInterval(100*time.Millisecond), scheduler.WithVersion("test"),
+			// A test's cleanup stops the replicas: jobs that block until
+			// cancelled are cancelled after a second, not the default 30 s.
+			scheduler.WithShutdownGrace(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

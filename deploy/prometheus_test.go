@@ -294,6 +294,7 @@ func TestRulesInPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs three replicas and Prometheus for about 90 s")
 	}
+	testkit.Long(t) // about 90 s; TestRules (promtool test rules) runs by default
 	prom := prometheusBinary(t)
 	srv := redistest.Start(t)
 	dir := t.TempDir()

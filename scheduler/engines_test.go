@@ -350,6 +350,7 @@ func TestMinReplicasAckRefusesWhenReplicasStop(t *testing.T) {
 // with all three up and with one down; with two down, nothing starts and
 // the run in flight loses its lease.
 func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
+	testkit.Long(t) // three redis-servers, ~13 s; TestRedlockNeedsAMajority runs by default
 	t.Parallel()
 	masters := redistest.StartMasters(t, 3, nil)
 	f := newFleet(t)

@@ -131,7 +131,8 @@ func TestStatusesClusterAndRedlock(t *testing.T) {
 		t.Parallel()
 		cl := redistest.StartCluster(t, 3, nil)
 		c := cl.Client(t, nil)
-		s, err := scheduler.New(schedtest.RedisStore(t, c), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+		s, err := scheduler.New(schedtest.RedisStore(t, c), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet),
+			scheduler.WithShutdownGrace(time.Second)) // busy blocks until cancelled: not the default 30 s at cleanup
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +146,8 @@ func TestStatusesClusterAndRedlock(t *testing.T) {
 			_, c := redistest.Mini(t)
 			clients = append(clients, c)
 		}
-		s, err := scheduler.New(schedtest.RedlockStore(t, clients), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))
+		s, err := scheduler.New(schedtest.RedlockStore(t, clients), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet),
+			scheduler.WithShutdownGrace(time.Second)) // as above
 		if err != nil {
 			t.Fatal(err)
 		}

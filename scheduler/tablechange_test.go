@@ -42,6 +42,9 @@ func TestTableChangesKeepTheJobsState(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "cluster" {
+				testkit.Long(t) // a Redis Cluster, ~22 s; the standalone run plays the same changes by default
+			}
 			t.Parallel()
 			tableChanges(t, tc.client(t))
 		})

@@ -73,10 +73,7 @@ func TestBackfillCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runInProcess(t, s)
 
 	table := filepath.Join(t.TempDir(), "solocron.yaml")
 	writeFile(t, table, fmt.Sprintf(`

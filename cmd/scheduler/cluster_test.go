@@ -15,13 +15,6 @@ import (
 	"github.com/solocron/solocron/scheduler"
 )
 
-type replica struct {
-	*proc
-	id, addr string
-}
-
-func (r replica) url(path string) string { return "http://" + r.addr + path }
-
 // Three replicas on one machine share one table file and one redis-server,
 // each with its own replica id and admin port; the subtests run in order
 // against that one cluster, the last one killing the redis-server.
@@ -61,15 +54,7 @@ jobs:
 		return r
 	}
 
-	var reps []replica
-	for i := 1; i <= 3; i++ {
-		id, addr := fmt.Sprintf("r%d", i), freeAddr(t)
-		p := start(t, tr, id, cenv, "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
-		reps = append(reps, replica{p, id, addr})
-	}
-	for _, r := range reps {
-		testkit.WaitFor(t, 60*time.Second, r.id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
-	}
+	reps := startReplicas(t, tr, cenv, table, "r1", "r2", "r3")
 
 	t.Run("startup_log", func(t *testing.T) {
 		recs := reps[0].findLogs("solocron starting")

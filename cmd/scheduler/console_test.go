@@ -56,15 +56,7 @@ jobs:
     command: ["sh", "-c", "echo report done; sleep 0.5"]
 `, srv.Addr()))
 	cenv := env("TEST_ADMIN_TOKEN="+token, "OTEL_EXPORTER_OTLP_ENDPOINT="+sink.URL, "OTEL_BSP_SCHEDULE_DELAY=100")
-	var reps []replica
-	for i := 1; i <= 3; i++ {
-		id, addr := fmt.Sprintf("r%d", i), freeAddr(t)
-		p := start(t, tr, id, cenv, "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
-		reps = append(reps, replica{p, id, addr})
-	}
-	for _, r := range reps {
-		testkit.WaitFor(t, 60*time.Second, r.id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
-	}
+	reps := startReplicas(t, tr, cenv, table, "r1", "r2", "r3")
 	testkit.WaitFor(t, 20*time.Second, "three registered replicas", func() bool {
 		code, body := httpDo(t, tr, "GET", reps[0].url("/api/v1/replicas"), token)
 		return code == 200 && strings.Count(body, `"id":"r`) == 3

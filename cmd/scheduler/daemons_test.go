@@ -19,56 +19,39 @@ import (
 // Manual runs queued behind a run that lasts longer than the lease, on a
 // replica that then stops (SIGTERM) or dies (kill -9), with the daemon:
 // each runs once, on a replica that stays up (issue 12, defects 1 and 5).
+// By default only the replica that dies (kill -9) is played; SOLOCRON_FULL=1
+// plays the one that stops (SIGTERM) too.
 func TestQueuedManualRunsOutliveTheirReplica(t *testing.T) {
 	tr := &transcript{}
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	ledger := filepath.Join(dir, "busy.ledger")
-	table := filepath.Join(dir, "solocron.yaml")
-	writeFile(t, table, fmt.Sprintf(`
-store:
-  url: redis://%s/0
+	table := writeTable(t, dir, srv.Addr(), fmt.Sprintf(`
 jobs:
   - name: busy
     schedule: "@yearly"
     lease: 3s               # shorter than a run: a queued run waits longer than a lease
     kill_grace: 1s
     command: %s
-`, srv.Addr(), ledgerCommand(ledger, "; sleep 5")))
-	up := func(id string) replica {
-		addr := freeAddr(t)
-		p := start(t, tr, id, env(), "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
-		r := replica{p, id, addr}
-		testkit.WaitFor(t, 60*time.Second, id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
-		return r
-	}
-	trigger := func() string {
-		r := runCLI(t, tr, env(), "trigger", "busy", "--wait", "0", "--config", table)
-		r.want(t, 0, "trigger")
-		return strings.TrimSpace(r.stdout)
-	}
-	ranOn := func(id string) []string {
-		var on []string
-		for _, l := range readLedger(t, ledger) {
-			if l.runID == id {
-				on = append(on, l.replica)
-			}
-		}
-		return on
-	}
+`, ledgerCommand(ledger, "; sleep 5")))
+	ranOn := func(id string) []string { return runsOf(t, ledger)[id] }
 	defer func() {
 		if t.Failed() {
 			t.Logf("transcript:\n%s", tr)
 		}
 	}()
 
-	for _, how := range []string{"SIGTERM", "kill -9"} {
-		doomed := up("doomed-" + strings.Fields(how)[0])
-		first := trigger()
+	hows := []string{"kill -9"}
+	if testkit.Full() {
+		hows = []string{"SIGTERM", "kill -9"}
+	}
+	for _, how := range hows {
+		doomed := startReplica(t, tr, env(), table, "doomed-"+strings.Fields(how)[0])
+		first := trigger(t, tr, env(), table, "busy")
 		testkit.WaitFor(t, 30*time.Second, first+" started", func() bool { return len(ranOn(first)) == 1 })
-		queued := trigger()
+		queued := trigger(t, tr, env(), table, "busy")
 		time.Sleep(2 * time.Second) // the doomed replica claims it and queues it behind the first
-		heir := up("heir-" + strings.Fields(how)[0])
+		heir := startReplica(t, tr, env(), table, "heir-"+strings.Fields(how)[0])
 		if how == "SIGTERM" {
 			doomed.signal(syscall.SIGTERM)
 		} else {
@@ -97,15 +80,13 @@ jobs:
 // 12's invariant; TestLateClaimAnswer in package scheduler reproduces that
 // defect deterministically).
 func TestDataLossAndStallWithDaemons(t *testing.T) {
+	testkit.Long(t) // ~22 s; TestFreshStateAfterLossDoesNotRerun and TestLateClaimAnswer (package scheduler) run by default
 	tr := &transcript{}
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
 	dir := t.TempDir()
 	ledger := filepath.Join(dir, "tick.ledger")
-	table := filepath.Join(dir, "solocron.yaml")
-	writeFile(t, table, fmt.Sprintf(`
-store:
-  url: redis://%s/0
+	table := writeTable(t, dir, srv.Addr(), fmt.Sprintf(`
 jobs:
   - name: tick
     schedule: "*/2 * * * * *"
@@ -113,31 +94,18 @@ jobs:
     kill_grace: 1s
     history_limit: 1000
     command: %s
-`, srv.Addr(), ledgerCommand(ledger, "")))
+`, ledgerCommand(ledger, "")))
 	defer func() {
 		if t.Failed() {
 			t.Logf("transcript:\n%s", tr)
 		}
 	}()
-	up := func(id string) replica {
-		addr := freeAddr(t)
-		p := start(t, tr, id, env(), "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
-		r := replica{p, id, addr}
-		testkit.WaitFor(t, 60*time.Second, id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
-		return r
-	}
-	count := func() map[string][]string {
-		m := map[string][]string{}
-		for _, l := range readLedger(t, ledger) {
-			m[l.runID] = append(m[l.runID], l.replica)
-		}
-		return m
-	}
+	count := func() map[string][]string { return runsOf(t, ledger) }
 
 	// Defect 2: the store loses its data while the only replica is down; a
 	// replica started at once, inside the last run's starting deadline,
 	// remembers nothing of it.
-	a := up("a")
+	a := startReplica(t, tr, env(), table, "a")
 	testkit.WaitFor(t, 30*time.Second, "two runs", func() bool { return len(count()) >= 2 })
 	a.signal(syscall.SIGTERM)
 	a.wait(60 * time.Second)
@@ -145,7 +113,7 @@ jobs:
 		t.Fatal(err)
 	}
 	before := len(count())
-	b := up("b")
+	b := startReplica(t, tr, env(), table, "b")
 	testkit.WaitFor(t, 30*time.Second, "runs after the loss", func() bool { return len(count()) >= before+2 })
 
 	// Defect 12: Redis stalls longer than the lease; the claims queued
@@ -188,15 +156,12 @@ func TestTriggerQueueFullMessage(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
 	dir := t.TempDir()
-	table := filepath.Join(dir, "solocron.yaml")
-	writeFile(t, table, fmt.Sprintf(`
-store:
-  url: redis://%s/0
+	table := writeTable(t, dir, srv.Addr(), `
 jobs:
   - name: full
     schedule: "@yearly"
     command: [true]
-`, srv.Addr()))
+`)
 	for i := range scheduler.MaxPendingManual {
 		if err := rdb.ZAdd(t.Context(), "solocron:{full}:manual", redis.Z{Score: float64(i), Member: fmt.Sprintf("full@manual-%d", i)}).Err(); err != nil {
 			t.Fatal(err)

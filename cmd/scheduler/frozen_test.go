@@ -21,10 +21,7 @@ func TestFrozenReplicaSaysItWasFrozen(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	ledger := filepath.Join(dir, "slow.ledger")
-	table := filepath.Join(dir, "solocron.yaml")
-	writeFile(t, table, fmt.Sprintf(`
-store:
-  url: redis://%s/0
+	table := writeTable(t, dir, srv.Addr(), fmt.Sprintf(`
 jobs:
   - name: slow
     schedule: "*/2 * * * * *"
@@ -32,21 +29,13 @@ jobs:
     kill_grace: 500ms
     history_limit: 1000
     command: %s
-`, srv.Addr(), ledgerCommand(ledger, "; sleep 30")))
+`, ledgerCommand(ledger, "; sleep 30")))
 	defer func() {
 		if t.Failed() {
 			t.Logf("transcript:\n%s", tr)
 		}
 	}()
-	reps := map[string]replica{}
-	for _, id := range []string{"a", "b"} {
-		addr := freeAddr(t)
-		p := start(t, tr, id, env(), "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
-		reps[id] = replica{p, id, addr}
-	}
-	for _, r := range reps {
-		testkit.WaitFor(t, 60*time.Second, r.id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
-	}
+	reps := byID(startReplicas(t, tr, env(), table, "a", "b"))
 
 	var first ledgerLine
 	testkit.WaitFor(t, 30*time.Second, "a first run", func() bool {

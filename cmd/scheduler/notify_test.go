@@ -26,6 +26,7 @@ import (
 // killed: every failed run is posted exactly once (signed), the held one
 // by another replica, and recovered once.
 func TestNotifyDaemons(t *testing.T) {
+	testkit.Long(t) // ~40 s; TestNotifyDeadTakerHandsOn and TestNotifyOncePerEventThreeReplicas (package scheduler) run by default
 	tr := &transcript{}
 	secret := "hook" + randomHex(t)
 	srv := redistest.Start(t)
@@ -63,10 +64,7 @@ func TestNotifyDaemons(t *testing.T) {
 	defer rcv.Close()
 	defer close(release)
 
-	table := filepath.Join(dir, "solocron.yaml")
-	writeFile(t, table, fmt.Sprintf(`
-store:
-  url: redis://%s/0
+	table := writeTable(t, dir, srv.Addr(), fmt.Sprintf(`
 notifications:
   - name: ops
     url: %s/hook
@@ -78,17 +76,16 @@ jobs:
     schedule: "@every 1s"
     command: ["sh", "-c", "test -e %s"]
     notify: [ops]
-`, srv.Addr(), rcv.URL, ok))
+`, rcv.URL, ok))
 	cenv := env("HOOK_SECRET=" + secret)
 	defer func() {
 		if t.Failed() {
 			t.Logf("transcript:\n%s", tr)
 		}
 	}()
-	reps := map[string]*proc{}
-	for i := 1; i <= 3; i++ {
-		id, addr := fmt.Sprintf("r%d", i), freeAddr(t)
-		reps[id] = start(t, tr, id, cenv, "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
+	reps := map[string]replica{}
+	for _, id := range []string{"r1", "r2", "r3"} {
+		reps[id] = launchReplica(t, tr, cenv, table, id)
 	}
 
 	// The first POST is held open; the replica that sent it (the holder of
@@ -106,7 +103,7 @@ jobs:
 			sender, _, _ = strings.Cut(v, "/")
 		}
 	}
-	if reps[sender] == nil {
+	if _, ok := reps[sender]; !ok {
 		t.Fatalf("cannot tell which replica holds %s (%q)", heldKey, sender)
 	}
 	reps[sender].signal(syscall.SIGKILL)

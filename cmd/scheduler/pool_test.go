@@ -45,10 +45,7 @@ func TestStatusShowsPoolUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runInProcess(t, s)
 	t.Cleanup(func() { close(release) }) // first: the run ends, then the replica stops
 
 	path := filepath.Join(t.TempDir(), "solocron.yaml")

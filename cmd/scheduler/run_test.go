@@ -317,9 +317,7 @@ jobs:
   - {name: tick, schedule: "@every 1s", command: %s}
   - {name: manual, schedule: "@yearly", command: %s}
 `, strings.Join(urls, ", "), ledgerCommand(ledger, ""), ledgerCommand(manual, "")))
-	addr := freeAddr(t)
-	p := start(t, nil, "replica", env(), "run", "--config", table, "--admin-listen", addr, "--replica-id", "rl", "--log-format", "json")
-	testkit.WaitFor(t, 60*time.Second, "/readyz 200", func() bool { return testkit.HTTPStatus("http://"+addr+"/readyz") == 200 })
+	p := startReplica(t, nil, env(), table, "rl")
 	testkit.WaitFor(t, 30*time.Second, "a tick run", func() bool { return len(readLedger(t, ledger)) > 0 })
 
 	r := runCLI(t, nil, env(), "trigger", "manual", "--wait", "30s", "--config", table)

@@ -61,15 +61,7 @@ jobs:
 		r.want(t, code, args...)
 		return r
 	}
-	reps := map[string]replica{}
-	for _, id := range []string{"r1", "r2", "r3"} {
-		addr := freeAddr(t)
-		p := start(t, tr, id, cenv, "run", "--config", table, "--replica-id", id, "--admin-listen", addr, "--log-format", "json")
-		reps[id] = replica{p, id, addr}
-	}
-	for _, r := range reps {
-		testkit.WaitFor(t, 60*time.Second, r.id+" ready", func() bool { return testkit.HTTPStatus(r.url("/readyz")) == 200 })
-	}
+	reps := byID(startReplicas(t, tr, cenv, table, "r1", "r2", "r3"))
 	t.Setenv("TEST_ADMIN_TOKEN", token) // for the test's own reading of the table
 	f, err := config.Load(table)
 	if err != nil {
@@ -108,7 +100,7 @@ jobs:
 		return out
 	}
 
-	id := strings.TrimSpace(cli(t, 0, "trigger", "slow", "--wait", "0").stdout)
+	id := trigger(t, tr, cenv, table, "slow")
 	var run *scheduler.Run
 	testkit.WaitFor(t, 30*time.Second, "the run to start", func() bool {
 		run = get(id)

@@ -81,11 +81,9 @@ jobs:
     timeout: 2s
     http: {url: "%s/hang"}
 `, srv.Addr(), origin.URL, origin.URL))
-	addr := freeAddr(t)
 	cenv := env("TEST_ADMIN_TOKEN="+token, "TEST_REDIS_PASSWORD="+pw, "SOLOCRON_ADMIN_TOKEN="+token, "REDIS_PASSWORD="+pw)
-	p := start(t, tr, "replica", cenv, "run", "--config", table, "--replica-id", "solo", "--admin-listen", addr, "--log-format", "json")
-	url := func(path string) string { return "http://" + addr + path }
-	testkit.WaitFor(t, 60*time.Second, "ready", func() bool { return testkit.HTTPStatus(url("/readyz")) == 200 })
+	p := startReplica(t, tr, cenv, table, "solo")
+	addr, url := p.addr, p.url
 
 	runs := func(job string) []map[string]any {
 		code, body := httpDo(t, tr, "GET", url("/api/v1/jobs/"+job+"/runs"), token)

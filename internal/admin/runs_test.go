@@ -25,7 +25,8 @@ func TestRunActionsAPI(t *testing.T) {
 	tab := []scheduler.Job{{Name: "block", Schedule: "@every 1h", Lease: 3 * time.Second,
 		Handler: jobs.Func(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })}}
 	s, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr()})), tab,
-		scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(50*time.Millisecond))
+		scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(50*time.Millisecond),
+		scheduler.WithShutdownGrace(time.Second)) // block ends only when cancelled: not the default 30 s at cleanup
 	if err != nil {
 		t.Fatal(err)
 	}
