@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -200,12 +201,49 @@ func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, e
 	return out, now.Val(), err
 }
 
+// keptWindow cuts a read of a job's history list (from its entry offset
+// on) to the kept history: the list's first h:n entries (the meta's count,
+// hn as read). The store trims the list to history_limit in steps, not on
+// every record filed (common.lua's push_entry), so it may hold a few
+// older entries past them, which no reader shows. hn nil or not a number
+// (no counts yet, a store from before them): the list is trimmed exactly,
+// and all of it is kept.
+func keptWindow(raw []string, hn any, offset int) []string {
+	var n int
+	switch v := hn.(type) {
+	case string:
+		k, err := strconv.Atoi(v)
+		if err != nil {
+			return raw
+		}
+		n = k
+	default:
+		return raw
+	}
+	n -= offset
+	if n <= 0 {
+		return nil
+	}
+	if n < len(raw) {
+		return raw[:n]
+	}
+	return raw
+}
+
 func (s *store) history(ctx context.Context, job string, limit int) ([]Run, error) {
-	raw, err := s.c.LRange(ctx, s.key(job, "history"), 0, int64(limit-1)).Result()
-	if err != nil {
+	var hn *redis.StringCmd
+	var hist *redis.StringSliceCmd
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		hn = p.HGet(ctx, s.metaKey(job), "h:n")
+		hist = p.LRange(ctx, s.key(job, "history"), 0, int64(limit-1))
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	return decodeHistory(raw)
+	if err := hist.Err(); err != nil {
+		return nil, err
+	}
+	return decodeHistory(keptWindow(hist.Val(), hn.Val(), 0))
 }
 
 func (s *store) status(ctx context.Context, job string, limit int) (*Status, error) {
@@ -218,7 +256,7 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	var now *redis.TimeCmd
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		backfill = s.backfillStatus(ctx, p, job)
-		meta = p.HMGet(ctx, s.metaKey(job), "paused", "last", "paused_why", "fails")
+		meta = p.HMGet(ctx, s.metaKey(job), "paused", "last", "paused_why", "fails", "h:n")
 		slots = p.ZRange(ctx, s.key(job, "slots"), 0, -1)
 		waiting = p.ZCard(ctx, s.key(job, "queue"))
 		manual = p.ZCard(ctx, s.key(job, "manual"))
@@ -242,7 +280,7 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 		}
 		st.Pool = s.pools.use(job, held)
 	}
-	if m := meta.Val(); len(m) == 4 {
+	if m := meta.Val(); len(m) == 5 {
 		st.Paused = m[0] == "1"
 		if v, ok := m[1].(string); ok {
 			st.LastScheduled = msTime(v)
@@ -255,7 +293,11 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 		}
 	}
 	var err error
-	if st.History, err = decodeHistory(hist.Val()); err != nil {
+	var hn any
+	if m := meta.Val(); len(m) == 5 {
+		hn = m[4]
+	}
+	if st.History, err = decodeHistory(keptWindow(hist.Val(), hn, 0)); err != nil {
 		return nil, err
 	}
 	if ids := slots.Val(); len(ids) > 0 {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -61,7 +62,7 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 			for i := lo; i < hi; i++ {
 				j := jobs[i]
 				rs[i] = reads{
-					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last", "h:s", "h:ok", "paused_why", "fails", "at:failed", "at:timed_out", "at:lease_lost", "at:missed"),
+					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last", "h:s", "h:ok", "paused_why", "fails", "at:failed", "at:timed_out", "at:lease_lost", "at:missed", "h:n"),
 					slots:   p.ZRangeWithScores(ctx, s.key(j, "slots"), 0, -1),
 					waiting: p.ZCard(ctx, s.key(j, "queue")),
 					manual:  p.ZCard(ctx, s.key(j, "manual")),
@@ -82,7 +83,7 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 	for i, r := range rs {
 		o := &out[i]
 		o.Status = Status{Job: jobs[i], Waiting: int(r.waiting.Val()), PendingManual: int(r.manual.Val()), Running: []Run{}}
-		if m := r.meta.Val(); len(m) == 6+len(summaryOutcomes) {
+		if m := r.meta.Val(); len(m) == 7+len(summaryOutcomes) {
 			o.Paused = m[0] == "1"
 			if v, ok := m[1].(string); ok {
 				o.LastScheduled = msTime(v)
@@ -102,10 +103,14 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 			}
 		}
 		var err error
-		if o.History, err = decodeHistory(r.hist.Val()); err != nil {
+		var hn any
+		if m := r.meta.Val(); len(m) == 7+len(summaryOutcomes) {
+			hn = m[6+len(summaryOutcomes)]
+		}
+		if o.History, err = decodeHistory(keptWindow(r.hist.Val(), hn, 0)); err != nil {
 			return nil, err
 		}
-		if m := r.meta.Val(); len(m) != 6+len(summaryOutcomes) || m[2] == nil {
+		if m := r.meta.Val(); len(m) != 7+len(summaryOutcomes) || m[2] == nil {
 			// Not counted yet (a store from before the counts; the next
 			// record filed counts the list): the runs read.
 			o.KeptStarted, o.KeptSucceeded = countRuns(o.History)
@@ -189,11 +194,19 @@ func (s *store) poolHolders(ctx context.Context, jobs []string) (map[string][]st
 }
 
 func (s *store) historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error) {
-	raw, err := s.c.LRange(ctx, s.key(job, "history"), int64(offset), int64(offset+limit-1)).Result()
-	if err != nil {
+	var hn *redis.StringCmd
+	var hist *redis.StringSliceCmd
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		hn = p.HGet(ctx, s.metaKey(job), "h:n")
+		hist = p.LRange(ctx, s.key(job, "history"), int64(offset), int64(offset+limit-1))
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	return decodeHistory(raw)
+	if err := hist.Err(); err != nil {
+		return nil, err
+	}
+	return decodeHistory(keptWindow(hist.Val(), hn.Val(), offset))
 }
 
 // historyPage merges the masters' histories up to the page's end.

@@ -477,6 +477,7 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 	defer admin.Close()
 	var counter testkit.CommandCounter
 	l := newLedger()
+	began := time.Now()
 	stop := sys.start(srv, &counter, replicas, nj, skew, l)
 	// Measure whole seconds after a warm-up: 4 s, and a second more per
 	// 2,000 jobs — replicas that start together with ten thousand jobs each
@@ -492,6 +493,7 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 	from := time.Now().Truncate(time.Second).Add(warmup)
 	time.Sleep(time.Until(from.Add(-200 * time.Millisecond)))
 	l.mu.Lock()
+	startup(sys.name(), replicas, nj, began, from, l)
 	l.runs, l.delays = map[string]map[int64]int{}, nil
 	l.mu.Unlock()
 	time.Sleep(time.Until(from))
@@ -554,6 +556,34 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 		res.RedisCPU1k = (after.CPU - before.CPU) / float64(starts) * 1000
 	}
 	return res
+}
+
+// startup tells on stderr how long the replicas took to settle: the first
+// instant every job ran (each replica is started at began; the warm-up ends
+// at from). A store that holds nothing of a job runs no instant below the
+// new-job floor (max_clock_skew + claim ahead after the first call: 2.5 s
+// by default), so the first instant after it is as early as it gets.
+// l.mu is held.
+func startup(name string, replicas, nj int, began, from time.Time, l *ledger) {
+	first := int64(0)
+	for sec := began.Unix(); sec < from.Unix(); sec++ {
+		n := 0
+		for _, m := range l.runs {
+			if m[sec] > 0 {
+				n++
+			}
+		}
+		if first == 0 && n > 0 {
+			first = sec
+		}
+		if n == nj {
+			fmt.Fprintf(os.Stderr, "%s %d×%d startup: first instant run by a job %.1f s after the start, by all %d jobs %.1f s\n",
+				name, replicas, nj, time.Unix(first, 0).Sub(began).Seconds(), nj, time.Unix(sec, 0).Sub(began).Seconds())
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s %d×%d startup: no instant run by all %d jobs before the window (%.1f s after the start)\n",
+		name, replicas, nj, nj, from.Sub(began).Seconds())
 }
 
 // --- output ------------------------------------------------------------------

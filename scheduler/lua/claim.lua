@@ -191,10 +191,10 @@ local function claim(meta, a, rerun)
     redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
       'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
     keep(rk, retention, sched, now)
-    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'notify')
+    local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'notify', 'h:f')
     local rec = {id = id, job = job, kind = rkind, sched = sched_s, decision = outcome, outcome = outcome,
       replica = replica, finished = now_s, error = err}
-    local set = push_counted(base, cjson.encode(rec), outcome, outcome, hlimit, m)
+    local set = push_counted(base, cjson.encode(rec), outcome, outcome, hlimit, m, m[5])
     set[#set + 1], set[#set + 2] = 'at:' .. outcome, now_s
     if moves_last and sched > last then
       set[#set + 1], set[#set + 2] = 'last', sched_s
@@ -444,7 +444,8 @@ local function claim(meta, a, rerun)
   else
     redis.call('HSET', meta, 'fence', f)
   end
-  return {'started', epoch, f, now_s, int(slot)}
+  -- Number 1 (most runs) as a literal: no string.format.
+  return {'started', epoch, f, now_s, slot == 1 and '1' or int(slot)}
 end
 
 -- claim_backfill claims the next instant of the job's backfill: only the

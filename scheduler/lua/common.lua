@@ -311,58 +311,97 @@ local function stats(meta)
 end
 
 -- push_entry pushes a history entry (JSON; decision and outcome are its
--- own) onto the job's history list and trims the list to hl entries. The
--- list's TTL is set when it is created and refreshed once a day with the
--- job's meta (check_epoch), not on every push. It keeps in the meta the
--- outcomes of the entries the list holds, so that a success ratio over the
--- whole kept history costs one HMGET for any history_limit:
+-- own) onto the job's history list. The list's TTL is set when it is
+-- created and refreshed once a day with the job's meta (check_epoch), not
+-- on every push. The job's kept history is the list's first hl entries
+-- (hl: history_limit): the list is trimmed to them in steps, once it holds
+-- H_SLACK more (LTRIM), not on every push, and every reader reads only the
+-- first h:n entries (status.lua; keptWindow, scheduler/storecontrol.go). It
+-- keeps in the meta the outcomes of the kept entries, so that a success
+-- ratio over the whole kept history costs one HMGET for any history_limit:
 --   h:n   entries kept       h:s   of which started     h:ok  of which succeeded
--- The new entry counts in, each entry trimmed off counts out (one decode per
--- push, more after history_limit was lowered). Counts that disagree with the
--- list's length (the list expired or was lost apart from the meta, a store
--- from before the counts) are taken afresh from the list, once.
+--   h:f   one character per entry of the whole list, newest first: 'o'
+--         started and succeeded, 's' started, '.' decided without starting
+-- The new entry counts in, the entry that falls past hl counts out: both
+-- read from h:f, so a push decodes nothing. A list whose length is not
+-- h:f's (it expired or was lost apart from the meta, an entry was taken
+-- out, a store from before h:f) is trimmed and counted afresh, once.
 -- push_counted is push_entry for a caller that read the counts already (m:
--- h:n, h:s, h:ok) and writes the meta itself: it returns the fields to set.
-local function push_counted(base, entry, decision, outcome, hl, m)
+-- h:n, h:s, h:ok; f: h:f) and writes the meta itself: it returns the fields
+-- to set.
+local H_SLACK = 8
+local function push_counted(base, entry, decision, outcome, hl, m, f)
   hl = math.max(tonumber(hl) or 100, 1)
   local h = base .. 'history'
   local n = redis.call('LPUSH', h, entry)
   if n == 1 then
     redis.call('PEXPIRE', h, META_TTL)
+    -- A new list holds this entry alone: nothing to read back.
+    f = ''
   end
-  local s, ok, sign, counted = tonumber(m[2]) or 0, tonumber(m[3]) or 0, -1, {}
-  if tonumber(m[1]) == n - 1 then
-    if decision == 'started' then
-      s = s + 1
-      if outcome == 'succeeded' then
-        ok = ok + 1
+  local c = '.'
+  if decision == 'started' then
+    c = outcome == 'succeeded' and 'o' or 's'
+  end
+  local s, ok
+  if f and #f == n - 1 then
+    f = c .. f
+    if tonumber(m[1]) == math.min(n - 1, hl) and tonumber(m[2]) and tonumber(m[3]) then
+      -- The counts are of the same window: the new entry in, the one that
+      -- fell past hl out.
+      s = tonumber(m[2])
+      ok = tonumber(m[3])
+      if c ~= '.' then
+        s = s + 1
+        if c == 'o' then
+          ok = ok + 1
+        end
       end
-    end
-    if n > hl then
-      -- The entries trimmed off, in one command (Redis 6.2+: RPOP count).
-      counted = redis.call('RPOP', h, n - hl)
+      local out = string.sub(f, hl + 1, hl + 1)
+      if out == 'o' then
+        s, ok = s - 1, ok - 1
+      elseif out == 's' then
+        s = s - 1
+      end
+    else
+      -- history_limit changed, or the counts were lost: count the window.
+      local w = string.sub(f, 1, hl)
+      local _, no = string.gsub(w, 'o', '')
+      local _, ns = string.gsub(w, 's', '')
+      s, ok = no + ns, no
     end
   else
     redis.call('LTRIM', h, 0, hl - 1)
-    s, ok, sign, counted = 0, 0, 1, redis.call('LRANGE', h, 0, -1)
-  end
-  for _, item in ipairs(counted) do
-    -- Found, not decoded: an entry is a JSON object, and a quote inside a
-    -- string value is escaped, so these can only be its own fields.
-    if string.find(item, '"decision":"started"', 1, true) then
-      s = s + sign
-      if string.find(item, '"outcome":"succeeded"', 1, true) then
-        ok = ok + sign
+    local items = redis.call('LRANGE', h, 0, -1)
+    local cs = {}
+    s, ok = 0, 0
+    for k, item in ipairs(items) do
+      -- Found, not decoded: an entry is a JSON object, and a quote inside a
+      -- string value is escaped, so these can only be its own fields.
+      cs[k] = '.'
+      if string.find(item, '"decision":"started"', 1, true) then
+        s = s + 1
+        cs[k] = 's'
+        if string.find(item, '"outcome":"succeeded"', 1, true) then
+          ok = ok + 1
+          cs[k] = 'o'
+        end
       end
     end
+    f = table.concat(cs)
+    n = #items
   end
-  return {'h:n', math.min(n, hl), 'h:s', s, 'h:ok', ok}
+  if n > hl + H_SLACK then
+    redis.call('LTRIM', h, 0, hl - 1)
+    f = string.sub(f, 1, hl)
+  end
+  return {'h:n', math.min(n, hl), 'h:s', s, 'h:ok', ok, 'h:f', f}
 end
 
 local function push_entry(base, entry, decision, outcome, hl)
   local meta = base .. 'meta'
-  local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok')
-  redis.call('HSET', meta, unpack(push_counted(base, entry, decision, outcome, hl, m)))
+  local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'h:f')
+  redis.call('HSET', meta, unpack(push_counted(base, entry, decision, outcome, hl, m, m[4])))
 end
 
 -- file appends a closed run's record (a table of strings) to the job's
@@ -582,7 +621,9 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
   local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day', 'lost', 'unsure')
   local epoch, floor, lost = m[1], tonumber(m[2]) or 0, tonumber(m[8]) or 0
   local fence = tonumber(m[6]) or 0
-  local day = int(math.floor(now / 86400000))
+  -- A number: formatted only on the day it is written (string.format is
+  -- dear, and every won claim checks it).
+  local day = math.floor(now / 86400000)
   local unsure = m[9] == '1'
   seen = tonumber(seen) or 0
   if not epoch then
@@ -617,11 +658,11 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
         'fence', int(fence), 'unsure', '0')
     end
   end
-  if m[7] ~= day then
+  if tonumber(m[7]) ~= day then
     -- Once a day, not on every call: keep the job's long-lived keys alive
     -- while some replica still has the job in its table.
     local base = base_of(meta)
-    redis.call('HSET', meta, 'day', day)
+    redis.call('HSET', meta, 'day', int(day))
     redis.call('PEXPIRE', meta, META_TTL)
     redis.call('PEXPIRE', base .. 'history', META_TTL)
   end

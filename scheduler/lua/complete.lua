@@ -18,12 +18,14 @@
 local now, now_us = clock()
 local fin, fin_us = int(now), int(now_us)
 -- What a close reads of the job's meta (common.lua's note, tally and
--- push_entry; top for the slot number, take_slot), in one read.
+-- push_entry; top for the slot number, take_slot; h:f), in one read.
 local META = {'h:n', 'h:s', 'h:ok', 'fails', 'paused', 'notify'}
 for _, f in ipairs(STATS) do
   META[#META + 1] = f
 end
 META[#META + 1] = 'top'
+local TOP = #META
+META[#META + 1] = 'h:f'
 local out = {}
 -- Each run on its own: a run whose close fails (its keys hold something
 -- else, say) is answered lost (its holder gives up on it), and the others
@@ -51,7 +53,7 @@ local function close_one(i)
       redis.call('ZREM', base .. 'queue', id)
       redis.call('ZREM', base .. 'waiting', id)
     else
-      release(base, id, {rec[11], rec[12], m[#META]})
+      release(base, id, {rec[11], rec[12], m[TOP]})
     end
     redis.call('HSET', rk, 'decision', decision, 'outcome', outcome, 'finished', fin, 'error', ARGV[a + 5],
       'attempts', ARGV[a + 4], 'closed_by', 'holder')
@@ -99,7 +101,7 @@ local function close_one(i)
     end
     local entry = ARGV[a + 6] .. ',"decision":"' .. decision .. '","fence":"' .. (rec[6] or '') ..
       '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"' .. paused .. '}'
-    for _, v in ipairs(push_counted(base, entry, decision, outcome, ARGV[a + 8], m)) do
+    for _, v in ipairs(push_counted(base, entry, decision, outcome, ARGV[a + 8], m, m[#META])) do
       set[#set + 1] = v
     end
     redis.call('HSET', meta, unpack(set))

@@ -16,7 +16,13 @@ local limit = tonumber(ARGV[1])
 local out = {}
 for i, meta in ipairs(KEYS) do
   local base = base_of(meta)
-  local m = redis.call('HMGET', meta, 'paused', 'last', 'paused_why', 'fails')
+  local m = redis.call('HMGET', meta, 'paused', 'last', 'paused_why', 'fails', 'h:n')
+  -- The kept history is the list's first h:n entries (push_entry).
+  local n = math.min(limit, tonumber(m[5]) or limit)
+  local hist = {}
+  if n > 0 then
+    hist = redis.call('LRANGE', base .. 'history', 0, n - 1)
+  end
   local running = {}
   for _, id in ipairs(redis.call('ZRANGE', base .. 'slots', 0, -1)) do
     local h = redis.call('HGETALL', run_key(base, id))
@@ -25,6 +31,6 @@ for i, meta in ipairs(KEYS) do
     end
   end
   out[i] = {m[1] or '', m[2] or '', redis.call('ZCARD', base .. 'queue'), redis.call('ZCARD', base .. 'manual'),
-    redis.call('LRANGE', base .. 'history', 0, limit - 1), running, m[3] or '', m[4] or '', {}}
+    hist, running, m[3] or '', m[4] or '', {}}
 end
 return out

@@ -29,20 +29,25 @@ local out = {}
 -- pending ones with its request time (sched): as if never claimed.
 local function unclose_manual(base, rk, id, sched, closed_at)
   local meta, h = base .. 'meta', base .. 'history'
-  local m = redis.call('HMGET', meta, 'fails', 'at:lease_lost')
+  local m = redis.call('HMGET', meta, 'fails', 'at:lease_lost', 'h:n')
   if (tonumber(m[1]) or 0) > 0 then
     redis.call('HINCRBY', meta, 'fails', -1)
   end
   if closed_at and m[2] == closed_at then
     redis.call('HDEL', meta, 'at:lease_lost')
   end
-  for _, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
+  for k, item in ipairs(redis.call('LRANGE', h, 0, 99)) do
     local ok, e = pcall(cjson.decode, item)
     if ok and type(e) == 'table' and e.id == id then
       redis.call('LREM', h, 1, item)
-      -- push_entry's counts: one entry, started, not succeeded, fewer.
-      redis.call('HINCRBY', meta, 'h:n', -1)
-      redis.call('HINCRBY', meta, 'h:s', -1)
+      -- push_entry's counts: one entry, started, not succeeded, fewer,
+      -- when it was one of the kept ones (the list holds a few more until
+      -- it is trimmed). The list is no longer h:f's length: the next push
+      -- counts it afresh.
+      if k <= (tonumber(m[3]) or 0) then
+        redis.call('HINCRBY', meta, 'h:n', -1)
+        redis.call('HINCRBY', meta, 'h:s', -1)
+      end
       break
     end
   end
