@@ -197,22 +197,14 @@ func (s *Scheduler) admitted(ctx context.Context, w *waiter, a admitRes, start t
 func (s *Scheduler) handBackLate(ctx context.Context, r claimReq) {
 	defer s.manual.Delete(r.id)
 	log := s.log.With("job", r.j.Name, "run_id", r.id)
-	until := r.sched.Add(s.cfg.manualTTL)
-	for {
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
-		ok, err := s.store.handBack(hctx, &r.storeClaim, s.cfg.waiterTTL)
-		cancel()
-		switch {
-		case err == nil && ok:
-			log.Info("manual run handed back to the cluster; a replica will run it")
-			return
-		case err == nil:
-			log.Warn("manual run not handed back: no longer this replica's")
-			return
-		case !s.now().Before(until) || !sleep(context.WithoutCancel(ctx), time.Second):
-			log.Warn("manual run not handed back: the store did not answer", "err", err)
-			return
-		}
+	ok, err := s.handBack(ctx, r, s.now, r.sched.Add(s.cfg.manualTTL), time.Second)
+	switch {
+	case err != nil:
+		log.Warn("manual run not handed back: the store did not answer", "err", err)
+	case ok:
+		log.Info("manual run handed back to the cluster; a replica will run it")
+	default:
+		log.Warn("manual run not handed back: no longer this replica's")
 	}
 }
 
@@ -232,20 +224,28 @@ func (s *Scheduler) handBackManual(ctx context.Context, r claimReq, held bool) {
 	if held {
 		until = s.stoppingUntil()
 	}
-	pause := 100 * time.Millisecond
+	ok, err := s.handBack(ctx, r, time.Now, until, 100*time.Millisecond)
+	switch {
+	case err != nil:
+		log.Warn("replica stopping: could not hand the manual run back; the store does once its queue place expires", "err", err)
+	case ok:
+		log.Info("replica stopping: manual run handed back to the cluster; another replica will run it")
+	}
+}
+
+// handBack asks the store to take manual run r back, again while it does not
+// answer and until passes (on clock now), pausing from pause up to a second
+// between tries.
+// It reports whether the run was handed back (false: it is no longer this
+// replica's), or the last error.
+func (s *Scheduler) handBack(ctx context.Context, r claimReq, now func() time.Time, until time.Time, pause time.Duration) (bool, error) {
+	ctx = context.WithoutCancel(ctx)
 	for {
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.closeTimeout)
+		hctx, cancel := context.WithTimeout(ctx, s.cfg.closeTimeout)
 		ok, err := s.store.handBack(hctx, &r.storeClaim, s.cfg.waiterTTL)
 		cancel()
-		switch {
-		case err == nil && ok:
-			log.Info("replica stopping: manual run handed back to the cluster; another replica will run it")
-			return
-		case err == nil:
-			return
-		case !time.Now().Add(pause).Before(until) || !sleep(context.WithoutCancel(ctx), pause):
-			log.Warn("replica stopping: could not hand the manual run back; the store does once its queue place expires", "err", err)
-			return
+		if err == nil || !now().Add(pause).Before(until) || !sleep(ctx, pause) {
+			return ok, err
 		}
 		pause = min(2*pause, time.Second)
 	}
