@@ -15,6 +15,11 @@ import (
 type claimReq struct {
 	storeClaim
 	j *jobState
+	// uncertain: a call of this claim may have reached Redis and lost its
+	// answer, so it may have granted the run to this replica; only this
+	// owner token can then say the run never started (recordMisses' last
+	// rounds, while stopping).
+	uncertain bool
 }
 
 // newClaimReq makes the claim of run c of job j.
@@ -149,6 +154,9 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		if err != nil {
 			if !sentNothing(err) {
 				uncertain = true
+				for i := range reqs {
+					reqs[i].uncertain = true
+				}
 			}
 			if ctx.Err() != nil && askAgain() {
 				continue // shutting down, the answer lost: see askAgain

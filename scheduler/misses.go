@@ -91,11 +91,35 @@ func (s *Scheduler) queueMiss(r claimReq) {
 // could not claim before their starting deadline — unless another replica
 // decided them meanwhile.
 func (s *Scheduler) recordMisses(ctx context.Context) {
-	every(ctx, time.Second, func() { s.recordMissed(ctx) })
+	every(ctx, time.Second, func() { s.recordMissed(ctx, ctx) })
+	// Stopping: a miss whose claim may have been granted to this replica
+	// (its answer lost) is asked about until Redis answers or the shutdown
+	// grace ends: only this replica's owner token can say that run never
+	// started — left alone, its lease runs out and the cluster records
+	// lease_lost a run nobody ran. Other misses are left to the replicas
+	// that stay up.
+	pause := 100 * time.Millisecond
+	for {
+		s.missedMu.Lock()
+		s.missed = slices.DeleteFunc(s.missed, func(r claimReq) bool { return !r.uncertain })
+		left := len(s.missed)
+		s.missedMu.Unlock()
+		if left == 0 || !time.Now().Before(s.stoppingUntil()) {
+			return
+		}
+		dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), s.stoppingUntil())
+		s.recordMissed(ctx, dctx)
+		cancel()
+		if !sleep(context.WithoutCancel(ctx), pause) {
+			return
+		}
+		pause = min(2*pause, time.Second)
+	}
 }
 
-// recordMissed is one round of recordMisses.
-func (s *Scheduler) recordMissed(ctx context.Context) {
+// recordMissed is one round of recordMisses; its claim is sent with cctx
+// (while stopping, one that outlives ctx).
+func (s *Scheduler) recordMissed(ctx, cctx context.Context) {
 	s.missedMu.Lock()
 	reqs := s.missed
 	s.missed = nil
@@ -106,10 +130,15 @@ func (s *Scheduler) recordMissed(ctx context.Context) {
 	for i := range reqs {
 		reqs[i].known, reqs[i].fenceFloor = reqs[i].j.memo.snapshot()
 	}
-	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	cctx, cancel := context.WithTimeout(cctx, claimTimeout)
 	res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, storeClaims(reqs...))
 	cancel()
 	if err != nil {
+		if !sentNothing(err) {
+			for i := range reqs {
+				reqs[i].uncertain = true
+			}
+		}
 		now := s.now()
 		s.missedMu.Lock()
 		for _, r := range reqs {
