@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -114,12 +115,11 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 	// grace ends: the script may have granted a run to this replica, which
 	// nobody would then start, and the cluster would close lease_lost. The
 	// answer is handled as any other while stopping. A claim that never
-	// reached Redis (uncertain false: no connection could be made) granted
+	// reached Redis (no request uncertain: no connection could be made) granted
 	// nothing, and a replica stopping during an outage stops at once.
 	var pause time.Duration
-	uncertain := false
 	askAgain := func() bool {
-		if !uncertain || !scheduledClaims(reqs) || !time.Now().Add(pause).Before(s.stoppingUntil()) {
+		if !slices.ContainsFunc(reqs, func(r claimReq) bool { return r.uncertain }) || !scheduledClaims(reqs) || !time.Now().Add(pause).Before(s.stoppingUntil()) {
 			return false
 		}
 		ok := sleep(context.WithoutCancel(ctx), pause)
@@ -153,7 +153,6 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 		var again []claimReq
 		if err != nil {
 			if !sentNothing(err) {
-				uncertain = true
 				for i := range reqs {
 					reqs[i].uncertain = true
 				}
@@ -167,7 +166,7 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 				// goes back to the pending requests.
 				for _, r := range reqs {
 					if r.kind == kindManual {
-						s.handBackManual(ctx, r, uncertain)
+						s.handBackManual(ctx, r, r.uncertain)
 					}
 				}
 				return
@@ -202,7 +201,7 @@ func (s *Scheduler) claimFirst(ctx context.Context, reqs []claimReq, answered ch
 			}
 			for _, r := range reqs {
 				if r.kind == kindManual {
-					s.handBackManual(ctx, r, uncertain) // an earlier try may have taken it
+					s.handBackManual(ctx, r, r.uncertain) // an earlier try may have taken it
 				}
 			}
 			return
