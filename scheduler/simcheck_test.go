@@ -136,29 +136,29 @@ type simAttempt struct {
 }
 
 type simObs struct {
-	events   []simEvent
-	life     []string
-	faults   []string
-	runs     map[string][]string     // run id -> what the store decided about it, in order
-	span     map[string][2]time.Time // run id -> first and last time it was noted
-	grants   []simGrant
-	tokens   []simToken
-	records  map[string][]Run // run id -> its distinct records
-	manual   []simManual
-	pauses   map[string][]simPause
-	losses   []simLoss
-	killed   map[*simInc]time.Time
-	stopped  map[*simInc]time.Time  // graceful stops (SIGTERM)
-	exited   map[*simInc]time.Time  // when Run returned (after a stop: at the latest when its shutdown grace ended)
-	never    map[string]time.Time   // run id|owner -> when its holder's "never started" close (missed) reached the store
-	frozen   map[int][][2]time.Time // replica -> freeze spans (end zero: still frozen)
-	leases   map[string]*simLease   // run id|owner -> its lease
-	leaseN   []*simLease            // in order of first grant
-	handed   map[string]time.Time   // run id|owner -> when the store took the claim back (hand back)
-	heard    map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
+	events  []simEvent
+	life    []string
+	faults  []string
+	runs    map[string][]string     // run id -> what the store decided about it, in order
+	span    map[string][2]time.Time // run id -> first and last time it was noted
+	grants  []simGrant
+	tokens  []simToken
+	records map[string][]Run // run id -> its distinct records
+	manual  []simManual
+	pauses  map[string][]simPause
+	losses  []simLoss
+	killed  map[*simInc]time.Time
+	stopped map[*simInc]time.Time  // graceful stops (SIGTERM)
+	exited  map[*simInc]time.Time  // when Run returned (after a stop: at the latest when its shutdown grace ended)
+	never   map[string]time.Time   // run id|owner -> when its holder's "never started" close (missed) reached the store
+	frozen  map[int][][2]time.Time // replica -> freeze spans (end zero: still frozen)
+	leases  map[string]*simLease   // run id|owner -> its lease
+	leaseN  []*simLease            // in order of first grant
+	handed  map[string]time.Time   // run id|owner -> when the store took the claim back (hand back)
+	heard   map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
 	// run id|owner -> the claim calls of its holder for it that came back,
 	// from the first sent after the store granted it the run
-	asks map[string][]simAsk
+	asks     map[string][]simAsk
 	attempts []simAttempt
 	calls    []string // every store call as the store ran it, with its answer (the replay trace)
 	// the plan's backfill (simbackfill_test.go): when asked, and its state at the end
