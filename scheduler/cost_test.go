@@ -312,6 +312,7 @@ const runsBudget = 18.0
 // replica read every job at every beat (as publishing changed statistics
 // by name alone did: ~25 commands a run) fails here.
 func TestRedisCommandsPerRunAcrossReplicas(t *testing.T) {
+	t.Parallel() // real time, little CPU, its own redis-server: it sleeps alongside the other parallel tests
 	if testing.Short() {
 		t.Skip("a few seconds of three replicas")
 	}
