@@ -15,7 +15,7 @@ type backend interface {
 	metaKey(job string) string
 	// placePools places the keys of the table's pooled jobs under their
 	// pool's hash tag (storepool.go); metaKey follows.
-	placePools(jobs []Job)
+	placePools(jobs []poolJob)
 
 	// preload loads every script, so the first claim is one round trip.
 	preload(ctx context.Context) error

@@ -51,7 +51,7 @@ var (
 	// no backfill going on.
 	ErrNoBackfill = errors.New("scheduler: the job has no backfill going on")
 	// ErrBackfillUnsupported: the store cannot backfill (Redlock).
-	ErrBackfillUnsupported = errors.New("scheduler: this store cannot backfill (Redlock coordinates mutexes only)")
+	ErrBackfillUnsupported = errBackfillUnsupported
 )
 
 // BackfillInstants lists the instants of job's schedule in [from, to],
@@ -214,12 +214,13 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 			continue
 		}
 		// Instants taken back first: the store takes no new one before.
-		for _, t := range st.redo {
+		stCursor, redo, _ := backfillProgress(st)
+		for _, t := range redo {
 			c := s.newClaim(j, t, kindBackfill)
-			c.base, c.backfill = st.cursor, st.ID
+			c.base, c.backfill = stCursor, st.ID
 			claims = append(claims, c)
 		}
-		cursor := st.cursor
+		cursor := stCursor
 		for k := 0; k < free+backfillChain; k++ {
 			t := j.sched.Next(cursor)
 			if t.IsZero() || t.After(st.To) {
@@ -242,7 +243,8 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 // changed since. The answer is kept per backfill and job state (a reload
 // makes a new one): the instants are listed once, not every beat.
 func (s *Scheduler) backfillPlanDiffers(j *jobState, st *Backfill) string {
-	if st.last.IsZero() || st.Cancelled {
+	_, _, last := backfillProgress(st)
+	if last.IsZero() || st.Cancelled {
 		return ""
 	}
 	j.bfPlan.mu.Lock()
@@ -255,9 +257,9 @@ func (s *Scheduler) backfillPlanDiffers(j *jobState, st *Backfill) string {
 	switch {
 	case err != nil:
 		why = err.Error()
-	case len(ts) != st.Total || !ts[len(ts)-1].Equal(st.last):
+	case len(ts) != st.Total || !ts[len(ts)-1].Equal(last):
 		why = fmt.Sprintf("the job's schedule changed since the backfill was asked for: %q (time zone %q, offset %s) gives %d instants in the range, the last at %s; the backfill was asked for %d, the last at %s",
-			j.Schedule, j.Timezone, j.Offset, len(ts), ts[len(ts)-1].UTC().Format(time.RFC3339), st.Total, st.last.UTC().Format(time.RFC3339))
+			j.Schedule, j.Timezone, j.Offset, len(ts), ts[len(ts)-1].UTC().Format(time.RFC3339), st.Total, last.UTC().Format(time.RFC3339))
 	}
 	j.bfPlan.id, j.bfPlan.why = st.ID, why
 	return why

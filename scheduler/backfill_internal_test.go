@@ -18,7 +18,7 @@ import (
 func TestBackfillForgetKeepsANewBackfillsHint(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "bff"})
+	s, err := newStore(c, backendConfig{prefix: "bff"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func backfillStore(t *testing.T, cfg config) (*store, *redis.Client, *jobState) 
 	t.Helper()
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, cfg)
+	s, err := newStore(c, cfg.backend())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,12 +177,12 @@ func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Started != 0 || b.Decided != 0 || len(b.redo) != 2 || b.Done() {
-		t.Fatalf("after the undo: %+v (redo %v), want nothing counted and both instants to take again", b, b.redo)
+	if b.Started != 0 || b.Decided != 0 || len(redoOf(b)) != 2 || b.Done() {
+		t.Fatalf("after the undo: %+v (redo %v), want nothing counted and both instants to take again", b, redoOf(b))
 	}
 	// A replica without the ack requirement (acks come back): a new
 	// instant waits for those taken back.
-	s2, err := newStore(c, config{prefix: "bfa"})
+	s2, err := newStore(c, backendConfig{prefix: "bfa"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
 	if err != nil || res[0].status != answerRefused {
 		t.Fatalf("a new instant before those taken back: %+v, %v, want refused", res, err)
 	}
-	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(append(backfillClaims(j, b, b.cursor, b.redo...), backfillClaims(j, b, ts[1], ts[2])...)...))
+	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(append(backfillClaims(j, b, cursorOf(b), redoOf(b)...), backfillClaims(j, b, ts[1], ts[2])...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Started != 3 || b.Decided != 3 || len(b.redo) != 0 {
+	if b.Started != 3 || b.Decided != 3 || len(redoOf(b)) != 0 {
 		t.Fatalf("after taking them again: %+v, want 3 started and decided", b)
 	}
 }
@@ -220,7 +220,7 @@ func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
 func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "bfx"})
+	s, err := newStore(c, backendConfig{prefix: "bfx"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,3 +275,8 @@ func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 		t.Fatalf("backfill %+v: want 3 decided, 1 started, 2 run before", b)
 	}
 }
+
+// cursorOf and redoOf are b's backfillProgress.
+func cursorOf(b *Backfill) time.Time { c, _, _ := backfillProgress(b); return c }
+
+func redoOf(b *Backfill) []time.Time { _, r, _ := backfillProgress(b); return r }

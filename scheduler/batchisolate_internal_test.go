@@ -26,7 +26,7 @@ func TestLeaseBatchesIsolateAFailingRun(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) { // the embedded store's engine
 		m := miniredis.RunT(t)
 		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		s, err := newStore(c, config{prefix: "sl"})
+		s, err := newStore(c, backendConfig{prefix: "sl"})
 		if err != nil {
 			t.Fatal(err)
 		}

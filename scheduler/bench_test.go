@@ -76,7 +76,7 @@ func benchStore(b testing.TB) (*store, *redis.Client) {
 	b.Helper()
 	srv := redistest.Start(b)
 	c := srv.Client(b, nil)
-	s, err := newStore(c, config{prefix: "bench"})
+	s, err := newStore(c, backendConfig{prefix: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestStatsChangesReadOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
 	ctx := context.Background()
-	st, err := newStore(c, config{prefix: "chg", pools: &poolPlace{}})
+	st, err := newStore(c, backendConfig{prefix: "chg", pools: &poolPlace{}})
 	if err != nil {
 		t.Fatal(err)
 	}

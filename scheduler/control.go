@@ -138,18 +138,3 @@ func (c *Control) Get(ctx context.Context, runID string) (*Run, error) {
 	}
 	return r, nil
 }
-
-func suffixOf(id string) string {
-	_, s, _ := splitRunID(id)
-	return s
-}
-
-func splitRunID(id string) (job, suffix string, ok bool) {
-	for i := 0; i < len(id); i++ {
-		if id[i] == '@' {
-			job, suffix = id[:i], id[i+1:]
-			return job, suffix, ValidJobName(job) && suffix != ""
-		}
-	}
-	return "", "", false
-}

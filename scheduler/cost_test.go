@@ -72,7 +72,7 @@ func TestRedisCommandsPerRun(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
 	ctx := context.Background()
-	st, err := newStore(c, config{prefix: "cost", pools: &poolPlace{}})
+	st, err := newStore(c, backendConfig{prefix: "cost", pools: &poolPlace{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestRedisCommandsPerRun(t *testing.T) {
 	for _, j := range cases {
 		table = append(table, j)
 	}
-	st.placePools(table)
+	st.placePools(poolJobs(table))
 	mon := watchKeys(t, srv)
 
 	// Past the floor a new job state places (max clock skew and claim ahead).

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -146,11 +145,9 @@ const MaxJobNameLen = 128
 // name matches.
 const JobNamePattern = `^[A-Za-z0-9_.-]{1,128}$`
 
-var jobNameRE = regexp.MustCompile(JobNamePattern)
-
 // ValidJobName reports whether name may be a job name. The set excludes '{',
 // '}' and ':' so a name can never break its keys' Redis Cluster hash tag.
-func ValidJobName(name string) bool { return jobNameRE.MatchString(name) }
+func ValidJobName(name string) bool { return validJobName(name) }
 
 // CheckKeyPrefix reports what is wrong with p as the prefix of every Redis
 // key (WithKeyPrefix), or nil: it must not be empty, and must not contain

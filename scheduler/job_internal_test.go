@@ -28,3 +28,11 @@ func TestValidationCarriesParsedSchedules(t *testing.T) {
 		t.Error("checkTable accepted a bad table")
 	}
 }
+
+// The store checks a run id's job name with its own copy of the pattern:
+// it must be JobNamePattern.
+func TestJobNamePatternIsTheStores(t *testing.T) {
+	if jobNamePattern != JobNamePattern {
+		t.Fatalf("the store's job name pattern %q is not JobNamePattern %q", jobNamePattern, JobNamePattern)
+	}
+}

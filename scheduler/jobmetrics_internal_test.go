@@ -445,7 +445,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 // nominalPeriod: @every is its period; a cron spec's longest gap.
 func TestNominalPeriod(t *testing.T) {
 	s, _ := redistest.Mini(t)
-	st, err := newStore(redis.NewClient(&redis.Options{Addr: s.Addr()}), config{prefix: "p"})
+	st, err := newStore(redis.NewClient(&redis.Options{Addr: s.Addr()}), backendConfig{prefix: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}

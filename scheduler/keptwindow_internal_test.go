@@ -33,7 +33,7 @@ func TestHistoryTrimmedInStepsReadsKeptOnly(t *testing.T) {
 
 func trimmedInSteps(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
-	st, err := newStore(c, config{prefix: "kw", pools: &poolPlace{}})
+	st, err := newStore(c, backendConfig{prefix: "kw", pools: &poolPlace{}})
 	if err != nil {
 		t.Fatal(err)
 	}

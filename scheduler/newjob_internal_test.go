@@ -55,7 +55,7 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 		{"new", true, "", answerStarted, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := newStore(c, config{prefix: "nj-" + strings.ReplaceAll(tc.name, " ", "-"), ephemeral: tc.ephemeral})
+			s, err := newStore(c, backendConfig{prefix: "nj-" + strings.ReplaceAll(tc.name, " ", "-"), ephemeral: tc.ephemeral})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 	}
 	// A manual request that creates the job's state: on an ephemeral store
 	// no floor, so the next scheduled instant runs as well.
-	s, err := newStore(c, config{prefix: "nj-trigger", ephemeral: true})
+	s, err := newStore(c, backendConfig{prefix: "nj-trigger", ephemeral: true})
 	if err != nil {
 		t.Fatal(err)
 	}

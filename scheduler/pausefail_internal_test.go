@@ -19,7 +19,7 @@ func pauseStores(t *testing.T, fn func(t *testing.T, s *store, c *redis.Client))
 	})
 	t.Run("miniredis", func(t *testing.T) {
 		_, c := redistest.Mini(t)
-		s, err := newStore(c, config{prefix: "mini"})
+		s, err := newStore(c, backendConfig{prefix: "mini"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,8 +14,8 @@ import (
 func TestPooledJobKeysAreTheJobsOwn(t *testing.T) {
 	kinds := luaKinds(t)
 	pooled, plain := &store{prefix: "app:x"}, &store{prefix: "app:x"}
-	pooled.placePools([]Job{{Name: "a.b-c", Pool: "exports", PoolSize: 2}, {Name: "z", Pool: "exports", PoolSize: 2}})
-	plain.placePools([]Job{{Name: "a.b-c"}, {Name: "z"}})
+	pooled.placePools(poolJobs([]Job{{Name: "a.b-c", Pool: "exports", PoolSize: 2}, {Name: "z", Pool: "exports", PoolSize: 2}}))
+	plain.placePools(poolJobs([]Job{{Name: "a.b-c"}, {Name: "z"}}))
 	for _, job := range []string{"a.b-c", "z"} {
 		if m := pooled.metaKey(job); m != "app:x:{"+job+"}:meta" || m != plain.metaKey(job) {
 			t.Errorf("meta key of %s: %q in a pool, %q out of it", job, m, plain.metaKey(job))
@@ -37,7 +37,7 @@ func TestPooledJobKeysAreTheJobsOwn(t *testing.T) {
 // pool stays full for other jobs.
 func TestClusterPoolHoldSharedByRacers(t *testing.T) {
 	c := redistest.StartCluster(t, 3, nil).Client(t, nil)
-	s, err := newStore(c, config{prefix: "pl"})
+	s, err := newStore(c, backendConfig{prefix: "pl"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -851,3 +852,27 @@ var (
 	notifyDoneScript = script("notify_done")
 	changedScript    = script("changed")
 )
+
+// jobNamePattern is JobNamePattern: a run id is "<job>@<suffix>".
+const jobNamePattern = `^[A-Za-z0-9_.-]{1,128}$`
+
+var jobNameRE = regexp.MustCompile(jobNamePattern)
+
+// validJobName is ValidJobName.
+func validJobName(name string) bool { return jobNameRE.MatchString(name) }
+
+// suffixOf is the part of run id id after its job's name.
+func suffixOf(id string) string {
+	_, s, _ := splitRunID(id)
+	return s
+}
+
+func splitRunID(id string) (job, suffix string, ok bool) {
+	for i := 0; i < len(id); i++ {
+		if id[i] == '@' {
+			job, suffix = id[:i], id[i+1:]
+			return job, suffix, validJobName(job) && suffix != ""
+		}
+	}
+	return "", "", false
+}

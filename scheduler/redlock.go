@@ -54,7 +54,7 @@ type masterEpochs struct {
 	gen   int
 }
 
-func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
+func newRedlock(clients []redis.UniversalClient, cfg backendConfig) (*redlock, error) {
 	if len(clients) < 3 {
 		return nil, fmt.Errorf("scheduler: Redlock needs at least 3 independent masters, got %d", len(clients))
 	}
@@ -86,7 +86,7 @@ func (rl *redlock) metaKey(job string) string { return rl.masters[0].metaKey(job
 
 // placePools: the masters share one placement (a Redlock scheduler refuses
 // pools; a Control may still be told of a table's).
-func (rl *redlock) placePools(jobs []Job) { rl.masters[0].placePools(jobs) }
+func (rl *redlock) placePools(jobs []poolJob) { rl.masters[0].placePools(jobs) }
 
 // each calls fn on every master in parallel and returns their answers. A
 // master that has not answered within the Redlock timeout counts as failed

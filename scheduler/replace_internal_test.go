@@ -19,7 +19,7 @@ import (
 func TestReplaceStopsOnlyOlderRuns(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "rep", maxAhead: 500 * time.Millisecond})
+	s, err := newStore(c, backendConfig{prefix: "rep", maxAhead: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func (s *Scheduler) Reload(jobs []Job) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.store.placePools(jobs)
+	s.store.placePools(poolJobs(jobs))
 	tab := make([]*jobState, len(jobs))
 	for i, spec := range jobs {
 		spec = spec.withDefaults()

@@ -470,7 +470,7 @@ func (w *simWorld) startReplica(r *simReplica) {
 		fmt.Fprintf(h, "%d|%s|%d|%s", w.plan.seed, in, time.Now().UnixNano(), key)
 		return time.Duration(h.Sum64() % uint64(n))
 	}
-	st, err := newStore(redistest.PipeClient(w.t, w.m), cfg)
+	st, err := newStore(redistest.PipeClient(w.t, w.m), cfg.backend())
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -478,7 +478,7 @@ func (w *simWorld) startReplica(r *simReplica) {
 	if w.plan.notifyOn() {
 		nc := redistest.PipeClient(w.t, w.m)
 		nc.AddHook(simNotifyHook{st: sst})
-		if sst.notify, err = newStore(nc, cfg); err != nil {
+		if sst.notify, err = newStore(nc, cfg.backend()); err != nil {
 			w.t.Fatal(err)
 		}
 	}

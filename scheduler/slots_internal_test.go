@@ -16,7 +16,7 @@ import (
 func slotStore(t *testing.T) (*store, *redis.Client, time.Time) {
 	t.Helper()
 	c := redistest.Start(t).Client(t, nil)
-	s, err := newStore(c, config{prefix: "sl"})
+	s, err := newStore(c, backendConfig{prefix: "sl"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestClaimBatchIsolatesAFailingRun(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) { // the embedded store's engine
 		m := miniredis.RunT(t)
 		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		s, err := newStore(c, config{prefix: "sl"})
+		s, err := newStore(c, backendConfig{prefix: "sl"})
 		if err != nil {
 			t.Fatal(err)
 		}

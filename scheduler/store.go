@@ -36,7 +36,20 @@ type store struct {
 	backfillSeen atomic.Pointer[[]backfillHint]
 }
 
-func newStore(c redis.UniversalClient, cfg config) (*store, error) {
+// backendConfig is what a store reads of the scheduler's options and the
+// Store's (config.backend).
+type backendConfig struct {
+	prefix         string
+	pools          *poolPlace
+	skew           time.Duration
+	maxAhead       time.Duration
+	minAck         int
+	ackTimeout     time.Duration
+	redlockTimeout time.Duration
+	ephemeral      bool
+}
+
+func newStore(c redis.UniversalClient, cfg backendConfig) (*store, error) {
 	conn, err := newRedisConn(c, cfg.minAck, cfg.ackTimeout)
 	if err != nil {
 		return nil, err
@@ -51,7 +64,7 @@ func (s *store) metaKey(job string) string { return s.key(job, "meta") }
 func (s *store) key(job, kind string) string {
 	return s.prefix + ":{" + job + "}:" + kind
 }
-func (s *store) placePools(jobs []Job) {
+func (s *store) placePools(jobs []poolJob) {
 	if s.pools == nil { // a store made without a Store (tests)
 		s.pools = &poolPlace{}
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,10 @@ const (
 	backfillCancelled backfillAnswer = "cancelled"
 	backfillNone      backfillAnswer = "none"
 )
+
+// errBackfillUnsupported is ErrBackfillUnsupported: the store cannot
+// backfill (Redlock).
+var errBackfillUnsupported = errors.New("scheduler: this store cannot backfill (Redlock coordinates mutexes only)")
 
 // backfillArgs is the number of backfill.lua's ARGV fields (start's).
 const backfillArgs = 9
@@ -54,6 +59,14 @@ func backfillFromHash(job string, h map[string]string) *Backfill {
 		}
 	}
 	return b
+}
+
+// backfillProgress is where a backfill's state has it: the latest instant
+// taken (its cursor), the instants taken back to take again first (redo),
+// and the range's last instant as the requester's table has it. Not part
+// of Backfill's public API.
+func backfillProgress(b *Backfill) (cursor time.Time, redo []time.Time, last time.Time) {
+	return b.cursor, b.redo, b.last
 }
 
 // backfillHintKey is the store-wide set of jobs with a backfill (job ->
@@ -122,7 +135,7 @@ func (s *store) backfillForget(ctx context.Context, h backfillHint) error {
 }
 
 func (rl *redlock) backfill(context.Context, string, []any) (string, *Backfill, error) {
-	return "", nil, ErrBackfillUnsupported
+	return "", nil, errBackfillUnsupported
 }
 
 func (rl *redlock) backfillJobs(context.Context) ([]backfillHint, error) { return nil, nil }

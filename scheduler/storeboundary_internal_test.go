@@ -25,13 +25,7 @@ var storeFiles = []string{"backend.go", "store.go", "storecontrol.go", "transpor
 // may name: a few public names and shared helpers. None of them is engine
 // state: the job state, its memo and the Scheduler stay on the engine's
 // side, and a job reaches the store as a jobSpec (values) in each request.
-var storeMayUse = []string{
-	// The table's job (pool placement, Redlock's table check), the
-	// store's options, and Redlock's answer to a backfill.
-	"Job", "config", "ErrBackfillUnsupported",
-	// Run ids.
-	"splitRunID", "suffixOf",
-}
+var storeMayUse = []string{}
 
 // The store half reads no engine state: what it needs of a job comes in
 // each request as a jobSpec, and what it learns goes back in the answers.

@@ -30,6 +30,13 @@ import (
 // keeps it). A queued run's admission holds "<run id>#a", which only its own
 // replica uses. Renewals renew both, a close frees both.
 
+// poolJob is what the pools' placement needs of a table's job (Job.Name,
+// Pool, PoolSize).
+type poolJob struct {
+	name, pool string
+	poolSize   int
+}
+
 // poolPlace says which pool each job's keys are under. One per Store, shared
 // by every scheduler and Control it backs.
 type poolPlace struct {
@@ -64,11 +71,11 @@ func (p *poolPlace) pool(job string) string {
 
 // set places the jobs of a table: the pooled ones under their pool, the
 // others (and jobs not in it) under their own tag.
-func (p *poolPlace) set(jobs []Job) {
+func (p *poolPlace) set(jobs []poolJob) {
 	m, sizes := make(map[string]string), make(map[string]int)
 	for _, j := range jobs {
-		if j.Pool != "" {
-			m[j.Name], sizes[j.Pool] = j.Pool, j.PoolSize
+		if j.pool != "" {
+			m[j.name], sizes[j.pool] = j.pool, j.poolSize
 		}
 	}
 	p.mu.Lock()

@@ -183,7 +183,13 @@ func (st *Store) open(cfg config, acks bool) (backend, error) {
 		cfg.minAck = st.cfg.minAck
 	}
 	if st.redlock {
-		return newRedlock(st.clients, cfg)
+		return newRedlock(st.clients, cfg.backend())
 	}
-	return newStore(st.clients[0], cfg)
+	return newStore(st.clients[0], cfg.backend())
+}
+
+// backend is what the store reads of cfg.
+func (c config) backend() backendConfig {
+	return backendConfig{prefix: c.prefix, pools: c.pools, skew: c.skew, maxAhead: c.maxAhead, minAck: c.minAck,
+		ackTimeout: c.ackTimeout, redlockTimeout: c.redlockTimeout, ephemeral: c.ephemeral}
 }

@@ -32,7 +32,7 @@ func manualClaim(j *jobState, id, owner string, at time.Time) claimReq {
 func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "wx"})
+	s, err := newStore(c, backendConfig{prefix: "wx"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "wn"})
+	s, err := newStore(c, backendConfig{prefix: "wn"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestManualRunsWaitBoundedAndCheaply(t *testing.T) {
 func TestClaimExpiredManualRunHandedBack(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "cx"})
+	s, err := newStore(c, backendConfig{prefix: "cx"})
 	if err != nil {
 		t.Fatal(err)
 	}
