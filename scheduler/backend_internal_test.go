@@ -9,6 +9,7 @@ import (
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // backendKinds are the stores the conformance suite runs against: the
@@ -62,35 +63,35 @@ func TestBackendConformance(t *testing.T) {
 // instants after a job's state was created come soon.
 const conformanceSkew = 100 * time.Millisecond
 
-func testBackend(t *testing.T, b backend) {
+func testBackend(t *testing.T, b store.Backend) {
 	ctx := context.Background()
-	if err := b.preload(ctx); err != nil {
+	if err := b.Preload(ctx); err != nil {
 		t.Fatalf("preload: %v", err)
 	}
 	const skew, ttl = conformanceSkew, 3 * time.Second
 	spec := Job{Name: "conf", Schedule: "@every 1h", Lease: 10 * time.Second, Retries: 1,
 		Handler: jobs.Func(func(context.Context) error { return nil })}
-	j, err := newJobState(spec.withDefaults(), b.metaKey(spec.Name), &memo{}, skew)
+	j, err := newJobState(spec.withDefaults(), b.MetaKey(spec.Name), &memo{}, skew)
 	if err != nil {
 		t.Fatal(err)
 	}
-	claim := func(replica string, r claimReq) claimRes {
+	claim := func(replica string, r claimReq) store.ClaimRes {
 		t.Helper()
-		res, err := b.claim(ctx, replica, skew, ttl, storeClaims(r))
+		res, err := b.Claim(ctx, replica, skew, ttl, storeClaims(r))
 		if err != nil {
 			t.Fatalf("claim by %s: %v", replica, err)
 		}
 		if len(res) != 1 {
 			t.Fatalf("claim by %s: %d answers for 1 run", replica, len(res))
 		}
-		j.memo.observe(res[0].epoch, res[0].fence)
+		j.memo.observe(res[0].Epoch, res[0].Fence)
 		return res[0]
 	}
 	// A manual request creates the job's state; instants due before it
 	// existed (and within the skew after) never start. Three instants after
 	// that, a second apart (run ids have the second's precision), are
 	// claimed once all three are due, within their starting deadline.
-	if err := b.trigger(ctx, j.Name, j.Name+"@manual-conformance"); err != nil {
+	if err := b.Trigger(ctx, j.Name, j.Name+"@manual-conformance"); err != nil {
 		t.Fatalf("trigger: %v", err)
 	}
 	at := time.Now().Add(1500 * time.Millisecond).Truncate(time.Second)
@@ -98,53 +99,53 @@ func testBackend(t *testing.T, b backend) {
 
 	// One run, exactly once: the first claim starts it with a fencing
 	// token, a racing claim of the same instant finds it decided.
-	won := claimOf(j, at, kindScheduled, "owner-1")
+	won := claimOf(j, at, store.RunScheduled, "owner-1")
 	res := claim("r1", won)
-	if res.status != answerStarted || res.fence <= 0 {
+	if res.Status != store.AnswerStarted || res.Fence <= 0 {
 		t.Fatalf("first claim: %+v; want started with a fencing token", res)
 	}
-	first := res.fence
-	if res = claim("r2", claimOf(j, at, kindScheduled, "owner-2")); res.status != answerDecided || res.replica != "r1" {
+	first := res.Fence
+	if res = claim("r2", claimOf(j, at, store.RunScheduled, "owner-2")); res.Status != store.AnswerDecided || res.Replica != "r1" {
 		t.Errorf("racing claim: %+v; want decided by r1", res)
 	}
 
 	// Its lease: renewed for its holder, lost to anyone else.
-	leases, err := b.renew(ctx, []renewReq{{job: j.spec, id: won.id, owner: "owner-1"}, {job: j.spec, id: won.id, owner: "owner-2"}})
+	leases, err := b.Renew(ctx, []store.RenewReq{{Job: j.spec, ID: won.ID, Owner: "owner-1"}, {Job: j.spec, ID: won.ID, Owner: "owner-2"}})
 	if err != nil || len(leases) != 2 {
 		t.Fatalf("renew: %v, %v", leases, err)
 	}
-	if leases[0] != leaseOK || leases[1] != leaseLost {
+	if leases[0] != store.LeaseOK || leases[1] != store.LeaseLostAnswer {
 		t.Errorf("renewals by the holder and by another: %v; want [ok lost]", leases)
 	}
 
 	// A retry's attempt gets a higher token; another owner gets none.
 	_, floor := j.memo.snapshot()
-	next, err := b.attempt(ctx, j.spec, won.id, "owner-1", 2, floor)
+	next, err := b.Attempt(ctx, j.spec, won.ID, "owner-1", 2, floor)
 	if err != nil || next <= first {
 		t.Errorf("attempt 2: token %d, %v; want above %d", next, err, first)
 	}
-	if n, err := b.attempt(ctx, j.spec, won.id, "owner-2", 2, floor); err != nil || n != 0 {
+	if n, err := b.Attempt(ctx, j.spec, won.ID, "owner-2", 2, floor); err != nil || n != 0 {
 		t.Errorf("attempt by another owner: token %d, %v; want 0", n, err)
 	}
 
 	// Its close: recorded once for its holder; the record is what Control
 	// reads back.
-	done := []completeReq{{r: &won.storeClaim, replica: "r1", outcome: Succeeded, attempts: 2, output: "out"}}
-	closed, err := b.complete(ctx, done)
-	if err != nil || len(closed) != 1 || closed[0] != closeOK {
+	done := []store.CompleteReq{{R: &won.StoreClaim, Replica: "r1", Outcome: Succeeded, Attempts: 2, Output: "out"}}
+	closed, err := b.Complete(ctx, done)
+	if err != nil || len(closed) != 1 || closed[0] != store.CloseOK {
 		t.Fatalf("complete: %v, %v; want [ok]", closed, err)
 	}
 	// A close asked again (its answer lost) is answered ok again; a close
 	// by another owner is refused.
-	if closed, err = b.complete(ctx, done); err != nil || closed[0] != closeOK {
+	if closed, err = b.Complete(ctx, done); err != nil || closed[0] != store.CloseOK {
 		t.Errorf("close asked again: %v, %v; want [ok]", closed, err)
 	}
 	other := won
-	other.owner = "owner-2"
-	if closed, err = b.complete(ctx, []completeReq{{r: &other.storeClaim, replica: "r2", outcome: Failed, attempts: 1}}); err != nil || closed[0] == closeOK {
+	other.Owner = "owner-2"
+	if closed, err = b.Complete(ctx, []store.CompleteReq{{R: &other.StoreClaim, Replica: "r2", Outcome: Failed, Attempts: 1}}); err != nil || closed[0] == store.CloseOK {
 		t.Errorf("close by another owner: %v, %v; want it refused", closed, err)
 	}
-	run, err := b.get(ctx, j.Name, won.suffix)
+	run, err := b.Get(ctx, j.Name, won.Suffix)
 	if err != nil || run == nil {
 		t.Fatalf("get: %v, %v", run, err)
 	}
@@ -152,43 +153,43 @@ func testBackend(t *testing.T, b backend) {
 		t.Errorf("record: outcome %q by %q, %d attempts, token %d; want succeeded by r1, 2 attempts, token ≥ %d",
 			run.Outcome, run.Replica, run.Attempts, run.FencingToken, first)
 	}
-	hist, err := b.history(ctx, j.Name, 10)
-	if err != nil || len(hist) != 1 || hist[0].ID != won.id || hist[0].Outcome != Succeeded {
+	hist, err := b.History(ctx, j.Name, 10)
+	if err != nil || len(hist) != 1 || hist[0].ID != won.ID || hist[0].Outcome != Succeeded {
 		t.Errorf("history: %+v, %v; want the one run, succeeded", hist, err)
 	}
 
 	// Paused, the next instant is decided skipped_paused, not started;
 	// resumed, the one after starts.
-	if err := b.setPaused(ctx, j.Name, true, "conformance"); err != nil {
+	if err := b.SetPaused(ctx, j.Name, true, "conformance"); err != nil {
 		t.Fatal(err)
 	}
-	if res = claim("r1", claimOf(j, at.Add(time.Second), kindScheduled, "owner-3")); res.status != answerSkippedPaused {
+	if res = claim("r1", claimOf(j, at.Add(time.Second), store.RunScheduled, "owner-3")); res.Status != store.AnswerSkippedPaused {
 		t.Errorf("claim while paused: %+v; want skipped_paused", res)
 	}
-	if st, err := b.status(ctx, j.Name, 1); err != nil || !st.Paused || st.PausedWhy != "conformance" {
+	if st, err := b.Status(ctx, j.Name, 1); err != nil || !st.Paused || st.PausedWhy != "conformance" {
 		t.Errorf("status while paused: %+v, %v; want paused, why %q", st, err, "conformance")
 	}
-	if err := b.setPaused(ctx, j.Name, false, ""); err != nil {
+	if err := b.SetPaused(ctx, j.Name, false, ""); err != nil {
 		t.Fatal(err)
 	}
-	last := claimOf(j, at.Add(2*time.Second), kindScheduled, "owner-4")
+	last := claimOf(j, at.Add(2*time.Second), store.RunScheduled, "owner-4")
 	res = claim("r2", last)
-	if res.status != answerStarted || res.fence <= next {
+	if res.Status != store.AnswerStarted || res.Fence <= next {
 		t.Fatalf("claim once resumed: %+v; want started with a token above %d", res, next)
 	}
-	if st, err := b.status(ctx, j.Name, 1); err != nil || st.Paused || len(st.Running) != 1 || st.Running[0].ID != last.id {
-		t.Errorf("status once resumed: %+v, %v; want not paused, %s running", st, err, last.id)
+	if st, err := b.Status(ctx, j.Name, 1); err != nil || st.Paused || len(st.Running) != 1 || st.Running[0].ID != last.ID {
+		t.Errorf("status once resumed: %+v, %v; want not paused, %s running", st, err, last.ID)
 	}
 
 	// An operator's cancel: asked of the running run, which its holder
 	// learns at its next renewal; a run that ended is not cancelled.
-	if a, _, err := b.cancel(ctx, j.Name, last.id, "op"); err != nil || a != cancelAsked {
+	if a, _, err := b.Cancel(ctx, j.Name, last.ID, "op"); err != nil || a != store.CancelAsked {
 		t.Errorf("cancel of the running run: %q, %v; want asked", a, err)
 	}
-	if leases, err := b.renew(ctx, []renewReq{{job: j.spec, id: last.id, owner: "owner-4"}}); err != nil || leases[0] != leaseCancelled {
+	if leases, err := b.Renew(ctx, []store.RenewReq{{Job: j.spec, ID: last.ID, Owner: "owner-4"}}); err != nil || leases[0] != store.LeaseCancelled {
 		t.Errorf("renewal of a cancelled run: %v, %v; want [cancelled]", leases, err)
 	}
-	if a, o, err := b.cancel(ctx, j.Name, won.id, "op"); err != nil || a != cancelEnded || o != Succeeded {
+	if a, o, err := b.Cancel(ctx, j.Name, won.ID, "op"); err != nil || a != store.CancelEnded || o != Succeeded {
 		t.Errorf("cancel of the run that ended: %q %q, %v; want ended succeeded", a, o, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Catchup says which runs a replica makes up for when it finds that every
@@ -147,7 +148,7 @@ const JobNamePattern = `^[A-Za-z0-9_.-]{1,128}$`
 
 // ValidJobName reports whether name may be a job name. The set excludes '{',
 // '}' and ':' so a name can never break its keys' Redis Cluster hash tag.
-func ValidJobName(name string) bool { return validJobName(name) }
+func ValidJobName(name string) bool { return store.ValidJobName(name) }
 
 // CheckKeyPrefix reports what is wrong with p as the prefix of every Redis
 // key (WithKeyPrefix), or nil: it must not be empty, and must not contain

@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"context"
@@ -11,92 +11,92 @@ import (
 // independent masters, which runs the same scripts on every master and
 // combines their answers by majority. A new kind of store implements it,
 // and Store (stores.go) gets a constructor that opens it.
-type backend interface {
-	metaKey(job string) string
+type Backend interface {
+	MetaKey(job string) string
 	// placePools places the keys of the table's pooled jobs under their
 	// pool's hash tag (storepool.go); metaKey follows.
-	placePools(jobs []poolJob)
+	PlacePools(jobs []PoolJob)
 
 	// preload loads every script, so the first claim is one round trip.
-	preload(ctx context.Context) error
+	Preload(ctx context.Context) error
 	// claim decides runs; see claim.lua for the answers. It may also answer
 	// answerRetry: the run was claimed, then taken back (too few replicas
 	// acknowledged it, or no Redlock quorum) — nothing started, try again.
-	claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error)
+	Claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []StoreClaim) ([]ClaimRes, error)
 	// admit polls rs, runs of one job queued for a slot, in one call; per
 	// run: answerStarted (n is the fencing token; its slot is set to the
 	// run's slot), answerWaiting (n is the place), answerSkippedOverlap,
 	// answerSkippedPaused (a scheduled or catch-up run of a job paused
 	// while it waited), answerMissed, answerExpired or answerLost.
-	admit(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error)
+	Admit(ctx context.Context, rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) ([]AdmitRes, error)
 	// handBack gives a manual run this replica claimed but has not started
 	// (queued, or won while shutting down) back to the pending requests, so
 	// that another replica runs it. It reports whether it did (false: the
 	// run is no longer this replica's to give back).
-	handBack(ctx context.Context, r *storeClaim, waiterTTL time.Duration) (bool, error)
+	HandBack(ctx context.Context, r *StoreClaim, waiterTTL time.Duration) (bool, error)
 	// renew renews leases; see leaseAnswer.
-	renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error)
+	Renew(ctx context.Context, reqs []RenewReq) ([]LeaseAnswer, error)
 	// attempt issues the fencing token of a run's next attempt; 0 means the
 	// run is no longer held.
-	attempt(ctx context.Context, j *jobSpec, id, owner string, n int, fenceFloor int64) (int64, error)
+	Attempt(ctx context.Context, j *JobSpec, id, owner string, n int, fenceFloor int64) (int64, error)
 	// complete closes runs; see closeAnswer.
-	complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error)
+	Complete(ctx context.Context, reqs []CompleteReq) ([]CloseAnswer, error)
 	// sync is the heartbeat of the replica's jobs.
-	sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error)
+	Sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []SyncReq) ([]SyncRes, error)
 
 	// What Control needs.
 	// setPaused sets or clears the pause flag; why is kept as paused_why.
-	setPaused(ctx context.Context, job string, paused bool, why string) error
-	trigger(ctx context.Context, job, id string) error
+	SetPaused(ctx context.Context, job string, paused bool, why string) error
+	Trigger(ctx context.Context, job, id string) error
 	// cancel asks run id to stop (cancel.lua); retry queues newID as a
 	// manual run retrying id (retry.lua); retries lists the job's latest
 	// retries, oldest first.
-	cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error)
-	retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error)
-	retries(ctx context.Context, job string) ([]retryLink, error)
+	Cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error)
+	Retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error)
+	Retries(ctx context.Context, job string) ([]RetryLink, error)
 	// manualHints returns the jobs with manual requests made since
 	// h.since, and those whose run statistics changed since h.changedSince
 	// (a hint: the heartbeat then syncs those jobs to find the requests, and
 	// reads the statistics); it first publishes h.changed. It also returns
 	// Redis' clock as it answered: the replica checks its own clock against
 	// it (one round trip for all).
-	manualHints(ctx context.Context, h hintReq) (hints, time.Time, error)
-	history(ctx context.Context, job string, limit int) ([]Run, error)
-	status(ctx context.Context, job string, limit int) (*Status, error)
+	ManualHints(ctx context.Context, h HintReq) (Hints, time.Time, error)
+	History(ctx context.Context, job string, limit int) ([]Run, error)
+	Status(ctx context.Context, job string, limit int) (*Status, error)
 	// get returns a run's record, or nil if the store has none.
-	get(ctx context.Context, job, suffix string) (*Run, error)
-	statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error)
-	overview(ctx context.Context, jobs []string, recent int) ([]Overview, error)
-	historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error)
+	Get(ctx context.Context, job, suffix string) (*Run, error)
+	Statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error)
+	Overview(ctx context.Context, jobs []string, recent int) ([]Overview, error)
+	HistoryPage(ctx context.Context, job string, offset, limit int) ([]Run, error)
 	// backfill runs backfill.lua (args: its ARGV) and answers its answer
 	// and the job's backfill state; backfillJobs lists the jobs with a
 	// backfill, backfillForget drops one from that list if its entry is
 	// still the one listed (storebackfill.go).
-	backfill(ctx context.Context, job string, args []any) (string, *Backfill, error)
-	backfillJobs(ctx context.Context) ([]backfillHint, error)
-	backfillForget(ctx context.Context, h backfillHint) error
-	registrar
+	Backfill(ctx context.Context, job string, args []any) (string, *Backfill, error)
+	BackfillJobs(ctx context.Context) ([]BackfillHint, error)
+	BackfillForget(ctx context.Context, h BackfillHint) error
+	Registrar
 
 	// caps says what the store can do beyond coordinating runs.
-	caps() capabilities
+	Caps() Capabilities
 }
 
 // capabilities are what a store can do beyond coordinating runs.
-type capabilities struct {
+type Capabilities struct {
 	// mutexOnly: every job must have concurrency 1, and there are no
 	// notifications (Redlock).
-	mutexOnly bool
+	MutexOnly bool
 	// registry: it keeps the replica registry (see Control.Replicas).
-	registry bool
+	Registry bool
 	// notify is where notifications are queued; nil: nowhere.
-	notify *store
+	Notify *Redis
 }
 
-func (s *store) caps() capabilities { return capabilities{registry: true, notify: s} }
+func (s *Redis) Caps() Capabilities { return Capabilities{Registry: true, Notify: s} }
 
-func (rl *redlock) caps() capabilities { return capabilities{mutexOnly: true, registry: true} }
+func (rl *redlock) Caps() Capabilities { return Capabilities{MutexOnly: true, Registry: true} }
 
 var (
-	_ backend = (*store)(nil)
-	_ backend = (*redlock)(nil)
+	_ Backend = (*Redis)(nil)
+	_ Backend = (*redlock)(nil)
 )

@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 // store keeps the cluster's shared state in one Redis deployment:
 // standalone, Sentinel (a failover client) or Cluster. Every operation is
 // one script per job (or per batch of runs), one round trip.
-type store struct {
+type Redis struct {
 	redisConn // the transport: the scripts run through it
-	prefix    string
-	pools     *poolPlace // the table's pools, for status (not for keys)
+	Prefix    string
+	pools     *PoolPlace // the table's pools, for status (not for keys)
 
 	// claimAhead is how long before its instant a run may be claimed.
-	claimAhead time.Duration
+	ClaimAhead time.Duration
 	// skew is the max clock skew (a job state created by a trigger places
 	// its data-loss floor with it).
 	skew time.Duration
@@ -33,86 +33,86 @@ type store struct {
 	born bool
 	// backfillSeen is the list of jobs with a backfill the last heartbeat
 	// read (manualHints, in its round trip): see backfill.go.
-	backfillSeen atomic.Pointer[[]backfillHint]
+	backfillSeen atomic.Pointer[[]BackfillHint]
 }
 
 // backendConfig is what a store reads of the scheduler's options and the
 // Store's (config.backend).
-type backendConfig struct {
-	prefix         string
-	pools          *poolPlace
-	skew           time.Duration
-	maxAhead       time.Duration
-	minAck         int
-	ackTimeout     time.Duration
-	redlockTimeout time.Duration
-	ephemeral      bool
+type BackendConfig struct {
+	Prefix         string
+	Pools          *PoolPlace
+	Skew           time.Duration
+	MaxAhead       time.Duration
+	MinAck         int
+	AckTimeout     time.Duration
+	RedlockTimeout time.Duration
+	Ephemeral      bool
 }
 
-func newStore(c redis.UniversalClient, cfg backendConfig) (*store, error) {
-	conn, err := newRedisConn(c, cfg.minAck, cfg.ackTimeout)
+func NewRedis(c redis.UniversalClient, cfg BackendConfig) (*Redis, error) {
+	conn, err := NewRedisConn(c, cfg.MinAck, cfg.AckTimeout)
 	if err != nil {
 		return nil, err
 	}
-	return &store{redisConn: conn, prefix: cfg.prefix, pools: cfg.pools, claimAhead: cfg.maxAhead, skew: cfg.skew, fenceCheck: true, born: cfg.ephemeral}, nil
+	return &Redis{redisConn: conn, Prefix: cfg.Prefix, pools: cfg.Pools, ClaimAhead: cfg.MaxAhead, skew: cfg.Skew, fenceCheck: true, born: cfg.Ephemeral}, nil
 }
 
-func (s *store) metaKey(job string) string { return s.key(job, "meta") }
+func (s *Redis) MetaKey(job string) string { return s.Key(job, "meta") }
 
 // key is one of job's keys: the job's name alone says where its state is
 // (pool.go), whatever the table.
-func (s *store) key(job, kind string) string {
-	return s.prefix + ":{" + job + "}:" + kind
+func (s *Redis) Key(job, kind string) string {
+	return s.Prefix + ":{" + job + "}:" + kind
 }
-func (s *store) placePools(jobs []poolJob) {
+func (s *Redis) PlacePools(jobs []PoolJob) {
 	if s.pools == nil { // a store made without a Store (tests)
-		s.pools = &poolPlace{}
+		s.pools = &PoolPlace{}
 	}
 	s.pools.set(jobs)
 }
 
-func (s *store) undo(ctx context.Context, waiterTTL time.Duration, reqs []undoReq) ([]undoAnswer, error) {
-	calls, groups := batch(s, reqs, func(r *undoReq) *jobSpec { return r.job }, nil, undoFields, func(args []any, r *undoReq) []any {
-		return appendUndo(args, r, waiterTTL)
+func (s *Redis) Undo(ctx context.Context, waiterTTL time.Duration, reqs []UndoReq) ([]UndoAnswer, error) {
+	calls, groups := batch(s, reqs, func(r *UndoReq) *JobSpec { return r.Job }, nil, undoFields, func(args []any, r *UndoReq) []any {
+		return AppendUndo(args, r, waiterTTL)
 	})
-	replies, err := s.exec(ctx, undoScript, calls)
+	replies, err := s.exec(ctx, UndoScript, calls)
 	if err != nil {
 		return nil, err
 	}
-	return scatter[undoAnswer]("undo", replies, groups, len(reqs), nil)
+	return scatter[UndoAnswer]("undo", replies, groups, len(reqs), nil)
 }
 
 // handBack is undo.lua's drop and the job's manual hint, in one round trip.
-func (s *store) handBack(ctx context.Context, r *storeClaim, waiterTTL time.Duration) (bool, error) {
-	u := undoReq{job: r.job, id: r.id, owner: r.owner, mode: undoDrop, maxWait: r.maxWait}
-	v, err := s.execHint(ctx, undoScript, call{keys: []string{r.job.MetaKey}, args: appendUndo(nil, &u, waiterTTL)}, s.hintKey(), r.job.Name)
+func (s *Redis) HandBack(ctx context.Context, r *StoreClaim, waiterTTL time.Duration) (bool, error) {
+	u := UndoReq{Job: r.Job, ID: r.ID, Owner: r.Owner, Mode: UndoDrop, maxWait: r.MaxWait}
+	v, err := s.execHint(ctx, UndoScript, call{keys: []string{r.Job.MetaKey}, Args: AppendUndo(nil, &u, waiterTTL)}, s.HintKey(), r.Job.Name)
 	if err != nil {
 		return false, err
 	}
-	if r.pool != "" { // a pool slot held on Redis Cluster
-		s.freePools(ctx, []call{s.poolCall("release", r.pool, r.poolMember, r.owner, 0, 0)})
+	if r.Pool != "" { // a pool slot held on Redis Cluster
+		s.freePools(ctx, []call{s.poolCall("release", r.Pool, r.PoolMember, r.Owner, 0, 0)})
 	}
-	return undoAnswer(at(strs(v), 0)) == undoDropped, nil
+	return UndoAnswer(at(strs(v), 0)) == UndoDropped, nil
 }
 
-func (s *store) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
-	ptrs := make([]*storeClaim, len(reqs))
+func (s *Redis) Claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []StoreClaim) ([]ClaimRes, error) {
+	ptrs := make([]*StoreClaim, len(reqs))
 	for i := range reqs {
 		ptrs[i] = &reqs[i]
 	}
-	if err := s.takePools(ctx, ptrs, func(r *storeClaim) string { return r.id }); err != nil {
+	if err := s.TakePools(ctx, ptrs, func(r *StoreClaim) string { return r.ID }); err != nil {
 		return nil, err
 	}
-	out, err := s.claimAcked(ctx, replica, skew, waiterTTL, reqs)
+	out, err := s.ClaimAcked(ctx, replica, skew, waiterTTL, reqs)
 	if err == nil && s.cluster {
-		s.settlePools(ctx, reqs, out)
+		s.SettlePools(ctx, reqs, out)
 	}
 	return out, err
 }
 
 // claimAcked is claimOnly, then, with min_replicas_ack, takes back the
 // starts too few replicas acknowledged.
-func (s *store) claimAcked(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
+func (s *Redis) ClaimAcked(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []StoreClaim) ([]ClaimRes, error) {
 	out, err := s.claimOnly(ctx, replica, skew, waiterTTL, reqs)
 	if err != nil || s.minAck <= 0 {
 		return out, err
@@ -121,11 +121,11 @@ func (s *store) claimAcked(ctx context.Context, replica string, skew, waiterTTL 
 	// failover, and another replica start the run again. Take it back
 	// before anyone runs it. Decisions that start nothing (skips, misses,
 	// queue places) stand: losing them loses no exclusivity.
-	var undo []undoReq
+	var undo []UndoReq
 	var at []int
 	for i, r := range out {
-		if r.status == answerStarted && r.unacked != "" {
-			undo = append(undo, undoReq{job: reqs[i].job, id: reqs[i].id, owner: reqs[i].owner, mode: undoDrop})
+		if r.Status == AnswerStarted && r.unacked != "" {
+			undo = append(undo, UndoReq{Job: reqs[i].Job, ID: reqs[i].ID, Owner: reqs[i].Owner, Mode: UndoDrop})
 			at = append(at, i)
 		}
 	}
@@ -134,33 +134,33 @@ func (s *store) claimAcked(ctx context.Context, replica string, skew, waiterTTL 
 	}
 	// If the undo fails, the run still is not started here; the retry finds
 	// the replica's own record and asks for acknowledgement again.
-	_, uerr := s.undo(ctx, waiterTTL, undo)
+	_, uerr := s.Undo(ctx, waiterTTL, undo)
 	for _, i := range at {
 		reason := "the claim was taken back: " + out[i].unacked
 		if uerr != nil {
 			reason += " (taking it back failed: " + uerr.Error() + ")"
 		}
-		out[i] = claimRes{status: answerRetry, epoch: out[i].epoch, fence: out[i].fence, reason: reason}
+		out[i] = ClaimRes{Status: AnswerRetry, Epoch: out[i].Epoch, Fence: out[i].Fence, Reason: reason}
 	}
 	return out, nil
 }
 
 // claimOnly runs claim.lua; with min_replicas_ack, a start that too few
 // replicas acknowledged says why in its unacked field.
-func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
-	head := claimHeadArgs(replica, skew, waiterTTL, s.claimAhead, s.fenceCheck, s.born)
+func (s *Redis) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []StoreClaim) ([]ClaimRes, error) {
+	head := ClaimHeadArgs(replica, skew, waiterTTL, s.ClaimAhead, s.fenceCheck, s.born)
 	var buf []byte
-	calls, groups := batch(s, reqs, func(r *storeClaim) *jobSpec { return r.job }, head, claimFields, func(args []any, r *storeClaim) []any {
-		return appendClaim(args, r, &buf)
+	calls, groups := batch(s, reqs, func(r *StoreClaim) *JobSpec { return r.Job }, head, claimFields, func(args []any, r *StoreClaim) []any {
+		return AppendClaim(args, r, &buf)
 	})
 	replies, acks, err := s.run(ctx, claimScript, calls)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]claimRes, len(reqs))
+	out := make([]ClaimRes, len(reqs))
 	err = scatterRows("claim", replies, groups, claimLeast, claimPacked, func(gi, i int, f []string) {
 		res := decodeClaim(f, s.minAck > 0)
-		if res.status == answerStarted && acks != nil && !acks[gi].ok() {
+		if res.Status == AnswerStarted && acks != nil && !acks[gi].ok() {
 			res.unacked = acks[gi].why()
 		}
 		out[i] = res
@@ -174,32 +174,32 @@ func (s *store) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 // admit polls rs, queued runs of one job, in one call. On Redis Cluster
 // each pooled run's pool slot is taken first (pool.lua, under admitMember):
 // a run that started keeps it, the others give it back.
-func (s *store) admit(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+func (s *Redis) Admit(ctx context.Context, rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) ([]AdmitRes, error) {
 	if len(rs) == 0 {
 		return nil, nil
 	}
-	if err := s.takePools(ctx, rs, func(r *storeClaim) string { return admitMember(r.id) }); err != nil {
+	if err := s.TakePools(ctx, rs, func(r *StoreClaim) string { return admitMember(r.ID) }); err != nil {
 		return nil, err
 	}
 	out, err := s.admitOnly(ctx, rs, waiterTTL, fenceFloor)
 	var free []call
 	for i, r := range rs {
 		switch {
-		case r.pgrant != '1' || err != nil:
+		case r.Pgrant != '1' || err != nil:
 			// An answer lost may have been a start: the hold stays (the
 			// next poll takes it again), or ends with its lease.
-		case out[i].status == answerStarted:
-			r.pool, r.poolMember = r.job.Pool, admitMember(r.id)
+		case out[i].Status == AnswerStarted:
+			r.Pool, r.PoolMember = r.Job.Pool, admitMember(r.ID)
 		default:
-			free = append(free, s.poolCall("release", r.job.Pool, admitMember(r.id), r.owner, 0, 0))
+			free = append(free, s.poolCall("release", r.Job.Pool, admitMember(r.ID), r.Owner, 0, 0))
 		}
 	}
 	s.freePools(ctx, free)
 	return out, err
 }
 
-func (s *store) admitOnly(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
-	replies, acks, err := s.run(ctx, admitScript, []call{admitCall(rs, waiterTTL, fenceFloor)})
+func (s *Redis) admitOnly(ctx context.Context, rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) ([]AdmitRes, error) {
+	replies, acks, err := s.run(ctx, AdmitScript, []call{AdmitCall(rs, waiterTTL, fenceFloor)})
 	if err != nil {
 		return nil, err
 	}
@@ -207,34 +207,34 @@ func (s *store) admitOnly(ctx context.Context, rs []*storeClaim, waiterTTL time.
 	if !ok || len(rows) != len(rs) {
 		return nil, fmt.Errorf("scheduler: admit answered %v for %d runs", replies[0], len(rs))
 	}
-	out := make([]admitRes, len(rs))
-	var undo []undoReq
+	out := make([]AdmitRes, len(rs))
+	var undo []UndoReq
 	var at []int
 	for i, row := range rows {
 		status, n, slot, err := decodeAdmit(row)
 		if err != nil {
 			return nil, err
 		}
-		if status == answerStarted {
-			rs[i].slot = slot
+		if status == AnswerStarted {
+			rs[i].Slot = slot
 			if acks != nil && !acks[0].ok() {
 				// As for a claim: an admission too few replicas hold is
 				// taken back, and the run keeps its place in the queue.
-				undo = append(undo, undoReq{job: rs[i].job, id: rs[i].id, owner: rs[i].owner, mode: undoRequeue, maxWait: rs[i].maxWait})
+				undo = append(undo, UndoReq{Job: rs[i].Job, ID: rs[i].ID, Owner: rs[i].Owner, Mode: undoRequeue, maxWait: rs[i].MaxWait})
 				at = append(at, i)
 			}
 		}
-		out[i] = admitRes{status, n}
+		out[i] = AdmitRes{status, n}
 	}
 	if len(undo) > 0 {
-		res, err := s.undo(ctx, waiterTTL, undo)
+		res, err := s.Undo(ctx, waiterTTL, undo)
 		if err != nil {
 			return nil, err
 		}
 		for k, i := range at {
-			out[i] = admitRes{answerWaiting, 1}
+			out[i] = AdmitRes{AnswerWaiting, 1}
 			if res[k] != undoRequeued {
-				out[i] = admitRes{status: answerLost}
+				out[i] = AdmitRes{Status: answerLost}
 			}
 		}
 	}
@@ -243,8 +243,8 @@ func (s *store) admitOnly(ctx context.Context, rs []*storeClaim, waiterTTL time.
 
 // renew renews leases; the answer per run is leaseOK, leaseLost,
 // leaseReplaced or leaseUnacked.
-func (s *store) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
-	calls, groups := batch(s, reqs, func(r *renewReq) *jobSpec { return r.job }, nil, renewFields, appendRenew)
+func (s *Redis) Renew(ctx context.Context, reqs []RenewReq) ([]LeaseAnswer, error) {
+	calls, groups := batch(s, reqs, func(r *RenewReq) *JobSpec { return r.Job }, nil, renewFields, AppendRenew)
 	replies, acks, err := s.run(ctx, renewScript, calls)
 	if err != nil {
 		return nil, err
@@ -252,9 +252,9 @@ func (s *store) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, erro
 	// A renewal a failover could lose does not extend the lease: the
 	// holder's deadline must not outrun the one a promoted replica would
 	// enforce.
-	out, err := scatter("renew", replies, groups, len(reqs), func(gi int, v leaseAnswer) leaseAnswer {
-		if v == leaseOK && acks != nil && !acks[gi].ok() {
-			return leaseUnacked
+	out, err := scatter("renew", replies, groups, len(reqs), func(gi int, v LeaseAnswer) LeaseAnswer {
+		if v == LeaseOK && acks != nil && !acks[gi].ok() {
+			return LeaseUnacked
 		}
 		return v
 	})
@@ -267,12 +267,12 @@ func (s *store) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, erro
 // renewPools renews, on Redis Cluster, the pool slots of the runs whose job
 // slot was just renewed: a renewal counts only if both were. A pool slot
 // found gone is a lost lease.
-func (s *store) renewPools(ctx context.Context, reqs []renewReq, out []leaseAnswer) error {
+func (s *Redis) renewPools(ctx context.Context, reqs []RenewReq, out []LeaseAnswer) error {
 	var calls []call
 	var idx []int
 	for i, r := range reqs {
-		if r.pool != "" && out[i] == leaseOK {
-			calls = append(calls, s.poolCall("renew", r.pool, r.member, r.owner, 0, r.job.Lease))
+		if r.Pool != "" && out[i] == LeaseOK {
+			calls = append(calls, s.poolCall("renew", r.Pool, r.Member, r.Owner, 0, r.Job.Lease))
 			idx = append(idx, i)
 		}
 	}
@@ -285,7 +285,7 @@ func (s *store) renewPools(ctx context.Context, reqs []renewReq, out []leaseAnsw
 	}
 	for k, i := range idx {
 		if v, _ := replies[k].(string); v != poolOK {
-			out[i] = leaseLost
+			out[i] = LeaseLostAnswer
 		}
 	}
 	return nil
@@ -293,8 +293,8 @@ func (s *store) renewPools(ctx context.Context, reqs []renewReq, out []leaseAnsw
 
 // attempt issues the fencing token of a run's next attempt; 0 means the run
 // is no longer held.
-func (s *store) attempt(ctx context.Context, j *jobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
-	v, err := s.exec(ctx, attemptScript, []call{attemptCall(j, id, owner, n, fenceFloor)})
+func (s *Redis) Attempt(ctx context.Context, j *JobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
+	v, err := s.exec(ctx, attemptScript, []call{AttemptCall(j, id, owner, n, fenceFloor)})
 	if err != nil {
 		return 0, err
 	}
@@ -304,8 +304,8 @@ func (s *store) attempt(ctx context.Context, j *jobSpec, id, owner string, n int
 // complete closes runs, grouped into as few script calls as the store
 // allows; the answer per run is closeOK, closeClosed, closeLost or
 // closeUnacked.
-func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
-	calls, groups := batch(s, reqs, func(c *completeReq) *jobSpec { return c.r.job }, nil, completeFields, appendComplete)
+func (s *Redis) Complete(ctx context.Context, reqs []CompleteReq) ([]CloseAnswer, error) {
+	calls, groups := batch(s, reqs, func(c *CompleteReq) *JobSpec { return c.R.Job }, nil, completeFields, AppendComplete)
 	// With min_replicas_ack, a close counts once replicas have it: one the
 	// primary alone took can be lost in a failover, and the run's slot then
 	// stays held until its lease runs out.
@@ -315,15 +315,15 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 	}
 	var free []call
 	for _, c := range reqs {
-		if c.r.pool != "" { // a pool slot held on Redis Cluster
-			free = append(free, s.poolCall("release", c.r.pool, c.r.poolMember, c.r.owner, 0, 0))
+		if c.R.Pool != "" { // a pool slot held on Redis Cluster
+			free = append(free, s.poolCall("release", c.R.Pool, c.R.PoolMember, c.R.Owner, 0, 0))
 		}
 	}
 	s.freePools(ctx, free)
-	out, err := scatter("complete", replies, groups, len(reqs), func(gi int, v closeAnswer) closeAnswer {
+	out, err := scatter("complete", replies, groups, len(reqs), func(gi int, v CloseAnswer) CloseAnswer {
 		v, stats := closeStats(v)
-		if acks != nil && !acks[gi].ok() && (v == closeOK || v == closeClosed) {
-			return closeUnacked
+		if acks != nil && !acks[gi].ok() && (v == CloseOK || v == CloseClosed) {
+			return CloseUnacked
 		}
 		return v + stats
 	})
@@ -331,7 +331,7 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 		return nil, err
 	}
 	for i, v := range out {
-		var stats closeAnswer
+		var stats CloseAnswer
 		out[i], stats = closeStats(v)
 		if stats == "" || !s.fenceCheck {
 			// A Redlock master's statistics are one of several: the
@@ -340,7 +340,7 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 		}
 		at, raw, _ := strings.Cut(string(stats[1:]), "|")
 		if us, err := strconv.ParseInt(at, 10, 64); err == nil {
-			reqs[i].statsRaw, reqs[i].statsAt = raw, us
+			reqs[i].StatsRaw, reqs[i].StatsAt = raw, us
 		}
 	}
 	return out, nil
@@ -348,22 +348,22 @@ func (s *store) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer
 
 // closeStats splits complete.lua's answer "ok|<µs>|<stats>" into the answer
 // and the rest ("|<µs>|<stats>").
-func closeStats(v closeAnswer) (closeAnswer, closeAnswer) {
+func closeStats(v CloseAnswer) (CloseAnswer, CloseAnswer) {
 	if i := strings.IndexByte(string(v), '|'); i >= 0 {
 		return v[:i], v[i:]
 	}
 	return v, ""
 }
 
-func (s *store) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	calls, groups := batch(s, reqs, func(r *syncReq) *jobSpec { return r.job }, syncHeadArgs(skew, manualTTL, s.claimAhead, s.born), syncFields, func(args []any, r *syncReq) []any {
-		return appendSync(args, r, replica, s.fenceCheck)
+func (s *Redis) Sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []SyncReq) ([]SyncRes, error) {
+	calls, groups := batch(s, reqs, func(r *SyncReq) *JobSpec { return r.Job }, SyncHeadArgs(skew, manualTTL, s.ClaimAhead, s.born), syncFields, func(args []any, r *SyncReq) []any {
+		return AppendSync(args, r, replica, s.fenceCheck)
 	})
-	replies, err := s.exec(ctx, syncScript, calls)
+	replies, err := s.exec(ctx, SyncScript, calls)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]syncRes, len(reqs))
+	out := make([]SyncRes, len(reqs))
 	err = scatterRows("sync", replies, groups, syncLeast, 0, func(_, i int, f []string) { out[i] = decodeSync(f) })
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"slices"
@@ -11,20 +11,20 @@ import (
 // (common.lua's OUTCOMES, in the same order). parseStats reads them by
 // name, so an outcome listed here that the store does not report is
 // absent from the gauge, never wrong.
-var statOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout, Cancelled}
+var StatOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout, Cancelled}
 
 // jobStats is what the store keeps about a job's runs for the metrics,
 // as the heartbeat last read it. Every replica reads the same values.
-type jobStats struct {
-	lastSuccess time.Time
-	fails       int64
-	lastRun     [len(statOutcomes)]time.Time // by statOutcomes
+type JobStats struct {
+	LastSuccess time.Time
+	Fails       int64
+	LastRun     [len(StatOutcomes)]time.Time // by statOutcomes
 }
 
 // latest is the time of the job's last run of any outcome.
-func (st jobStats) latest() time.Time {
+func (st JobStats) Latest() time.Time {
 	var t time.Time
-	for _, r := range st.lastRun {
+	for _, r := range st.LastRun {
 		if r.After(t) {
 			t = r
 		}
@@ -34,22 +34,22 @@ func (st jobStats) latest() time.Time {
 
 // parseStats reads common.lua's stats: "ok|fails|outcome=ms,outcome=ms".
 // What it cannot read it leaves zero: a metric is then absent, never wrong.
-func parseStats(s string) jobStats {
-	var st jobStats
+func ParseStats(s string) JobStats {
+	var st JobStats
 	f := strings.SplitN(s, "|", 3)
 	if len(f) != 3 {
 		return st
 	}
-	st.lastSuccess = msTimeOrZero(f[0])
-	st.fails, _ = strconv.ParseInt(f[1], 10, 64)
+	st.LastSuccess = msTimeOrZero(f[0])
+	st.Fails, _ = strconv.ParseInt(f[1], 10, 64)
 	for _, kv := range strings.Split(f[2], ",") {
 		o, ms, ok := strings.Cut(kv, "=")
 		if !ok {
 			continue
 		}
-		for i, so := range statOutcomes {
+		for i, so := range StatOutcomes {
 			if string(so) == o {
-				st.lastRun[i] = msTimeOrZero(ms)
+				st.LastRun[i] = msTimeOrZero(ms)
 			}
 		}
 	}
@@ -61,23 +61,23 @@ func parseStats(s string) jobStats {
 // and the median failure streak (a master that missed a close, or a
 // claim, counts differently; the majority's count wins). Every replica
 // that heard from the same masters computes the same.
-func mergeStats(per []jobStats) jobStats {
-	var out jobStats
+func MergeStats(per []JobStats) JobStats {
+	var out JobStats
 	fails := make([]int64, 0, len(per))
 	for _, st := range per {
-		if st.lastSuccess.After(out.lastSuccess) {
-			out.lastSuccess = st.lastSuccess
+		if st.LastSuccess.After(out.LastSuccess) {
+			out.LastSuccess = st.LastSuccess
 		}
-		for i, t := range st.lastRun {
-			if t.After(out.lastRun[i]) {
-				out.lastRun[i] = t
+		for i, t := range st.LastRun {
+			if t.After(out.LastRun[i]) {
+				out.LastRun[i] = t
 			}
 		}
-		fails = append(fails, st.fails)
+		fails = append(fails, st.Fails)
 	}
 	if len(fails) > 0 {
 		slices.Sort(fails)
-		out.fails = fails[len(fails)/2]
+		out.Fails = fails[len(fails)/2]
 	}
 	return out
 }

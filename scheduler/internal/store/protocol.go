@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"crypto/rand"
@@ -24,160 +24,160 @@ import (
 
 // runKind says how a claim came about, as claim.lua reads it (the first of
 // its terms) and a run record keeps it.
-type runKind byte
+type RunKind byte
 
 const (
-	kindScheduled runKind = 's'
-	kindCatchup   runKind = 'c'
-	kindManual    runKind = 'm'
+	RunScheduled RunKind = 's'
+	RunCatchup   RunKind = 'c'
+	RunManual    RunKind = 'm'
 	// kindMiss records a scheduled run missed: the replica's clock says
 	// its deadline passed; Redis' decides (before it, it is claimed as s).
-	kindMiss runKind = 'x'
+	RunMiss RunKind = 'x'
 	// kindOutage records missed a scheduled run due while no replica
 	// claimed it — every replica down, or none reaching Redis — found by
 	// the first heartbeat of a replica that starts after it (misses.go).
 	// It never starts the run.
-	kindOutage runKind = 'o'
+	RunOutage RunKind = 'o'
 	// kindBackfill is an instant of a backfill (Control.Backfill).
-	kindBackfill runKind = 'b'
+	RunBackfill RunKind = 'b'
 )
 
 // record is how a run record spells the kind.
-func (k runKind) record() string {
-	if k == kindMiss || k == kindOutage {
-		return string(kindScheduled)
+func (k RunKind) record() string {
+	if k == RunMiss || k == RunOutage {
+		return string(RunScheduled)
 	}
 	return string(k)
 }
 
 // public is the kind as the API names it.
-func (k runKind) public() Kind { return kindOf(k.record()) }
+func (k RunKind) Public() Kind { return kindOf(k.record()) }
 
 // answer is the verdict on one run of claim.lua and admit.lua (their first
 // field), and of the store layers above them (retry).
-type answer string
+type Answer string
 
 const (
-	answerStarted answer = "started" // the run is ours: start it
-	answerDecided answer = "decided" // someone else decided it
-	answerWaiting answer = "waiting" // queued for a slot (overlap: wait)
-	answerEarly   answer = "early"   // too early on Redis' clock: ask again
-	answerLater   answer = "later"   // claimed ahead, not startable yet: ask at the instant
-	answerRefused answer = "refused" // not ours to decide
-	answerLost    answer = "lost"    // admit: no longer ours
+	AnswerStarted Answer = "started" // the run is ours: start it
+	AnswerDecided Answer = "decided" // someone else decided it
+	AnswerWaiting Answer = "waiting" // queued for a slot (overlap: wait)
+	AnswerEarly   Answer = "early"   // too early on Redis' clock: ask again
+	AnswerLater   Answer = "later"   // claimed ahead, not startable yet: ask at the instant
+	AnswerRefused Answer = "refused" // not ours to decide
+	answerLost    Answer = "lost"    // admit: no longer ours
 	// answerExpired (admit): a manual run admitted by a poll whose answer
 	// was lost, closed lease_lost since: it never started, and is handed
 	// back to the pending requests (undo drop takes the close back).
-	answerExpired answer = "expired"
+	AnswerExpired Answer = "expired"
 	// answerRetry is the store's, not a script's: the run was claimed, then
 	// taken back (too few replicas acknowledged it, or no Redlock quorum).
-	answerRetry answer = "retry"
+	AnswerRetry Answer = "retry"
 	// Decided now, by us: the outcome we recorded.
-	answerSkippedOverlap  = answer(SkippedOverlap)
-	answerSkippedPaused   = answer(SkippedPaused)
-	answerSkippedBlackout = answer(SkippedBlackout)
-	answerMissed          = answer(Missed)
+	AnswerSkippedOverlap  = Answer(SkippedOverlap)
+	AnswerSkippedPaused   = Answer(SkippedPaused)
+	AnswerSkippedBlackout = Answer(SkippedBlackout)
+	AnswerMissed          = Answer(Missed)
 )
 
 // reasonBeforeState is claim.lua's refusal of an instant due before the
 // job's state existed (a new job, as far as any replica that asked knows):
 // never the job's to run, and no miss. It is logged at DEBUG only.
-const reasonBeforeState = "due before the job's state existed"
+const ReasonBeforeState = "due before the job's state existed"
 
 // decidedByUs reports whether a is a decision this replica recorded that
 // starts nothing (a skip or a miss).
-func (a answer) decidedByUs() bool {
+func (a Answer) decidedByUs() bool {
 	switch a {
-	case answerSkippedOverlap, answerSkippedPaused, answerSkippedBlackout, answerMissed:
+	case AnswerSkippedOverlap, AnswerSkippedPaused, AnswerSkippedBlackout, AnswerMissed:
 		return true
 	}
 	return false
 }
 
 // leaseAnswer is renew.lua's answer per run, and the store's unacked.
-type leaseAnswer string
+type LeaseAnswer string
 
 const (
-	leaseOK       leaseAnswer = "ok"
-	leaseLost     leaseAnswer = "lost"
-	leaseReplaced leaseAnswer = "replaced"
+	LeaseOK         LeaseAnswer = "ok"
+	LeaseLostAnswer LeaseAnswer = "lost"
+	LeaseReplaced   LeaseAnswer = "replaced"
 	// leaseCancelled: an operator cancelled the run (renewed all the same:
 	// the holder closes it once its job has stopped).
-	leaseCancelled leaseAnswer = "cancelled"
+	LeaseCancelled LeaseAnswer = "cancelled"
 	// leaseUnacked: renewed where it was sent, but not acknowledged by
 	// enough replicas or masters: a failed renewal, not a lost lease.
-	leaseUnacked leaseAnswer = "unacked"
+	LeaseUnacked LeaseAnswer = "unacked"
 )
 
 // closeAnswer is complete.lua's answer per run, and the store's unacked.
-type closeAnswer string
+type CloseAnswer string
 
 const (
-	closeOK     closeAnswer = "ok"
-	closeClosed closeAnswer = "closed" // closed by the cluster already
-	closeLost   closeAnswer = "lost"   // not ours
+	CloseOK     CloseAnswer = "ok"
+	CloseClosed CloseAnswer = "closed" // closed by the cluster already
+	CloseLost   CloseAnswer = "lost"   // not ours
 	// closeUnacked: a close Redis applied but too few replicas
 	// acknowledged (min_replicas_ack): the holder sends it again.
-	closeUnacked closeAnswer = "unacked"
+	CloseUnacked CloseAnswer = "unacked"
 )
 
 // undoMode says what undo.lua does with a run; undoAnswer what it did.
 type (
 	undoMode   string
-	undoAnswer string
+	UndoAnswer string
 )
 
 const (
-	undoDrop    undoMode = "drop"    // undecided again, as if never claimed
+	UndoDrop    undoMode = "drop"    // undecided again, as if never claimed
 	undoRequeue undoMode = "requeue" // back to waiting, at its old place
 
-	undoDropped  undoAnswer = "dropped"
-	undoRequeued undoAnswer = "requeued"
-	undoKept     undoAnswer = "kept"
+	UndoDropped  UndoAnswer = "dropped"
+	undoRequeued UndoAnswer = "requeued"
+	UndoKept     UndoAnswer = "kept"
 )
 
 // scriptSpec is what the Go side sends one script and expects back.
 type scriptSpec struct {
-	head, perRun int      // ARGV: the script's own, then per run (or job)
-	answers      []string // every status it may answer
+	Head, PerRun int      // ARGV: the script's own, then per run (or job)
+	Answers      []string // every status it may answer
 }
 
 // scriptSpecs is checked against each script's header (TestProtocolHeaders).
-var scriptSpecs = map[string]scriptSpec{
-	"claim": {head: claimHead, perRun: claimFields, answers: []string{string(answerStarted), string(answerDecided),
-		string(answerSkippedOverlap), string(answerSkippedPaused), string(answerSkippedBlackout), string(answerMissed),
-		string(answerExpired), string(answerWaiting), string(answerEarly), string(answerLater), string(answerRefused)}},
-	"admit": {head: admitHead, perRun: admitFields, answers: []string{string(answerStarted), string(answerWaiting), string(answerSkippedOverlap),
-		string(answerSkippedPaused), string(answerMissed), string(answerExpired), string(answerLost)}},
-	"renew":    {perRun: renewFields, answers: []string{string(leaseOK), string(leaseLost), string(leaseReplaced), string(leaseCancelled)}},
-	"complete": {perRun: completeFields, answers: []string{string(closeOK), string(closeClosed), string(closeLost)}},
-	"undo":     {perRun: undoFields, answers: []string{string(undoDropped), string(undoRequeued), string(undoKept)}},
-	"sync":     {head: syncHead, perRun: syncFields},
-	"attempt":  {head: attemptArgs},
-	"trigger":  {head: triggerArgs},
-	"pause":    {head: 2},
-	"pool":     {head: 5, answers: []string{poolOK, poolFull, string(leaseLost)}},
-	"cancel":   {head: cancelArgs, answers: []string{string(cancelAsked), string(cancelEnded), string(cancelNone)}},
-	"retry":    {head: retryArgs, answers: []string{string(retryQueued), string(retryRunning), string(retryFull), string(retryNone)}},
+var ScriptSpecs = map[string]scriptSpec{
+	"claim": {Head: ClaimHead, PerRun: claimFields, Answers: []string{string(AnswerStarted), string(AnswerDecided),
+		string(AnswerSkippedOverlap), string(AnswerSkippedPaused), string(AnswerSkippedBlackout), string(AnswerMissed),
+		string(AnswerExpired), string(AnswerWaiting), string(AnswerEarly), string(AnswerLater), string(AnswerRefused)}},
+	"admit": {Head: AdmitHead, PerRun: admitFields, Answers: []string{string(AnswerStarted), string(AnswerWaiting), string(AnswerSkippedOverlap),
+		string(AnswerSkippedPaused), string(AnswerMissed), string(AnswerExpired), string(answerLost)}},
+	"renew":    {PerRun: renewFields, Answers: []string{string(LeaseOK), string(LeaseLostAnswer), string(LeaseReplaced), string(LeaseCancelled)}},
+	"complete": {PerRun: completeFields, Answers: []string{string(CloseOK), string(CloseClosed), string(CloseLost)}},
+	"undo":     {PerRun: undoFields, Answers: []string{string(UndoDropped), string(undoRequeued), string(UndoKept)}},
+	"sync":     {Head: syncHead, PerRun: syncFields},
+	"attempt":  {Head: attemptArgs},
+	"trigger":  {Head: triggerArgs},
+	"pause":    {Head: 2},
+	"pool":     {Head: 5, Answers: []string{poolOK, poolFull, string(LeaseLostAnswer)}},
+	"cancel":   {Head: cancelArgs, Answers: []string{string(CancelAsked), string(CancelEnded), string(CancelNone)}},
+	"retry":    {Head: retryArgs, Answers: []string{string(retryQueued), string(RetryRunning), string(RetryFull), string(RetryNone)}},
 	// Encoded where their features live: notify.go, replicas.go, statuses.go.
-	"notify_take":     {head: 3},
-	"notify_done":     {head: 3, answers: []string{"ok", "lost"}},
-	"replicas":        {head: 4},
-	"changed":         {head: 3},
-	"status":          {head: 1},
-	"backfill_forget": {head: 2, answers: []string{"forgot", "kept"}},
-	"backfill":        {head: backfillArgs, answers: []string{string(backfillStarted), string(backfillBusy), string(backfillCancelled), string(backfillNone)}},
+	"notify_take":     {Head: 3},
+	"notify_done":     {Head: 3, Answers: []string{"ok", "lost"}},
+	"replicas":        {Head: 4},
+	"changed":         {Head: 3},
+	"status":          {Head: 1},
+	"backfill_forget": {Head: 2, Answers: []string{"forgot", "kept"}},
+	"backfill":        {Head: backfillArgs, Answers: []string{string(backfillStarted), string(BackfillBusy), string(BackfillCancelled), string(BackfillNone)}},
 }
 
 // Claims (claim.lua) ------------------------------------------------------
 
 // claimHead is the number of claim.lua's own ARGV fields, before the runs'.
-const claimHead = 7
+const ClaimHead = 7
 
 // claimHeadArgs are claim.lua's own arguments.
 // born: the store began empty with this process (WithEphemeralStore).
-func claimHeadArgs(replica string, skew, waiterTTL, ahead time.Duration, fenceCheck, born bool) []any {
-	return []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), newEpoch(), ahead.Milliseconds(), boolInt(fenceCheck), boolInt(born)}
+func ClaimHeadArgs(replica string, skew, waiterTTL, ahead time.Duration, fenceCheck, born bool) []any {
+	return []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), NewEpoch(), ahead.Milliseconds(), boolInt(fenceCheck), boolInt(born)}
 }
 
 // claimFields is the number of ARGV fields per run in claim.lua: the run
@@ -191,7 +191,7 @@ const claimFields = 3
 // arguments take them. The engine builds one per job when it loads the
 // table (jobState.spec) and never changes it; every request carries the
 // one of the table it was made under, so the store reads no engine state.
-type jobSpec struct {
+type JobSpec struct {
 	Name    string
 	MetaKey string // where the job's state is (backend.metaKey)
 	Lease   time.Duration
@@ -211,59 +211,59 @@ type jobSpec struct {
 }
 
 // undoReq takes back one claim or admission (undo.lua).
-type undoReq struct {
-	job       *jobSpec
-	id, owner string
-	mode      undoMode
+type UndoReq struct {
+	Job       *JobSpec
+	ID, Owner string
+	Mode      undoMode
 	maxWait   time.Duration
 }
 
 // storeClaim asks the store to decide one run. The engine keeps it in its
 // claimReq, with the job state it was made under.
-type storeClaim struct {
-	job        *jobSpec
-	id, suffix string
-	kind       runKind
-	sched      time.Time
-	fire       time.Time
-	owner      string
-	known      string
-	fenceFloor int64
+type StoreClaim struct {
+	Job        *JobSpec
+	ID, Suffix string
+	Kind       RunKind
+	Sched      time.Time
+	Fire       time.Time
+	Owner      string
+	Known      string
+	FenceFloor int64
 	// overlap and maxWait are the job's, except for manual and catch-up
 	// runs: someone asked for those, so they queue for a slot.
-	overlap Overlap
-	maxWait time.Duration
+	Overlap Overlap
+	MaxWait time.Duration
 	// base is, for a catch-up run, the last decided instant when the gap
 	// was found.
-	base time.Time
+	Base time.Time
 	// readAt is, for a catch-up run, Redis' time when base was read.
-	readAt time.Time
+	ReadAt time.Time
 	// sent is when this claim was first sent. A claim whose answer was
 	// lost and retried may have been granted by its first execution, so
 	// its lease counts from then.
-	sent time.Time
+	Sent time.Time
 	// ticket orders the run in the job's queue if it must wait; "" for
 	// arrival order.
 	ticket string
 	// backfill is, for a backfill run, the backfill's id; base is then the
 	// backfill's cursor the replica saw (the instant before this one).
-	backfill string
+	Backfill string
 	// slot is the concurrency slot (1..concurrency) the run holds once
 	// started; 0 before.
-	slot int
+	Slot int
 	// pgrant tells the script about the run's pool slot on Redis Cluster
 	// (takePools, pool.go): '1' the replica holds it, '0' the pool is full;
 	// 0: the script takes it itself (or the job has no pool).
-	pgrant byte
+	Pgrant byte
 	// pool and poolMember name the pool slot the started run holds on
 	// Redis Cluster, which the replica renews and frees ("": none, or
 	// the scripts keep it).
-	pool, poolMember string
+	Pool, PoolMember string
 	// retention is how long the run's record is kept once it is decided
 	// (jobState.retention); blackout whether its instant is in one of the
 	// job's blackout windows (never for a manual run).
-	retention time.Duration
-	blackout  bool
+	Retention time.Duration
+	Blackout  bool
 }
 
 // appendTerms appends the claim's terms as claim.lua reads them, separated
@@ -273,24 +273,24 @@ type storeClaim struct {
 // catch-up base (backfill: its cursor), ticket, catch-up read time
 // (backfill: its id), pause after failures, in a blackout window (1|0),
 // pool size (0: no pool), pool name, pool slot grant (pgrant).
-func (r *storeClaim) appendTerms(b []byte) []byte {
-	j := r.job
-	b = append(b, byte(r.kind), '|')
-	b = strconv.AppendInt(b, r.sched.UnixMilli(), 10)
+func (r *StoreClaim) AppendTerms(b []byte) []byte {
+	j := r.Job
+	b = append(b, byte(r.Kind), '|')
+	b = strconv.AppendInt(b, r.Sched.UnixMilli(), 10)
 	b = append(b, '|')
-	b = strconv.AppendInt(b, r.fire.UnixMilli(), 10)
+	b = strconv.AppendInt(b, r.Fire.UnixMilli(), 10)
 	b = append(b, '|')
 	b = strconv.AppendInt(b, j.Lease.Milliseconds(), 10)
 	b = append(b, '|')
 	b = strconv.AppendInt(b, int64(j.Concurrency), 10)
 	b = append(b, '|')
-	b = append(b, r.overlap...)
+	b = append(b, r.Overlap...)
 	b = append(b, '|')
-	b = strconv.AppendInt(b, r.maxWait.Milliseconds(), 10)
+	b = strconv.AppendInt(b, r.MaxWait.Milliseconds(), 10)
 	b = append(b, '|')
 	b = strconv.AppendInt(b, j.StartingDeadline.Milliseconds(), 10)
 	b = append(b, '|')
-	b = strconv.AppendInt(b, r.retention.Milliseconds(), 10)
+	b = strconv.AppendInt(b, r.Retention.Milliseconds(), 10)
 	b = append(b, '|')
 	b = strconv.AppendInt(b, int64(j.HistoryLimit), 10)
 	b = append(b, '|')
@@ -300,21 +300,21 @@ func (r *storeClaim) appendTerms(b []byte) []byte {
 		b = append(b, '0')
 	}
 	b = append(b, '|')
-	b = append(b, r.known...)
+	b = append(b, r.Known...)
 	b = append(b, '|')
-	b = strconv.AppendInt(b, r.fenceFloor, 10)
+	b = strconv.AppendInt(b, r.FenceFloor, 10)
 	b = append(b, '|')
 	b = strconv.AppendInt(b, j.CatchupWindow.Milliseconds(), 10)
 	b = append(b, '|')
-	b = strconv.AppendInt(b, r.base.UnixMilli(), 10)
+	b = strconv.AppendInt(b, r.Base.UnixMilli(), 10)
 	b = append(b, '|')
 	b = append(b, r.ticket...)
 	b = append(b, '|')
-	switch r.kind {
-	case kindCatchup, kindOutage:
-		b = strconv.AppendInt(b, r.readAt.UnixMilli(), 10)
-	case kindBackfill:
-		b = append(b, r.backfill...)
+	switch r.Kind {
+	case RunCatchup, RunOutage:
+		b = strconv.AppendInt(b, r.ReadAt.UnixMilli(), 10)
+	case RunBackfill:
+		b = append(b, r.Backfill...)
 	default:
 		b = append(b, '0')
 	}
@@ -322,7 +322,7 @@ func (r *storeClaim) appendTerms(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(j.PauseAfterFailures), 10)
 	b = append(b, '|')
 	blackout := byte('0')
-	if r.blackout {
+	if r.Blackout {
 		blackout = '1'
 	}
 	b = append(b, blackout, '|')
@@ -330,33 +330,33 @@ func (r *storeClaim) appendTerms(b []byte) []byte {
 	b = append(b, '|')
 	b = append(b, j.Pool...)
 	b = append(b, '|')
-	if r.pgrant != 0 {
-		b = append(b, r.pgrant)
+	if r.Pgrant != 0 {
+		b = append(b, r.Pgrant)
 	}
 	return b
 }
 
 // claimRes is the decision for one run.
-type claimRes struct {
-	status  answer
-	epoch   string
-	fence   int64
-	outcome string // decided: the outcome someone else recorded
-	replica string // decided: by whom
-	place   int64  // waiting: place in the queue
-	server  time.Time
-	reason  string
+type ClaimRes struct {
+	Status  Answer
+	Epoch   string
+	Fence   int64
+	Outcome string // decided: the outcome someone else recorded
+	Replica string // decided: by whom
+	Place   int64  // waiting: place in the queue
+	Server  time.Time
+	Reason  string
 	unacked string // started, but too few replicas acknowledged it: why
-	slot    int    // started: the run's concurrency slot, 1..concurrency
+	Slot    int    // started: the run's concurrency slot, 1..concurrency
 	// pool and poolMember: started, the pool slot it holds on Redis
 	// Cluster (settlePools).
-	pool, poolMember string
+	Pool, PoolMember string
 }
 
 // appendClaim appends run r's claim.lua arguments; buf is scratch space.
-func appendClaim(args []any, r *storeClaim, buf *[]byte) []any {
-	*buf = r.appendTerms((*buf)[:0])
-	return append(args, r.suffix, r.owner, string(*buf))
+func AppendClaim(args []any, r *StoreClaim, buf *[]byte) []any {
+	*buf = r.AppendTerms((*buf)[:0])
+	return append(args, r.Suffix, r.Owner, string(*buf))
 }
 
 // claimPacked is how many '|'-separated fields a lost race packs in one
@@ -371,30 +371,30 @@ const (
 // (ackMode), a lost race's token is not taken as seen: a claim that is
 // taken back (unacked) may be lost in a failover without any loss to
 // notice.
-func decodeClaim(f []string, ackMode bool) claimRes {
-	res := claimRes{status: answer(f[0]), epoch: f[1]}
-	switch res.status {
-	case answerStarted:
-		res.fence, _ = strconv.ParseInt(at(f, 2), 10, 64)
-		res.slot, _ = strconv.Atoi(at(f, 4))
+func decodeClaim(f []string, ackMode bool) ClaimRes {
+	res := ClaimRes{Status: Answer(f[0]), Epoch: f[1]}
+	switch res.Status {
+	case AnswerStarted:
+		res.Fence, _ = strconv.ParseInt(at(f, 2), 10, 64)
+		res.Slot, _ = strconv.Atoi(at(f, 4))
 		if ms, _ := strconv.ParseInt(at(f, 3), 10, 64); ms > 0 {
-			res.server = time.UnixMilli(ms)
+			res.Server = time.UnixMilli(ms)
 		}
-	case answerDecided:
-		res.outcome, res.replica = at(f, 2), at(f, 4)
+	case AnswerDecided:
+		res.Outcome, res.Replica = at(f, 2), at(f, 4)
 		if !ackMode {
 			// The winner's token, learnt as a heartbeat learns the
 			// job's: a failover to a copy older than it is noticed at
 			// this replica's next claim, not only the winner's.
-			res.fence, _ = strconv.ParseInt(at(f, 3), 10, 64)
+			res.Fence, _ = strconv.ParseInt(at(f, 3), 10, 64)
 		}
-	case answerWaiting:
-		res.place, _ = strconv.ParseInt(at(f, 2), 10, 64)
-	case answerEarly, answerLater:
+	case AnswerWaiting:
+		res.Place, _ = strconv.ParseInt(at(f, 2), 10, 64)
+	case AnswerEarly, AnswerLater:
 		ms, _ := strconv.ParseInt(at(f, 2), 10, 64)
-		res.server = time.UnixMilli(ms)
-	case answerRefused:
-		res.reason = at(f, 2)
+		res.Server = time.UnixMilli(ms)
+	case AnswerRefused:
+		res.Reason = at(f, 2)
 	}
 	return res
 }
@@ -403,45 +403,45 @@ func decodeClaim(f []string, ackMode bool) claimRes {
 
 // admitHead is the number of admit.lua's own arguments; admitFields the
 // number per run.
-const admitHead, admitFields = 7, 3
+const AdmitHead, admitFields = 7, 3
 
 // admitCall polls rs, queued runs of one job, in one call. The first's job
 // state gives the terms: all of them carry the job as the table in force
 // has it now (pollQueued), whatever table they were queued under.
-func admitCall(rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) call {
-	j := rs[0].job
-	args := make([]any, 0, admitHead+admitFields*len(rs))
+func AdmitCall(rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) call {
+	j := rs[0].Job
+	args := make([]any, 0, AdmitHead+admitFields*len(rs))
 	args = append(args, j.Lease.Milliseconds(), j.Concurrency, waiterTTL.Milliseconds(),
 		strconv.FormatInt(fenceFloor, 10), boolInt(j.Paused), j.PoolSize, j.Pool)
 	for _, r := range rs {
 		grant := ""
-		if r.pgrant != 0 {
-			grant = string(r.pgrant)
+		if r.Pgrant != 0 {
+			grant = string(r.Pgrant)
 		}
-		args = append(args, r.id, r.owner, grant)
+		args = append(args, r.ID, r.Owner, grant)
 	}
-	return call{keys: []string{j.MetaKey}, args: args}
+	return call{keys: []string{j.MetaKey}, Args: args}
 }
 
 // admitRes is admit.lua's answer for one run: the status, the fencing
 // token (started) or the place (waiting).
-type admitRes struct {
-	status answer
-	n      int64
+type AdmitRes struct {
+	Status Answer
+	N      int64
 }
 
 // decodeAdmit reads admit.lua's answer for one run: the status, the
 // fencing token (started) or the place (waiting), and the slot (started).
-func decodeAdmit(v any) (status answer, n int64, slot int, err error) {
+func decodeAdmit(v any) (status Answer, n int64, slot int, err error) {
 	f := strs(v)
 	if len(f) == 0 {
 		return "", 0, 0, fmt.Errorf("scheduler: unexpected admit reply %v", v)
 	}
 	n, _ = strconv.ParseInt(at(f, 1), 10, 64)
-	if answer(f[0]) == answerStarted {
+	if Answer(f[0]) == AnswerStarted {
 		slot, _ = strconv.Atoi(at(f, 2))
 	}
-	return answer(f[0]), n, slot, nil
+	return Answer(f[0]), n, slot, nil
 }
 
 // Undo (undo.lua) ---------------------------------------------------------
@@ -449,26 +449,26 @@ func decodeAdmit(v any) (status answer, n int64, slot int, err error) {
 // undoFields is the number of ARGV fields per run in undo.lua.
 const undoFields = 5
 
-func appendUndo(args []any, r *undoReq, waiterTTL time.Duration) []any {
-	return append(args, r.id, r.owner, string(r.mode), waiterTTL.Milliseconds(), r.maxWait.Milliseconds())
+func AppendUndo(args []any, r *UndoReq, waiterTTL time.Duration) []any {
+	return append(args, r.ID, r.Owner, string(r.Mode), waiterTTL.Milliseconds(), r.maxWait.Milliseconds())
 }
 
 // Renewals (renew.lua) -----------------------------------------------------
 
 // renewReq is one run's lease renewal.
-type renewReq struct {
-	job       *jobSpec
-	id, owner string
+type RenewReq struct {
+	Job       *JobSpec
+	ID, Owner string
 	// pool and member: the pool slot the run holds on Redis Cluster,
 	// renewed apart (renewPools); "" for none.
-	pool, member string
+	Pool, Member string
 }
 
 // renewFields is the number of ARGV fields per run in renew.lua.
 const renewFields = 3
 
-func appendRenew(args []any, r *renewReq) []any {
-	return append(args, r.id, r.owner, r.job.Lease.Milliseconds())
+func AppendRenew(args []any, r *RenewReq) []any {
+	return append(args, r.ID, r.Owner, r.Job.Lease.Milliseconds())
 }
 
 // Attempts (attempt.lua) --------------------------------------------------
@@ -476,8 +476,8 @@ func appendRenew(args []any, r *renewReq) []any {
 // attemptArgs is the number of attempt.lua's arguments.
 const attemptArgs = 4
 
-func attemptCall(j *jobSpec, id, owner string, n int, fenceFloor int64) call {
-	return call{keys: []string{j.MetaKey}, args: []any{id, owner, n, strconv.FormatInt(fenceFloor, 10)}}
+func AttemptCall(j *JobSpec, id, owner string, n int, fenceFloor int64) call {
+	return call{keys: []string{j.MetaKey}, Args: []any{id, owner, n, strconv.FormatInt(fenceFloor, 10)}}
 }
 
 // decodeAttempt reads attempt.lua's answer: the fencing token, 0 when the
@@ -495,19 +495,19 @@ func decodeAttempt(v any) (int64, error) {
 // Closes (complete.lua) ---------------------------------------------------
 
 // completeReq closes one run.
-type completeReq struct {
-	r        *storeClaim
-	replica  string
-	outcome  Outcome
-	attempts int
-	errText  string
-	output   string
-	traceID  string // the run span's, "" without tracing
+type CompleteReq struct {
+	R        *StoreClaim
+	Replica  string
+	Outcome  Outcome
+	Attempts int
+	ErrText  string
+	Output   string
+	TraceID  string // the run span's, "" without tracing
 	// statsRaw and statsAt are set by the close (the store's, not
 	// Redlock's): the job's statistics it left, as sync.lua packs them, and
 	// the server time (µs) of that reading; statsAt 0: none.
-	statsRaw string
-	statsAt  int64
+	StatsRaw string
+	StatsAt  int64
 }
 
 // completeFields is the number of ARGV fields per run in complete.lua.
@@ -516,8 +516,8 @@ const completeFields = 8
 // entry is the history record of a run as its holder knows it: a JSON
 // object of strings without its closing brace; complete.lua adds decision,
 // fence, started and finished, which the server holds.
-func (c completeReq) entry() string {
-	r := c.r
+func (c CompleteReq) Entry() string {
+	r := c.R
 	b, _ := json.Marshal(struct {
 		ID       string `json:"id"`
 		Job      string `json:"job"`
@@ -530,42 +530,42 @@ func (c completeReq) entry() string {
 		Output   string `json:"output"`
 		Trace    string `json:"trace,omitempty"`
 		Slot     string `json:"slot,omitempty"`
-	}{r.id, r.job.Name, r.kind.record(), strconv.FormatInt(r.sched.UnixMilli(), 10), string(c.outcome), c.replica,
-		strconv.Itoa(c.attempts), c.errText, c.output, c.traceID, slotText(r.slot)})
+	}{r.ID, r.Job.Name, r.Kind.record(), strconv.FormatInt(r.Sched.UnixMilli(), 10), string(c.Outcome), c.Replica,
+		strconv.Itoa(c.Attempts), c.ErrText, c.Output, c.TraceID, slotText(r.Slot)})
 	return string(b[:len(b)-1])
 }
 
-func appendComplete(args []any, c *completeReq) []any {
-	return append(args, c.r.id, c.r.owner, string(c.outcome), c.attempts, c.errText,
-		c.entry(), c.r.retention.Milliseconds(), c.r.job.HistoryLimit)
+func AppendComplete(args []any, c *CompleteReq) []any {
+	return append(args, c.R.ID, c.R.Owner, string(c.Outcome), c.Attempts, c.ErrText,
+		c.Entry(), c.R.Retention.Milliseconds(), c.R.Job.HistoryLimit)
 }
 
 // Heartbeats (sync.lua) ---------------------------------------------------
 
 // syncReq is one job's heartbeat.
-type syncReq struct {
-	job   *jobSpec
-	known string
-	fence int64 // the highest fencing token the replica has seen
+type SyncReq struct {
+	Job   *JobSpec
+	Known string
+	Fence int64 // the highest fencing token the replica has seen
 	// statsOnly: read the job's statistics and what the replica knows of
 	// its epoch only (sync.lua syncs it whole when the epoch or the token
 	// says Redis lost data).
-	statsOnly bool
+	StatsOnly bool
 }
 
 // syncRes is what a heartbeat learns about a job.
-type syncRes struct {
-	epoch  string
-	paused bool
-	last   time.Time // latest scheduled instant decided; zero if none
-	floor  time.Time
-	fence  int64
-	stats  jobStats
+type SyncRes struct {
+	Epoch  string
+	Paused bool
+	Last   time.Time // latest scheduled instant decided; zero if none
+	Floor  time.Time
+	Fence  int64
+	Stats  JobStats
 	// statsRaw is stats as sync.lua packed them, statsAt the server time
 	// (µs) of the reading; 0 when unknown (Redlock merges masters').
-	statsRaw string
-	statsAt  int64
-	manual   []string // pending manual run ids
+	StatsRaw string
+	StatsAt  int64
+	Manual   []string // pending manual run ids
 }
 
 // syncHead and syncFields are the numbers of sync.lua's own ARGV fields
@@ -576,34 +576,34 @@ const (
 	syncLeast  = 7
 )
 
-func syncHeadArgs(skew, manualTTL, ahead time.Duration, born bool) []any {
-	return []any{skew.Milliseconds(), newEpoch(), manualTTL.Milliseconds(), ahead.Milliseconds(), boolInt(born)}
+func SyncHeadArgs(skew, manualTTL, ahead time.Duration, born bool) []any {
+	return []any{skew.Milliseconds(), NewEpoch(), manualTTL.Milliseconds(), ahead.Milliseconds(), boolInt(born)}
 }
 
 // appendSync appends job r's arguments; fenceCheck as for claims.
-func appendSync(args []any, r *syncReq, replica string, fenceCheck bool) []any {
+func AppendSync(args []any, r *SyncReq, replica string, fenceCheck bool) []any {
 	seen := "0"
 	if fenceCheck {
-		seen = strconv.FormatInt(r.fence, 10)
+		seen = strconv.FormatInt(r.Fence, 10)
 	}
 	mode := "f"
-	if r.statsOnly {
+	if r.StatsOnly {
 		mode = "s"
 	}
-	return append(args, r.known, r.job.ManualRetention.Milliseconds(), r.job.HistoryLimit, replica, seen, mode)
+	return append(args, r.Known, r.Job.ManualRetention.Milliseconds(), r.Job.HistoryLimit, replica, seen, mode)
 }
 
 // decodeSync reads sync.lua's answer for one job.
-func decodeSync(f []string) syncRes {
-	r := syncRes{epoch: f[0], paused: f[1] == "1", stats: parseStats(f[5]), statsRaw: f[5], manual: f[7:]}
-	r.statsAt, _ = strconv.ParseInt(f[6], 10, 64)
+func decodeSync(f []string) SyncRes {
+	r := SyncRes{Epoch: f[0], Paused: f[1] == "1", Stats: ParseStats(f[5]), StatsRaw: f[5], Manual: f[7:]}
+	r.StatsAt, _ = strconv.ParseInt(f[6], 10, 64)
 	if ms, _ := strconv.ParseInt(f[2], 10, 64); ms > 0 {
-		r.last = time.UnixMilli(ms)
+		r.Last = time.UnixMilli(ms)
 	}
 	if ms, _ := strconv.ParseInt(f[3], 10, 64); ms > 0 {
-		r.floor = time.UnixMilli(ms)
+		r.Floor = time.UnixMilli(ms)
 	}
-	r.fence, _ = strconv.ParseInt(f[4], 10, 64)
+	r.Fence, _ = strconv.ParseInt(f[4], 10, 64)
 	return r
 }
 
@@ -612,8 +612,8 @@ func decodeSync(f []string) syncRes {
 // triggerArgs is the number of trigger.lua's arguments.
 const triggerArgs = 5
 
-func triggerCall(metaKey, id string, skew time.Duration, born bool) call {
-	return call{keys: []string{metaKey}, args: []any{id, MaxPendingManual, newEpoch(), (2 * skew).Milliseconds(), boolInt(born)}}
+func TriggerCall(metaKey, id string, skew time.Duration, born bool) call {
+	return call{keys: []string{metaKey}, Args: []any{id, MaxPendingManual, NewEpoch(), (2 * skew).Milliseconds(), boolInt(born)}}
 }
 
 // decodeTrigger reads trigger.lua's answer: whether the job's queue of
@@ -637,14 +637,14 @@ type (
 )
 
 const (
-	cancelAsked cancelAnswer = "asked" // its holder stops it at its next renewal
-	cancelEnded cancelAnswer = "ended" // not running
-	cancelNone  cancelAnswer = "none"  // no record
+	CancelAsked cancelAnswer = "asked" // its holder stops it at its next renewal
+	CancelEnded cancelAnswer = "ended" // not running
+	CancelNone  cancelAnswer = "none"  // no record
 
 	retryQueued  retryAnswer = "queued"
-	retryRunning retryAnswer = "running" // not ended yet
-	retryFull    retryAnswer = "full"    // MaxPendingManual pending
-	retryNone    retryAnswer = "none"    // no such run
+	RetryRunning retryAnswer = "running" // not ended yet
+	RetryFull    retryAnswer = "full"    // MaxPendingManual pending
+	RetryNone    retryAnswer = "none"    // no such run
 )
 
 // cancelArgs and retryArgs are the numbers of the scripts' arguments.
@@ -653,8 +653,8 @@ const (
 	retryArgs  = 5
 )
 
-func cancelCall(metaKey, id, who string) call {
-	return call{keys: []string{metaKey}, args: []any{id, who}}
+func CancelCall(metaKey, id, who string) call {
+	return call{keys: []string{metaKey}, Args: []any{id, who}}
 }
 
 // decodeCancel reads cancel.lua's answer and, for "ended", the outcome.
@@ -666,8 +666,8 @@ func decodeCancel(v any) (cancelAnswer, Outcome, error) {
 	return cancelAnswer(f[0]), Outcome(at(f, 1)), nil
 }
 
-func retryCall(metaKey, id, newID, who string, ended bool) call {
-	return call{keys: []string{metaKey}, args: []any{id, newID, MaxPendingManual, who, boolInt(ended)}}
+func RetryCall(metaKey, id, newID, who string, ended bool) call {
+	return call{keys: []string{metaKey}, Args: []any{id, newID, MaxPendingManual, who, boolInt(ended)}}
 }
 
 func decodeRetry(v any) (retryAnswer, error) {
@@ -678,7 +678,7 @@ func decodeRetry(v any) (retryAnswer, error) {
 	return retryAnswer(f[0]), nil
 }
 
-func pauseArgs(paused bool, why string) []any {
+func PauseArgs(paused bool, why string) []any {
 	if paused {
 		return []any{"1", why}
 	}
@@ -697,7 +697,7 @@ func pauseArgs(paused bool, why string) []any {
 // TestProtocolRecord checks the scripts against it.
 
 // wireRun is a run record as Redis keeps it: every field a string.
-type wireRun struct {
+type WireRun struct {
 	ID       string `json:"id"`
 	Job      string `json:"job"`
 	Kind     string `json:"kind"`
@@ -720,9 +720,9 @@ type wireRun struct {
 
 // holderFields are the record's fields no script keeps in the run's hash:
 // only its holder knows them, and sends them in its history entry.
-var holderFields = []string{"trace"}
+var HolderFields = []string{"trace"}
 
-func msTime(s string) time.Time {
+func MsTime(s string) time.Time {
 	ms, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || ms <= 0 {
 		return time.Time{}
@@ -730,14 +730,14 @@ func msTime(s string) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-func (w wireRun) run() Run {
+func (w WireRun) Run() Run {
 	fence, _ := strconv.ParseInt(w.Fence, 10, 64)
 	attempts, _ := strconv.Atoi(w.Attempts)
 	slot, _ := strconv.Atoi(w.Slot)
 	return Run{Slot: slot,
-		ID: w.ID, Job: w.Job, Kind: kindOf(w.Kind), ScheduledAt: msTime(w.Sched),
+		ID: w.ID, Job: w.Job, Kind: kindOf(w.Kind), ScheduledAt: MsTime(w.Sched),
 		Decision: Outcome(w.Decision), Outcome: Outcome(w.Outcome), Replica: w.Replica,
-		FencingToken: fence, StartedAt: msTime(w.Started), FinishedAt: msTime(w.Finished),
+		FencingToken: fence, StartedAt: MsTime(w.Started), FinishedAt: MsTime(w.Finished),
 		Attempts: attempts, Error: w.Error, Output: w.Output, TraceID: w.Trace, Paused: w.Paused,
 		CancelledBy: w.CancelledBy,
 	}
@@ -746,7 +746,7 @@ func (w wireRun) run() Run {
 // runFromHash reads the record of run id as the run's hash keeps it; its id
 // and job are in its key, not in the hash.
 func runFromHash(id string, h map[string]string) Run {
-	job, _, _ := splitRunID(id)
+	job, _, _ := SplitRunID(id)
 	attempts, slot := h["attempts"], h["slot"]
 	if attempts == "" && h["started"] != "" {
 		attempts = "1"
@@ -754,22 +754,22 @@ func runFromHash(id string, h map[string]string) Run {
 	if slot == "" && h["started"] != "" {
 		slot = "1"
 	}
-	return wireRun{
+	return WireRun{
 		ID: id, Job: job, Kind: h["kind"], Sched: h["sched"], Decision: h["decision"],
 		Outcome: h["outcome"], Replica: h["replica"], Fence: h["fence"], Started: h["started"],
 		Finished: h["finished"], Attempts: attempts, Error: h["error"], Output: h["output"], Paused: h["paused"], Slot: slot,
 		CancelledBy: h["cancelled_by"],
-	}.run()
+	}.Run()
 }
 
 func decodeHistory(raw []string) ([]Run, error) {
 	out := make([]Run, 0, len(raw))
 	for _, s := range raw {
-		var w wireRun
+		var w WireRun
 		if err := json.Unmarshal([]byte(s), &w); err != nil {
 			return nil, fmt.Errorf("scheduler: bad history record: %w", err)
 		}
-		out = append(out, w.run())
+		out = append(out, w.Run())
 	}
 	return out, nil
 }
@@ -813,14 +813,14 @@ func slotText(slot int) string {
 }
 
 // newEpoch draws a fresh random epoch for a job state a script may create.
-func newEpoch() string {
+func NewEpoch() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
 //go:embed lua/*.lua
-var luaFiles embed.FS
+var LuaFiles embed.FS
 
 // sources holds every script's source, for preload.
 var sources []string
@@ -828,50 +828,50 @@ var sources []string
 // script builds the named script with internal/luascript, the loader
 // lockprovider uses too: fence.lua, lua/common.lua, then the script.
 func script(name string) *redis.Script {
-	src := luascript.Source(luaFiles, "lua", "common", name)
+	src := luascript.Source(LuaFiles, "lua", "common", name)
 	sources = append(sources, src)
 	return redis.NewScript(src)
 }
 
 var (
 	claimScript    = script("claim")
-	admitScript    = script("admit")
+	AdmitScript    = script("admit")
 	renewScript    = script("renew")
 	attemptScript  = script("attempt")
 	completeScript = script("complete")
-	syncScript     = script("sync")
+	SyncScript     = script("sync")
 	triggerScript  = script("trigger")
 	pauseScript    = script("pause")
 	cancelScript   = script("cancel")
 	retryScript    = script("retry")
-	undoScript     = script("undo")
+	UndoScript     = script("undo")
 	backfillScript = script("backfill")
 	forgetScript   = script("backfill_forget")
 
 	notifyTakeScript = script("notify_take")
 	notifyDoneScript = script("notify_done")
-	changedScript    = script("changed")
+	ChangedScript    = script("changed")
 )
 
 // jobNamePattern is JobNamePattern: a run id is "<job>@<suffix>".
-const jobNamePattern = `^[A-Za-z0-9_.-]{1,128}$`
+const JobNamePattern = `^[A-Za-z0-9_.-]{1,128}$`
 
-var jobNameRE = regexp.MustCompile(jobNamePattern)
+var jobNameRE = regexp.MustCompile(JobNamePattern)
 
 // validJobName is ValidJobName.
-func validJobName(name string) bool { return jobNameRE.MatchString(name) }
+func ValidJobName(name string) bool { return jobNameRE.MatchString(name) }
 
 // suffixOf is the part of run id id after its job's name.
-func suffixOf(id string) string {
-	_, s, _ := splitRunID(id)
+func SuffixOf(id string) string {
+	_, s, _ := SplitRunID(id)
 	return s
 }
 
-func splitRunID(id string) (job, suffix string, ok bool) {
+func SplitRunID(id string) (job, suffix string, ok bool) {
 	for i := 0; i < len(id); i++ {
 		if id[i] == '@' {
 			job, suffix = id[:i], id[i+1:]
-			return job, suffix, validJobName(job) && suffix != ""
+			return job, suffix, ValidJobName(job) && suffix != ""
 		}
 	}
 	return "", "", false

@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // runs one store per master (redlock.go).
 type transport interface {
 	// preload loads every script.
-	preload(ctx context.Context) error
+	Preload(ctx context.Context) error
 	// exec runs sc once per call, all calls pipelined in one round trip
 	// (per cluster node).
 	exec(ctx context.Context, sc *redis.Script, calls []call) ([]any, error)
@@ -47,7 +47,7 @@ type redisConn struct {
 	ackTimeout time.Duration
 }
 
-func newRedisConn(c redis.UniversalClient, minAck int, ackTimeout time.Duration) (redisConn, error) {
+func NewRedisConn(c redis.UniversalClient, minAck int, ackTimeout time.Duration) (redisConn, error) {
 	t := redisConn{c: c, minAck: minAck, ackTimeout: ackTimeout}
 	switch c.(type) {
 	case *redis.ClusterClient:
@@ -67,7 +67,7 @@ func newRedisConn(c redis.UniversalClient, minAck int, ackTimeout time.Duration)
 // start is one round trip too (EVALSHA would otherwise meet NOSCRIPT once).
 // It sends SCRIPT LOAD itself: redis.Script.Load on a pipeliner would read
 // the reply before it exists and store an empty hash in the shared Script.
-func (t redisConn) preload(ctx context.Context) error {
+func (t redisConn) Preload(ctx context.Context) error {
 	load := func(p redis.Pipeliner) error {
 		for _, src := range sources {
 			p.ScriptLoad(ctx, src)
@@ -86,12 +86,12 @@ func (t redisConn) preload(ctx context.Context) error {
 
 // maxBatch bounds the runs one script call decides, so no single call holds
 // Redis for long.
-const maxBatch = 64
+const MaxBatch = 64
 
 // call is one script invocation.
 type call struct {
 	keys []string
-	args []any
+	Args []any
 }
 
 // evalPipelined runs sc for the calls idx in one pipeline on c, with the
@@ -109,7 +109,7 @@ func evalPipelined(ctx context.Context, c redis.Cmdable, sc *redis.Script, calls
 		// first of them.
 		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for j, i := range pending {
-				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].args...)
+				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].Args...)
 			}
 			if extra != nil {
 				after = extra(p)
@@ -155,7 +155,7 @@ func all(n int) []int {
 
 func (t redisConn) exec(ctx context.Context, sc *redis.Script, calls []call) ([]any, error) {
 	if len(calls) == 1 {
-		v, err := sc.Run(ctx, t.c, calls[0].keys, calls[0].args...).Result()
+		v, err := sc.Run(ctx, t.c, calls[0].keys, calls[0].Args...).Result()
 		if err != nil {
 			return nil, err
 		}
@@ -317,16 +317,16 @@ func scatterRows(op string, replies []any, groups [][]int, least, packed int, fn
 // (the script's own arguments) and then, for each run, its job's meta key
 // (job gives the job) and the perRun arguments add appends. It returns the
 // calls and, per call, the indexes of the runs it carries (see group).
-func batch[T any](s *store, reqs []T, job func(*T) *jobSpec, head []any, perRun int, add func(args []any, r *T) []any) ([]call, [][]int) {
+func batch[T any](s *Redis, reqs []T, job func(*T) *JobSpec, head []any, perRun int, add func(args []any, r *T) []any) ([]call, [][]int) {
 	groups := group(s, len(reqs), func(i int) string { return job(&reqs[i]).Name })
 	calls := make([]call, len(groups))
 	for gi, g := range groups {
-		c := call{keys: make([]string, 0, len(g)), args: make([]any, 0, len(head)+perRun*len(g))}
-		c.args = append(c.args, head...)
+		c := call{keys: make([]string, 0, len(g)), Args: make([]any, 0, len(head)+perRun*len(g))}
+		c.Args = append(c.Args, head...)
 		for _, i := range g {
 			r := &reqs[i]
 			c.keys = append(c.keys, job(r).MetaKey)
-			c.args = add(c.args, r)
+			c.Args = add(c.Args, r)
 		}
 		calls[gi] = c
 	}
@@ -336,12 +336,12 @@ func batch[T any](s *store, reqs []T, job func(*T) *jobSpec, head []any, perRun 
 // group splits n runs into script calls: all together (in chunks) on a
 // single Redis, one call per job (named by job) on Cluster, where a script
 // may only touch one hash slot.
-func group(s *store, n int, job func(i int) string) [][]int {
+func group(s *Redis, n int, job func(i int) string) [][]int {
 	var groups [][]int
 	if !s.cluster {
-		for i := 0; i < n; i += maxBatch {
-			g := make([]int, 0, min(maxBatch, n-i))
-			for j := i; j < n && j < i+maxBatch; j++ {
+		for i := 0; i < n; i += MaxBatch {
+			g := make([]int, 0, min(MaxBatch, n-i))
+			for j := i; j < n && j < i+MaxBatch; j++ {
 				g = append(g, j)
 			}
 			groups = append(groups, g)
@@ -366,14 +366,14 @@ func group(s *store, n int, job func(i int) string) [][]int {
 // connection could be made, or the client had none to give). Anything else
 // — a timeout, a reset connection, a Redlock quorum short of answers — may
 // have lost the answer of a script that ran.
-func sentNothing(err error) bool {
+func SentNothing(err error) bool {
 	switch e := err.(type) {
 	case nil:
 		return false
 	case interface{ Unwrap() []error }: // one pipeline per node, joined
 		errs := e.Unwrap()
 		for _, x := range errs {
-			if !sentNothing(x) {
+			if !SentNothing(x) {
 				return false
 			}
 		}
@@ -384,5 +384,5 @@ func sentNothing(err error) bool {
 	if err == redis.ErrPoolTimeout || err == redis.ErrClosed {
 		return true
 	}
-	return sentNothing(errors.Unwrap(err))
+	return SentNothing(errors.Unwrap(err))
 }
