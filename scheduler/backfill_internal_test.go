@@ -277,7 +277,7 @@ func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 	}
 }
 
-// cursorOf and redoOf are b's backfillProgress.
+// cursorOf and redoOf are b's BackfillProgress.
 func cursorOf(b *Backfill) time.Time { c, _, _ := store.BackfillProgress(b); return c }
 
 func redoOf(b *Backfill) []time.Time { _, r, _ := store.BackfillProgress(b); return r }

@@ -466,7 +466,7 @@ func TestNominalPeriod(t *testing.T) {
 	}
 }
 
-// parseStats never panics on a malformed answer and reads only what it
+// ParseStats never panics on a malformed answer and reads only what it
 // can.
 func TestParseStats(t *testing.T) {
 	for _, s := range []string{"", "|", "||", "x|y|z", "-5|-1|succeeded=-1", "1|2|missed", "1|2|=,=3,failed=abc"} {

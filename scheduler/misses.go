@@ -77,8 +77,8 @@ func outageInstants(j *jobState, last, until, started time.Time, limit int, runs
 }
 
 // queueMiss queues r to be recorded missed by recordMisses: a scheduled
-// run whose starting deadline passed (kindMiss), or one an outage left
-// (kindOutage, which keeps its kind: the record says why).
+// run whose starting deadline passed (RunMiss), or one an outage left
+// (RunOutage, which keeps its kind: the record says why).
 func (s *Scheduler) queueMiss(r claimReq) {
 	if r.Kind != store.RunOutage {
 		r.Kind = store.RunMiss

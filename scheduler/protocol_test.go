@@ -98,7 +98,7 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-// The encoders send the numbers of arguments scriptSpecs states.
+// The encoders send the numbers of arguments ScriptSpecs states.
 func TestProtocolEncoders(t *testing.T) {
 	j := testJob(t, &store.Redis{Prefix: "p"}, "j", "@every 1s", nil)
 	r := newClaimReq(j, store.StoreClaim{ID: "j@x", Suffix: "x", Kind: store.RunScheduled, Owner: "o", Sched: time.Now(), Fire: time.Now()})
@@ -130,7 +130,7 @@ func TestProtocolEncoders(t *testing.T) {
 	}
 }
 
-// The run record has one schema, wireRun: the fields common.lua copies from
+// The run record has one schema, WireRun: the fields common.lua copies from
 // a record's hash (RECORD), plus those only the holder knows (trace), make
 // it whole; so do the holder's history entry and what complete.lua adds.
 func TestProtocolRecord(t *testing.T) {

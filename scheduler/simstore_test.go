@@ -29,7 +29,7 @@ import (
 var (
 	errSimDead = errors.New("sim: replica killed (kill -9)")
 	// An outage refuses connections: the client knows nothing went out,
-	// as with a real Redis down (a dial error; sentNothing).
+	// as with a real Redis down (a dial error; SentNothing).
 	errSimOutage  = &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("sim: store unreachable (outage)")}
 	errSimRefused = errors.New("sim: connection reset before the call reached the store")
 	errSimLost    = errors.New("sim: connection reset: the store ran the call, its answer was lost")
@@ -138,7 +138,7 @@ type simStore struct {
 	notify *store.Redis // the notifier's store, its calls through simNotifyHook; nil: no notifications
 }
 
-// caps: the simulation keeps no replica registry; its notifier's calls
+// Caps: the simulation keeps no replica registry; its notifier's calls
 // go through the faults (simnotify_test.go).
 func (w *simStore) Caps() store.Capabilities {
 	return store.Capabilities{MutexOnly: w.Backend.Caps().MutexOnly, Notify: w.notify}
@@ -431,7 +431,7 @@ func (w *simStore) Complete(ctx context.Context, reqs []store.CompleteReq) ([]st
 	})
 }
 
-// handBack gives a manual run back to the pending requests (a queued run,
+// HandBack gives a manual run back to the pending requests (a queued run,
 // or one won while its replica was stopping); the store then no longer
 // holds it for this claim, and another replica may be granted it.
 func (w *simStore) HandBack(ctx context.Context, r *store.StoreClaim, waiterTTL time.Duration) (bool, error) {

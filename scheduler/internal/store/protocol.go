@@ -18,11 +18,11 @@ import (
 // The store protocol: everything the Go side and the Lua scripts (lua/*.lua)
 // say to each other, in one place. Each script's header lists its KEYS,
 // ARGV and answers, and ends with a "protocol:" line that
-// TestProtocolHeaders checks against scriptSpecs below: the number of head
+// TestProtocolHeaders checks against ScriptSpecs below: the number of head
 // and per-run arguments the encoders here send, and every answer the
 // decoders here know. Nothing outside this file spells a status string.
 
-// runKind says how a claim came about, as claim.lua reads it (the first of
+// RunKind says how a claim came about, as claim.lua reads it (the first of
 // its terms) and a run record keeps it.
 type RunKind byte
 
@@ -30,15 +30,15 @@ const (
 	RunScheduled RunKind = 's'
 	RunCatchup   RunKind = 'c'
 	RunManual    RunKind = 'm'
-	// kindMiss records a scheduled run missed: the replica's clock says
+	// RunMiss records a scheduled run missed: the replica's clock says
 	// its deadline passed; Redis' decides (before it, it is claimed as s).
 	RunMiss RunKind = 'x'
-	// kindOutage records missed a scheduled run due while no replica
+	// RunOutage records missed a scheduled run due while no replica
 	// claimed it — every replica down, or none reaching Redis — found by
 	// the first heartbeat of a replica that starts after it (misses.go).
 	// It never starts the run.
 	RunOutage RunKind = 'o'
-	// kindBackfill is an instant of a backfill (Control.Backfill).
+	// RunBackfill is an instant of a backfill (Control.Backfill).
 	RunBackfill RunKind = 'b'
 )
 
@@ -50,10 +50,10 @@ func (k RunKind) record() string {
 	return string(k)
 }
 
-// public is the kind as the API names it.
+// Public is the kind as the API names it.
 func (k RunKind) Public() Kind { return kindOf(k.record()) }
 
-// answer is the verdict on one run of claim.lua and admit.lua (their first
+// Answer is the verdict on one run of claim.lua and admit.lua (their first
 // field), and of the store layers above them (retry).
 type Answer string
 
@@ -65,11 +65,11 @@ const (
 	AnswerLater   Answer = "later"   // claimed ahead, not startable yet: ask at the instant
 	AnswerRefused Answer = "refused" // not ours to decide
 	answerLost    Answer = "lost"    // admit: no longer ours
-	// answerExpired (admit): a manual run admitted by a poll whose answer
+	// AnswerExpired (admit): a manual run admitted by a poll whose answer
 	// was lost, closed lease_lost since: it never started, and is handed
 	// back to the pending requests (undo drop takes the close back).
 	AnswerExpired Answer = "expired"
-	// answerRetry is the store's, not a script's: the run was claimed, then
+	// AnswerRetry is the store's, not a script's: the run was claimed, then
 	// taken back (too few replicas acknowledged it, or no Redlock quorum).
 	AnswerRetry Answer = "retry"
 	// Decided now, by us: the outcome we recorded.
@@ -79,7 +79,7 @@ const (
 	AnswerMissed          = Answer(Missed)
 )
 
-// reasonBeforeState is claim.lua's refusal of an instant due before the
+// ReasonBeforeState is claim.lua's refusal of an instant due before the
 // job's state existed (a new job, as far as any replica that asked knows):
 // never the job's to run, and no miss. It is logged at DEBUG only.
 const ReasonBeforeState = "due before the job's state existed"
@@ -94,34 +94,34 @@ func (a Answer) decidedByUs() bool {
 	return false
 }
 
-// leaseAnswer is renew.lua's answer per run, and the store's unacked.
+// LeaseAnswer is renew.lua's answer per run, and the store's unacked.
 type LeaseAnswer string
 
 const (
 	LeaseOK         LeaseAnswer = "ok"
 	LeaseLostAnswer LeaseAnswer = "lost"
 	LeaseReplaced   LeaseAnswer = "replaced"
-	// leaseCancelled: an operator cancelled the run (renewed all the same:
+	// LeaseCancelled: an operator cancelled the run (renewed all the same:
 	// the holder closes it once its job has stopped).
 	LeaseCancelled LeaseAnswer = "cancelled"
-	// leaseUnacked: renewed where it was sent, but not acknowledged by
+	// LeaseUnacked: renewed where it was sent, but not acknowledged by
 	// enough replicas or masters: a failed renewal, not a lost lease.
 	LeaseUnacked LeaseAnswer = "unacked"
 )
 
-// closeAnswer is complete.lua's answer per run, and the store's unacked.
+// CloseAnswer is complete.lua's answer per run, and the store's unacked.
 type CloseAnswer string
 
 const (
 	CloseOK     CloseAnswer = "ok"
 	CloseClosed CloseAnswer = "closed" // closed by the cluster already
 	CloseLost   CloseAnswer = "lost"   // not ours
-	// closeUnacked: a close Redis applied but too few replicas
+	// CloseUnacked: a close Redis applied but too few replicas
 	// acknowledged (min_replicas_ack): the holder sends it again.
 	CloseUnacked CloseAnswer = "unacked"
 )
 
-// undoMode says what undo.lua does with a run; undoAnswer what it did.
+// undoMode says what undo.lua does with a run; UndoAnswer what it did.
 type (
 	undoMode   string
 	UndoAnswer string
@@ -142,7 +142,7 @@ type scriptSpec struct {
 	Answers      []string // every status it may answer
 }
 
-// scriptSpecs is checked against each script's header (TestProtocolHeaders).
+// ScriptSpecs is checked against each script's header (TestProtocolHeaders).
 var ScriptSpecs = map[string]scriptSpec{
 	"claim": {Head: ClaimHead, PerRun: claimFields, Answers: []string{string(AnswerStarted), string(AnswerDecided),
 		string(AnswerSkippedOverlap), string(AnswerSkippedPaused), string(AnswerSkippedBlackout), string(AnswerMissed),
@@ -171,10 +171,10 @@ var ScriptSpecs = map[string]scriptSpec{
 
 // Claims (claim.lua) ------------------------------------------------------
 
-// claimHead is the number of claim.lua's own ARGV fields, before the runs'.
+// ClaimHead is the number of claim.lua's own ARGV fields, before the runs'.
 const ClaimHead = 7
 
-// claimHeadArgs are claim.lua's own arguments.
+// ClaimHeadArgs are claim.lua's own arguments.
 // born: the store began empty with this process (WithEphemeralStore).
 func ClaimHeadArgs(replica string, skew, waiterTTL, ahead time.Duration, fenceCheck, born bool) []any {
 	return []any{replica, skew.Milliseconds(), waiterTTL.Milliseconds(), NewEpoch(), ahead.Milliseconds(), boolInt(fenceCheck), boolInt(born)}
@@ -187,7 +187,7 @@ func ClaimHeadArgs(replica string, skew, waiterTTL, ahead time.Duration, fenceCh
 // runs, and a replica boxes every one into an interface before it sends it.
 const claimFields = 3
 
-// jobSpec is what the store needs of a job: its settings as the scripts'
+// JobSpec is what the store needs of a job: its settings as the scripts'
 // arguments take them. The engine builds one per job when it loads the
 // table (jobState.spec) and never changes it; every request carries the
 // one of the table it was made under, so the store reads no engine state.
@@ -210,7 +210,7 @@ type JobSpec struct {
 	PauseAfterFailures int
 }
 
-// undoReq takes back one claim or admission (undo.lua).
+// UndoReq takes back one claim or admission (undo.lua).
 type UndoReq struct {
 	Job       *JobSpec
 	ID, Owner string
@@ -218,7 +218,7 @@ type UndoReq struct {
 	maxWait   time.Duration
 }
 
-// storeClaim asks the store to decide one run. The engine keeps it in its
+// StoreClaim asks the store to decide one run. The engine keeps it in its
 // claimReq, with the job state it was made under.
 type StoreClaim struct {
 	Job        *JobSpec
@@ -229,44 +229,44 @@ type StoreClaim struct {
 	Owner      string
 	Known      string
 	FenceFloor int64
-	// overlap and maxWait are the job's, except for manual and catch-up
+	// Overlap and MaxWait are the job's, except for manual and catch-up
 	// runs: someone asked for those, so they queue for a slot.
 	Overlap Overlap
 	MaxWait time.Duration
-	// base is, for a catch-up run, the last decided instant when the gap
+	// Base is, for a catch-up run, the last decided instant when the gap
 	// was found.
 	Base time.Time
-	// readAt is, for a catch-up run, Redis' time when base was read.
+	// ReadAt is, for a catch-up run, Redis' time when base was read.
 	ReadAt time.Time
-	// sent is when this claim was first sent. A claim whose answer was
+	// Sent is when this claim was first sent. A claim whose answer was
 	// lost and retried may have been granted by its first execution, so
 	// its lease counts from then.
 	Sent time.Time
 	// ticket orders the run in the job's queue if it must wait; "" for
 	// arrival order.
 	ticket string
-	// backfill is, for a backfill run, the backfill's id; base is then the
+	// Backfill is, for a backfill run, the backfill's id; base is then the
 	// backfill's cursor the replica saw (the instant before this one).
 	Backfill string
-	// slot is the concurrency slot (1..concurrency) the run holds once
+	// Slot is the concurrency slot (1..concurrency) the run holds once
 	// started; 0 before.
 	Slot int
-	// pgrant tells the script about the run's pool slot on Redis Cluster
-	// (takePools, pool.go): '1' the replica holds it, '0' the pool is full;
+	// Pgrant tells the script about the run's pool slot on Redis Cluster
+	// (TakePools, pool.go): '1' the replica holds it, '0' the pool is full;
 	// 0: the script takes it itself (or the job has no pool).
 	Pgrant byte
-	// pool and poolMember name the pool slot the started run holds on
+	// Pool and PoolMember name the pool slot the started run holds on
 	// Redis Cluster, which the replica renews and frees ("": none, or
 	// the scripts keep it).
 	Pool, PoolMember string
-	// retention is how long the run's record is kept once it is decided
+	// Retention is how long the run's record is kept once it is decided
 	// (jobState.retention); blackout whether its instant is in one of the
 	// job's blackout windows (never for a manual run).
 	Retention time.Duration
 	Blackout  bool
 }
 
-// appendTerms appends the claim's terms as claim.lua reads them, separated
+// AppendTerms appends the claim's terms as claim.lua reads them, separated
 // by '|' (no term contains one): kind, scheduled instant, fire instant,
 // lease, concurrency, overlap, max wait, starting deadline, retention,
 // history limit, paused, known epoch, fence floor, catch-up window,
@@ -336,7 +336,7 @@ func (r *StoreClaim) AppendTerms(b []byte) []byte {
 	return b
 }
 
-// claimRes is the decision for one run.
+// ClaimRes is the decision for one run.
 type ClaimRes struct {
 	Status  Answer
 	Epoch   string
@@ -348,12 +348,12 @@ type ClaimRes struct {
 	Reason  string
 	unacked string // started, but too few replicas acknowledged it: why
 	Slot    int    // started: the run's concurrency slot, 1..concurrency
-	// pool and poolMember: started, the pool slot it holds on Redis
-	// Cluster (settlePools).
+	// Pool and PoolMember: started, the pool slot it holds on Redis
+	// Cluster (SettlePools).
 	Pool, PoolMember string
 }
 
-// appendClaim appends run r's claim.lua arguments; buf is scratch space.
+// AppendClaim appends run r's claim.lua arguments; buf is scratch space.
 func AppendClaim(args []any, r *StoreClaim, buf *[]byte) []any {
 	*buf = r.AppendTerms((*buf)[:0])
 	return append(args, r.Suffix, r.Owner, string(*buf))
@@ -401,11 +401,11 @@ func decodeClaim(f []string, ackMode bool) ClaimRes {
 
 // Admissions (admit.lua) --------------------------------------------------
 
-// admitHead is the number of admit.lua's own arguments; admitFields the
+// AdmitHead is the number of admit.lua's own arguments; admitFields the
 // number per run.
 const AdmitHead, admitFields = 7, 3
 
-// admitCall polls rs, queued runs of one job, in one call. The first's job
+// AdmitCall polls rs, queued runs of one job, in one call. The first's job
 // state gives the terms: all of them carry the job as the table in force
 // has it now (pollQueued), whatever table they were queued under.
 func AdmitCall(rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) call {
@@ -423,7 +423,7 @@ func AdmitCall(rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) call
 	return call{keys: []string{j.MetaKey}, Args: args}
 }
 
-// admitRes is admit.lua's answer for one run: the status, the fencing
+// AdmitRes is admit.lua's answer for one run: the status, the fencing
 // token (started) or the place (waiting).
 type AdmitRes struct {
 	Status Answer
@@ -455,11 +455,11 @@ func AppendUndo(args []any, r *UndoReq, waiterTTL time.Duration) []any {
 
 // Renewals (renew.lua) -----------------------------------------------------
 
-// renewReq is one run's lease renewal.
+// RenewReq is one run's lease renewal.
 type RenewReq struct {
 	Job       *JobSpec
 	ID, Owner string
-	// pool and member: the pool slot the run holds on Redis Cluster,
+	// Pool and member: the pool slot the run holds on Redis Cluster,
 	// renewed apart (renewPools); "" for none.
 	Pool, Member string
 }
@@ -494,7 +494,7 @@ func decodeAttempt(v any) (int64, error) {
 
 // Closes (complete.lua) ---------------------------------------------------
 
-// completeReq closes one run.
+// CompleteReq closes one run.
 type CompleteReq struct {
 	R        *StoreClaim
 	Replica  string
@@ -503,9 +503,9 @@ type CompleteReq struct {
 	ErrText  string
 	Output   string
 	TraceID  string // the run span's, "" without tracing
-	// statsRaw and statsAt are set by the close (the store's, not
+	// StatsRaw and StatsAt are set by the close (the store's, not
 	// Redlock's): the job's statistics it left, as sync.lua packs them, and
-	// the server time (µs) of that reading; statsAt 0: none.
+	// the server time (µs) of that reading; StatsAt 0: none.
 	StatsRaw string
 	StatsAt  int64
 }
@@ -513,7 +513,7 @@ type CompleteReq struct {
 // completeFields is the number of ARGV fields per run in complete.lua.
 const completeFields = 8
 
-// entry is the history record of a run as its holder knows it: a JSON
+// Entry is the history record of a run as its holder knows it: a JSON
 // object of strings without its closing brace; complete.lua adds decision,
 // fence, started and finished, which the server holds.
 func (c CompleteReq) Entry() string {
@@ -542,18 +542,18 @@ func AppendComplete(args []any, c *CompleteReq) []any {
 
 // Heartbeats (sync.lua) ---------------------------------------------------
 
-// syncReq is one job's heartbeat.
+// SyncReq is one job's heartbeat.
 type SyncReq struct {
 	Job   *JobSpec
 	Known string
 	Fence int64 // the highest fencing token the replica has seen
-	// statsOnly: read the job's statistics and what the replica knows of
+	// StatsOnly: read the job's statistics and what the replica knows of
 	// its epoch only (sync.lua syncs it whole when the epoch or the token
 	// says Redis lost data).
 	StatsOnly bool
 }
 
-// syncRes is what a heartbeat learns about a job.
+// SyncRes is what a heartbeat learns about a job.
 type SyncRes struct {
 	Epoch  string
 	Paused bool
@@ -561,7 +561,7 @@ type SyncRes struct {
 	Floor  time.Time
 	Fence  int64
 	Stats  JobStats
-	// statsRaw is stats as sync.lua packed them, statsAt the server time
+	// StatsRaw is stats as sync.lua packed them, StatsAt the server time
 	// (µs) of the reading; 0 when unknown (Redlock merges masters').
 	StatsRaw string
 	StatsAt  int64
@@ -580,7 +580,7 @@ func SyncHeadArgs(skew, manualTTL, ahead time.Duration, born bool) []any {
 	return []any{skew.Milliseconds(), NewEpoch(), manualTTL.Milliseconds(), ahead.Milliseconds(), boolInt(born)}
 }
 
-// appendSync appends job r's arguments; fenceCheck as for claims.
+// AppendSync appends job r's arguments; fenceCheck as for claims.
 func AppendSync(args []any, r *SyncReq, replica string, fenceCheck bool) []any {
 	seen := "0"
 	if fenceCheck {
@@ -689,14 +689,14 @@ func PauseArgs(paused bool, why string) []any {
 
 // A run's record is a hash (common.lua: run:<suffix>) while the store keeps
 // it, and a JSON object of strings in the job's history once it is closed.
-// wireRun is that schema, the one list of its fields: the scripts write
+// WireRun is that schema, the one list of its fields: the scripts write
 // them (claim.lua, admit.lua, complete.lua, common.lua's close and file;
 // common.lua's RECORD lists those a closed record copies from its hash),
-// except those only the holder knows (holderFields), which reach the
+// except those only the holder knows (HolderFields), which reach the
 // history in the entry complete.lua finishes.
 // TestProtocolRecord checks the scripts against it.
 
-// wireRun is a run record as Redis keeps it: every field a string.
+// WireRun is a run record as Redis keeps it: every field a string.
 type WireRun struct {
 	ID       string `json:"id"`
 	Job      string `json:"job"`
@@ -718,7 +718,7 @@ type WireRun struct {
 	CancelledBy string `json:"cancelled_by"`
 }
 
-// holderFields are the record's fields no script keeps in the run's hash:
+// HolderFields are the record's fields no script keeps in the run's hash:
 // only its holder knows them, and sends them in its history entry.
 var HolderFields = []string{"trace"}
 
@@ -812,7 +812,7 @@ func slotText(slot int) string {
 	return strconv.Itoa(slot)
 }
 
-// newEpoch draws a fresh random epoch for a job state a script may create.
+// NewEpoch draws a fresh random epoch for a job state a script may create.
 func NewEpoch() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -853,15 +853,16 @@ var (
 	ChangedScript    = script("changed")
 )
 
-// jobNamePattern is JobNamePattern: a run id is "<job>@<suffix>".
+// JobNamePattern is the pattern of a job name, scheduler.JobNamePattern (a
+// test there keeps the two equal): a run id is "<job>@<suffix>".
 const JobNamePattern = `^[A-Za-z0-9_.-]{1,128}$`
 
 var jobNameRE = regexp.MustCompile(JobNamePattern)
 
-// validJobName is ValidJobName.
+// ValidJobName reports whether name may be a job name (scheduler.ValidJobName).
 func ValidJobName(name string) bool { return jobNameRE.MatchString(name) }
 
-// suffixOf is the part of run id id after its job's name.
+// SuffixOf is the part of run id id after its job's name.
 func SuffixOf(id string) string {
 	_, s, _ := SplitRunID(id)
 	return s

@@ -84,7 +84,7 @@ func NewRedlock(clients []redis.UniversalClient, cfg BackendConfig) (*redlock, e
 
 func (rl *redlock) MetaKey(job string) string { return rl.masters[0].MetaKey(job) }
 
-// placePools: the masters share one placement (a Redlock scheduler refuses
+// PlacePools: the masters share one placement (a Redlock scheduler refuses
 // pools; a Control may still be told of a table's).
 func (rl *redlock) PlacePools(jobs []PoolJob) { rl.masters[0].PlacePools(jobs) }
 
@@ -403,7 +403,7 @@ type admitted struct {
 	n      int64
 }
 
-// admit polls each run on every master (a quorum's admission per run).
+// Admit polls each run on every master (a quorum's admission per run).
 func (rl *redlock) Admit(ctx context.Context, rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) ([]AdmitRes, error) {
 	out := make([]AdmitRes, len(rs))
 	for i, r := range rs {
@@ -684,7 +684,7 @@ func (rl *redlock) Trigger(ctx context.Context, job, id string) error {
 	return rl.write(ctx, "trigger", func(ctx context.Context, m *Redis) error { return m.Trigger(ctx, job, id) })
 }
 
-// cancel asks every master: the run stops when a quorum's renewals say so,
+// Cancel asks every master: the run stops when a quorum's renewals say so,
 // and any one master's answer that it is running is enough to ask.
 func (rl *redlock) Cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error) {
 	type res struct {
@@ -711,7 +711,7 @@ func (rl *redlock) Cancel(ctx context.Context, job, id, who string) (cancelAnswe
 	return out.a, out.o, nil
 }
 
-// retry queues the retry on every master, as trigger does; a master that
+// Retry queues the retry on every master, as trigger does; a master that
 // lacks the run's record (it missed its close) follows the others.
 func (rl *redlock) Retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error) {
 	per, errs, err := each(ctx, rl, "retry", func(ctx context.Context, _ int, m *Redis) (retryAnswer, error) {
@@ -734,7 +734,7 @@ func (rl *redlock) Retry(ctx context.Context, job, id, newID, who string, ended 
 	return RetryNone, nil
 }
 
-// retries is the union of the masters' lists.
+// Retries is the union of the masters' lists.
 func (rl *redlock) Retries(ctx context.Context, job string) ([]RetryLink, error) {
 	per, errs, err := each(ctx, rl, "retries", func(ctx context.Context, _ int, m *Redis) ([]RetryLink, error) {
 		return m.Retries(ctx, job)
@@ -755,7 +755,7 @@ func (rl *redlock) Retries(ctx context.Context, job string) ([]RetryLink, error)
 	return out, nil
 }
 
-// manualHints is the union of the masters' hints (any one may have a
+// ManualHints is the union of the masters' hints (any one may have a
 // request the others missed). Redis' clock is the median of the masters'
 // that answered: one master with a wrong clock does not move it.
 func (rl *redlock) ManualHints(ctx context.Context, h HintReq) (Hints, time.Time, error) {

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// store keeps the cluster's shared state in one Redis deployment:
+// Redis keeps the cluster's shared state in one Redis deployment:
 // standalone, Sentinel (a failover client) or Cluster. Every operation is
 // one script per job (or per batch of runs), one round trip.
 type Redis struct {
@@ -19,7 +19,7 @@ type Redis struct {
 	Prefix    string
 	pools     *PoolPlace // the table's pools, for status (not for keys)
 
-	// claimAhead is how long before its instant a run may be claimed.
+	// ClaimAhead is how long before its instant a run may be claimed.
 	ClaimAhead time.Duration
 	// skew is the max clock skew (a job state created by a trigger places
 	// its data-loss floor with it).
@@ -32,11 +32,11 @@ type Redis struct {
 	// while it runs (WithEphemeralStore): a job without state is new.
 	born bool
 	// backfillSeen is the list of jobs with a backfill the last heartbeat
-	// read (manualHints, in its round trip): see backfill.go.
+	// read (ManualHints, in its round trip): see backfill.go.
 	backfillSeen atomic.Pointer[[]BackfillHint]
 }
 
-// backendConfig is what a store reads of the scheduler's options and the
+// BackendConfig is what a store reads of the scheduler's options and the
 // Store's (config.backend).
 type BackendConfig struct {
 	Prefix         string
@@ -59,7 +59,7 @@ func NewRedis(c redis.UniversalClient, cfg BackendConfig) (*Redis, error) {
 
 func (s *Redis) MetaKey(job string) string { return s.Key(job, "meta") }
 
-// key is one of job's keys: the job's name alone says where its state is
+// Key is one of job's keys: the job's name alone says where its state is
 // (pool.go), whatever the table.
 func (s *Redis) Key(job, kind string) string {
 	return s.Prefix + ":{" + job + "}:" + kind
@@ -82,7 +82,7 @@ func (s *Redis) Undo(ctx context.Context, waiterTTL time.Duration, reqs []UndoRe
 	return scatter[UndoAnswer]("undo", replies, groups, len(reqs), nil)
 }
 
-// handBack is undo.lua's drop and the job's manual hint, in one round trip.
+// HandBack is undo.lua's drop and the job's manual hint, in one round trip.
 func (s *Redis) HandBack(ctx context.Context, r *StoreClaim, waiterTTL time.Duration) (bool, error) {
 	u := UndoReq{Job: r.Job, ID: r.ID, Owner: r.Owner, Mode: UndoDrop, maxWait: r.MaxWait}
 	v, err := s.execHint(ctx, UndoScript, call{keys: []string{r.Job.MetaKey}, Args: AppendUndo(nil, &u, waiterTTL)}, s.HintKey(), r.Job.Name)
@@ -110,7 +110,7 @@ func (s *Redis) Claim(ctx context.Context, replica string, skew, waiterTTL time.
 	return out, err
 }
 
-// claimAcked is claimOnly, then, with min_replicas_ack, takes back the
+// ClaimAcked is claimOnly, then, with min_replicas_ack, takes back the
 // starts too few replicas acknowledged.
 func (s *Redis) ClaimAcked(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []StoreClaim) ([]ClaimRes, error) {
 	out, err := s.claimOnly(ctx, replica, skew, waiterTTL, reqs)
@@ -171,7 +171,7 @@ func (s *Redis) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 	return out, nil
 }
 
-// admit polls rs, queued runs of one job, in one call. On Redis Cluster
+// Admit polls rs, queued runs of one job, in one call. On Redis Cluster
 // each pooled run's pool slot is taken first (pool.lua, under admitMember):
 // a run that started keeps it, the others give it back.
 func (s *Redis) Admit(ctx context.Context, rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) ([]AdmitRes, error) {
@@ -241,8 +241,8 @@ func (s *Redis) admitOnly(ctx context.Context, rs []*StoreClaim, waiterTTL time.
 	return out, nil
 }
 
-// renew renews leases; the answer per run is leaseOK, leaseLost,
-// leaseReplaced or leaseUnacked.
+// Renew renews leases; the answer per run is LeaseOK, LeaseLostAnswer,
+// LeaseReplaced or LeaseUnacked.
 func (s *Redis) Renew(ctx context.Context, reqs []RenewReq) ([]LeaseAnswer, error) {
 	calls, groups := batch(s, reqs, func(r *RenewReq) *JobSpec { return r.Job }, nil, renewFields, AppendRenew)
 	replies, acks, err := s.run(ctx, renewScript, calls)
@@ -276,22 +276,14 @@ func (s *Redis) renewPools(ctx context.Context, reqs []RenewReq, out []LeaseAnsw
 			idx = append(idx, i)
 		}
 	}
-	if len(calls) == 0 {
-		return nil
-	}
-	replies, err := s.exec(ctx, poolScript, calls)
-	if err != nil {
-		return err
-	}
-	for k, i := range idx {
-		if v, _ := replies[k].(string); v != poolOK {
+	return s.poolCalls(ctx, calls, idx, func(i int, held bool) {
+		if !held {
 			out[i] = LeaseLostAnswer
 		}
-	}
-	return nil
+	})
 }
 
-// attempt issues the fencing token of a run's next attempt; 0 means the run
+// Attempt issues the fencing token of a run's next attempt; 0 means the run
 // is no longer held.
 func (s *Redis) Attempt(ctx context.Context, j *JobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
 	v, err := s.exec(ctx, attemptScript, []call{AttemptCall(j, id, owner, n, fenceFloor)})
@@ -301,9 +293,9 @@ func (s *Redis) Attempt(ctx context.Context, j *JobSpec, id, owner string, n int
 	return decodeAttempt(v[0])
 }
 
-// complete closes runs, grouped into as few script calls as the store
-// allows; the answer per run is closeOK, closeClosed, closeLost or
-// closeUnacked.
+// Complete closes runs, grouped into as few script calls as the store
+// allows; the answer per run is CloseOK, CloseClosed, CloseLost or
+// CloseUnacked.
 func (s *Redis) Complete(ctx context.Context, reqs []CompleteReq) ([]CloseAnswer, error) {
 	calls, groups := batch(s, reqs, func(c *CompleteReq) *JobSpec { return c.R.Job }, nil, completeFields, AppendComplete)
 	// With min_replicas_ack, a close counts once replicas have it: one the

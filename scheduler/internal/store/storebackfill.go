@@ -21,7 +21,7 @@ const (
 	BackfillNone      backfillAnswer = "none"
 )
 
-// errBackfillUnsupported is ErrBackfillUnsupported: the store cannot
+// ErrBackfillUnsupported is scheduler.ErrBackfillUnsupported: the store cannot
 // backfill (Redlock).
 var ErrBackfillUnsupported = errors.New("scheduler: this store cannot backfill (Redlock coordinates mutexes only)")
 
@@ -61,7 +61,7 @@ func backfillFromHash(job string, h map[string]string) *Backfill {
 	return b
 }
 
-// backfillProgress is where a backfill's state has it: the latest instant
+// BackfillProgress is where a backfill's state has it: the latest instant
 // taken (its cursor), the instants taken back to take again first (redo),
 // and the range's last instant as the requester's table has it. Not part
 // of Backfill's public API.
@@ -69,13 +69,13 @@ func BackfillProgress(b *Backfill) (cursor time.Time, redo []time.Time, last tim
 	return b.cursor, b.redo, b.last
 }
 
-// backfillHintKey is the store-wide set of jobs with a backfill (job ->
+// BackfillHintKey is the store-wide set of jobs with a backfill (job ->
 // request time, ms): replicas read it every beat instead of every job's
 // state. Outside any job's hash tag; only backfill_forget.lua touches it
 // in a script.
 func (s *Redis) BackfillHintKey() string { return s.Prefix + ":backfills" }
 
-// backfillHint is one entry of the backfill hint key as a heartbeat read
+// BackfillHint is one entry of the backfill hint key as a heartbeat read
 // it: the score tells it from an entry a backfill started since wrote.
 type BackfillHint struct {
 	Job   string
@@ -89,7 +89,7 @@ func (s *Redis) Backfill(ctx context.Context, job string, args []any) (string, *
 	if args[0] == "start" {
 		// The hint's score is the request time, with a random fraction: it
 		// tells this backfill's entry from the one of a backfill started
-		// in the same millisecond (backfillForget).
+		// in the same millisecond (BackfillForget).
 		var r [2]byte
 		_, _ = rand.Read(r[:])
 		// 12 bits: a double holds today's milliseconds and 12 bits more
@@ -115,8 +115,8 @@ func (s *Redis) Backfill(ctx context.Context, job string, args []any) (string, *
 	return ans, st, nil
 }
 
-// backfillJobs answers the jobs with a backfill as the last heartbeat read
-// them (manualHints): no round trip of its own.
+// BackfillJobs answers the jobs with a backfill as the last heartbeat read
+// them (ManualHints): no round trip of its own.
 func (s *Redis) BackfillJobs(context.Context) ([]BackfillHint, error) {
 	if p := s.backfillSeen.Load(); p != nil {
 		return *p, nil
@@ -124,7 +124,7 @@ func (s *Redis) BackfillJobs(context.Context) ([]BackfillHint, error) {
 	return nil, nil
 }
 
-// backfillForget drops h's job from the hint key only if its entry is
+// BackfillForget drops h's job from the hint key only if its entry is
 // still h (one atomic check-and-delete): a replica that read a finished
 // backfill must not drop the hint of one started since, which would then
 // never run and refuse every other (busy) until cancelled.

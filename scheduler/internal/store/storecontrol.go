@@ -36,7 +36,7 @@ func (s *Redis) Retry(ctx context.Context, job, id, newID, who string, ended boo
 	return decodeRetry(v)
 }
 
-// retries reads the job's list of retries (retry.lua): "<new id>\n<run
+// Retries reads the job's list of retries (retry.lua): "<new id>\n<run
 // id>\n<who>" per entry, oldest first.
 func (s *Redis) Retries(ctx context.Context, job string) ([]RetryLink, error) {
 	raw, err := s.c.ZRange(ctx, s.Key(job, "retries"), 0, -1).Result()
@@ -52,13 +52,13 @@ func (s *Redis) Retries(ctx context.Context, job string) ([]RetryLink, error) {
 	return out, nil
 }
 
-// hintKey is the store-wide set of jobs with recent manual requests
+// HintKey is the store-wide set of jobs with recent manual requests
 // (job -> request time, ms). Replicas read it every heartbeat instead of
 // polling every job's manual set; it lives outside any job's hash tag, so
 // it is never touched by a script.
 func (s *Redis) HintKey() string { return s.Prefix + ":manual" }
 
-// hintLookback is how long a manual request's hint keeps its job in every
+// HintLookback is how long a manual request's hint keeps its job in every
 // heartbeat; requests older than that are found by the full sweep.
 const HintLookback = time.Minute
 
@@ -74,7 +74,7 @@ func (s *Redis) Trigger(ctx context.Context, job, id string) error {
 	return err
 }
 
-// changedKey is the store-wide set of jobs whose run statistics changed
+// ChangedKey is the store-wide set of jobs whose run statistics changed
 // lately (statsEntry -> a score that rises with each publication, on
 // Redis' clock in µs: changed.lua). Its hash tag is its own (Redis
 // Cluster), never a job's. Named apart from the set earlier versions kept
@@ -83,27 +83,27 @@ func (s *Redis) Trigger(ctx context.Context, job, id string) error {
 // statistics, which then follow from the full sweep, a few heartbeats late.
 func (s *Redis) ChangedKey() string { return s.Prefix + ":{changed}:us" }
 
-// changedTTL is how long changedKey lives after its last change, and how
+// changedTTL is how long ChangedKey lives after its last change, and how
 // long an entry of it is kept when the heartbeat does not say
-// (hintReq.changedKeep).
+// (HintReq.changedKeep).
 const changedTTL = time.Minute
 
-// hintReq is what a heartbeat's first round trip reads and writes, besides
+// HintReq is what a heartbeat's first round trip reads and writes, besides
 // Redis' clock.
 type HintReq struct {
 	Since time.Time     // manual requests made since
 	TTL   time.Duration // manual hints older than that are dropped
-	// changedSince: jobs whose statistics changed since (on this
-	// replica's clock); changedAfter, when not zero, replaces it: the
+	// ChangedSince: jobs whose statistics changed since (on this
+	// replica's clock); ChangedAfter, when not zero, replaces it: the
 	// changes published after the last read (its hints.changedAt, a
 	// cursor: each change is read once). changed: those this
-	// replica changed since its last heartbeat (statsEntry); changedKeep:
+	// replica changed since its last heartbeat (statsEntry); ChangedKeep:
 	// how long a published change is kept (older ones are dropped).
 	ChangedSince time.Time
 	ChangedAfter int64
 	Changed      []string
 	ChangedKeep  time.Duration
-	// take, when set, adds to changed: called at the start of the store's
+	// Take, when set, adds to changed: called at the start of the store's
 	// call (the heartbeat's takeChanged; it answers the same list to every
 	// Redlock master).
 	Take func() []string
@@ -118,16 +118,16 @@ func (h HintReq) taken() HintReq {
 	return h
 }
 
-// hints is what a heartbeat's first round trip learns: the jobs with
+// Hints is what a heartbeat's first round trip learns: the jobs with
 // manual requests, and the jobs whose run statistics changed, read up to
-// changedAt (changed.lua's cursor; 0: none, as on Redlock, whose masters
+// ChangedAt (changed.lua's cursor; 0: none, as on Redlock, whose masters
 // each have their own: the next read looks back instead).
 type Hints struct {
 	Manual, Changed []string
 	ChangedAt       int64
 }
 
-// manualHints returns the jobs with manual requests since h.since, and
+// ManualHints returns the jobs with manual requests since h.since, and
 // those whose statistics changed since h.changedSince (after adding
 // h.changed), and drops the hints older than their time to live. One
 // round trip.
@@ -328,5 +328,5 @@ func (s *Redis) Get(ctx context.Context, job, suffix string) (*Run, error) {
 	return &r, nil
 }
 
-// retryLink is one entry of a job's latest retries.
+// RetryLink is one entry of a job's latest retries.
 type RetryLink struct{ ID, Of, By string }

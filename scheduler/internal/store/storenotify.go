@@ -12,10 +12,10 @@ import (
 // events as it closes runs): the subscriptions a table writes, taking what
 // is due (notify_take.lua) and reporting a delivery (notify_done.lua).
 
-// notifySub is one job's subscription as notify:on holds it, "" for none.
+// NotifySub is one job's subscription as notify:on holds it, "" for none.
 type NotifySub struct{ Job, Sub string }
 
-// notifySubscribe writes the table's subscriptions, one pipeline: set (for
+// NotifySubscribe writes the table's subscriptions, one pipeline: set (for
 // ttl) for the jobs with notifications, deleted for the others, and the
 // flag in each job's meta (common.lua's notify) that says which.
 func (s *Redis) NotifySubscribe(ctx context.Context, subs []NotifySub, ttl time.Duration) error {
@@ -38,7 +38,7 @@ func (s *Redis) NotifySubscribe(ctx context.Context, subs []NotifySub, ttl time.
 	return err
 }
 
-// notifyTakeReq asks for what is due of one job's queue (its meta key):
+// NotifyTakeReq asks for what is due of one job's queue (its meta key):
 // at most share deliveries, each leased to the taker for lease.
 type NotifyTakeReq struct {
 	MetaKey string
@@ -53,7 +53,7 @@ type notifyTaken struct {
 	Dropped int64
 }
 
-// notifyTake takes, for owner, what is due of each request's queue: one
+// NotifyTake takes, for owner, what is due of each request's queue: one
 // notify_take.lua call per job, one round trip.
 func (s *Redis) NotifyTake(ctx context.Context, owner string, reqs []NotifyTakeReq) ([]notifyTaken, error) {
 	calls := make([]call, 0, len(reqs))
@@ -71,7 +71,7 @@ func (s *Redis) NotifyTake(ctx context.Context, owner string, reqs []NotifyTakeR
 	return out, nil
 }
 
-// notifyDone reports owner's delivery key of the job (its meta key): due
+// NotifyDone reports owner's delivery key of the job (its meta key): due
 // again in ms, or removed from the queue for ms < 0.
 func (s *Redis) NotifyDone(ctx context.Context, metaKey, key, owner string, ms int64) error {
 	return notifyDoneScript.Run(ctx, s.c, []string{metaKey}, key, owner, strconv.FormatInt(ms, 10)).Err()
@@ -104,7 +104,7 @@ func takeReply(v any) ([]TakenItem, int64) {
 	return out, dropped
 }
 
-// queuedEvent is an event as the scripts queue it.
+// QueuedEvent is an event as the scripts queue it.
 type QueuedEvent struct {
 	Event  string  `json:"event"`
 	Run    WireRun `json:"run"`

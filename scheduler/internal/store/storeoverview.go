@@ -15,7 +15,7 @@ import (
 // the meta's fields are read.
 var summaryOutcomes = []Outcome{Failed, TimedOut, LeaseLost, Missed}
 
-// overview reads job by job: each master answers for every job.
+// Overview reads job by job: each master answers for every job.
 func (rl *redlock) Overview(ctx context.Context, jobs []string, recent int) ([]Overview, error) {
 	out := make([]Overview, len(jobs))
 	for i, j := range jobs {
@@ -209,7 +209,7 @@ func (s *Redis) HistoryPage(ctx context.Context, job string, offset, limit int) 
 	return decodeHistory(keptWindow(hist.Val(), hn.Val(), offset))
 }
 
-// historyPage merges the masters' histories up to the page's end.
+// HistoryPage merges the masters' histories up to the page's end.
 func (rl *redlock) HistoryPage(ctx context.Context, job string, offset, limit int) ([]Run, error) {
 	runs, err := rl.History(ctx, job, offset+limit)
 	if err != nil || offset >= len(runs) {
@@ -232,7 +232,7 @@ func countRuns(runs []Run) (started, succeeded int) {
 	return started, succeeded
 }
 
-// metaInt reads a count from an HMGET answer: 0 when missing or not one.
+// MetaInt reads a count from an HMGET answer: 0 when missing or not one.
 func MetaInt(v any) int {
 	s, _ := v.(string)
 	n, _ := strconv.Atoi(s)

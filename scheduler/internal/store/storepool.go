@@ -30,14 +30,14 @@ import (
 // keeps it). A queued run's admission holds "<run id>#a", which only its own
 // replica uses. Renewals renew both, a close frees both.
 
-// poolJob is what the pools' placement needs of a table's job (Job.Name,
+// PoolJob is what the pools' placement needs of a table's job (Job.Name,
 // Pool, PoolSize).
 type PoolJob struct {
 	Name, Pool string
 	PoolSize   int
 }
 
-// poolPlace says which pool each job's keys are under. One per Store, shared
+// PoolPlace says which pool each job's keys are under. One per Store, shared
 // by every scheduler and Control it backs.
 type PoolPlace struct {
 	mu   sync.RWMutex
@@ -83,7 +83,7 @@ func (p *PoolPlace) set(jobs []PoolJob) {
 	p.mu.Unlock()
 }
 
-// poolKey is the pool's slots: run id -> lease expiry (common.lua pool_of).
+// PoolKey is the pool's slots: run id -> lease expiry (common.lua pool_of).
 func (s *Redis) PoolKey(pool string) string { return s.Prefix + ":{pool:" + pool + "}:held" }
 
 // poolScript holds pool slots on Redis Cluster (pool.lua).
@@ -113,7 +113,7 @@ func (s *Redis) poolCall(op, pool, member, owner string, size int, lease time.Du
 	return call{keys: []string{s.PoolKey(pool)}, Args: []any{op, member, owner, size, lease.Milliseconds()}}
 }
 
-// takePools takes, on Redis Cluster, the pool slot of each pooled run of
+// TakePools takes, on Redis Cluster, the pool slot of each pooled run of
 // reqs (member names its hold) before its claim or admission, and sets its
 // pgrant for the script: '1' held, '0' the pool is full. Elsewhere, and for
 // jobs in no pool, pgrant stays 0: the script takes the slot itself.
@@ -128,6 +128,19 @@ func (s *Redis) TakePools(ctx context.Context, reqs []*StoreClaim, member func(*
 		calls = append(calls, s.poolCall("take", r.Job.Pool, member(r), r.Owner, r.Job.PoolSize, r.Job.Lease))
 		idx = append(idx, i)
 	}
+	return s.poolCalls(ctx, calls, idx, func(i int, held bool) {
+		if held {
+			reqs[i].Pgrant = '1'
+		} else {
+			reqs[i].Pgrant = '0'
+		}
+	})
+}
+
+// poolCalls runs pool.lua's calls (take or renew) in one round trip, and
+// tells each, by the index of its request (idx[k] for calls[k]), whether
+// its slot is held.
+func (s *Redis) poolCalls(ctx context.Context, calls []call, idx []int, each func(i int, held bool)) error {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -136,11 +149,8 @@ func (s *Redis) TakePools(ctx context.Context, reqs []*StoreClaim, member func(*
 		return err
 	}
 	for k, i := range idx {
-		if v, _ := replies[k].(string); v == poolOK {
-			reqs[i].Pgrant = '1'
-		} else {
-			reqs[i].Pgrant = '0'
-		}
+		v, _ := replies[k].(string)
+		each(i, v == poolOK)
 	}
 	return nil
 }
@@ -154,7 +164,7 @@ func (s *Redis) freePools(ctx context.Context, calls []call) {
 	}
 }
 
-// settlePools, after a claim on Redis Cluster, keeps the pool slot of each
+// SettlePools, after a claim on Redis Cluster, keeps the pool slot of each
 // run the claim started (res.pool names it), and gives back this replica's
 // share of the others' (a hold another replica's claim started stays its).
 func (s *Redis) SettlePools(ctx context.Context, reqs []StoreClaim, out []ClaimRes) {

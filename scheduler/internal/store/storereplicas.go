@@ -13,7 +13,7 @@ import (
 
 var replicasScript = script("replicas")
 
-// replicaRecord is a replica's record as the store keeps it.
+// ReplicaRecord is a replica's record as the store keeps it.
 type ReplicaRecord struct {
 	Version string `json:"v"`
 	Started int64  `json:"s"` // unix ms, the replica's clock
@@ -35,7 +35,7 @@ func (s *Redis) RegistryKeys() []string {
 	return []string{s.Prefix + ":{replicas}:ids", s.Prefix + ":{replicas}:records"}
 }
 
-// registry runs replicas.lua once and decodes its answer.
+// Registry runs replicas.lua once and decodes its answer.
 func (s *Redis) Registry(ctx context.Context, mode, id string, rec *ReplicaRecord) ([]Replica, error) {
 	args := []any{mode, id, "", 0}
 	if rec != nil {

@@ -7,21 +7,21 @@ import (
 	"time"
 )
 
-// statOutcomes are the outcomes whose last time the store keeps per job
-// (common.lua's OUTCOMES, in the same order). parseStats reads them by
+// StatOutcomes are the outcomes whose last time the store keeps per job
+// (common.lua's OUTCOMES, in the same order). ParseStats reads them by
 // name, so an outcome listed here that the store does not report is
 // absent from the gauge, never wrong.
 var StatOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout, Cancelled}
 
-// jobStats is what the store keeps about a job's runs for the metrics,
+// JobStats is what the store keeps about a job's runs for the metrics,
 // as the heartbeat last read it. Every replica reads the same values.
 type JobStats struct {
 	LastSuccess time.Time
 	Fails       int64
-	LastRun     [len(StatOutcomes)]time.Time // by statOutcomes
+	LastRun     [len(StatOutcomes)]time.Time // by StatOutcomes
 }
 
-// latest is the time of the job's last run of any outcome.
+// Latest is the time of the job's last run of any outcome.
 func (st JobStats) Latest() time.Time {
 	var t time.Time
 	for _, r := range st.LastRun {
@@ -32,7 +32,7 @@ func (st JobStats) Latest() time.Time {
 	return t
 }
 
-// parseStats reads common.lua's stats: "ok|fails|outcome=ms,outcome=ms".
+// ParseStats reads common.lua's stats: "ok|fails|outcome=ms,outcome=ms".
 // What it cannot read it leaves zero: a metric is then absent, never wrong.
 func ParseStats(s string) JobStats {
 	var st JobStats
@@ -56,7 +56,7 @@ func ParseStats(s string) JobStats {
 	return st
 }
 
-// mergeStats combines the statistics of the Redlock masters that answered:
+// MergeStats combines the statistics of the Redlock masters that answered:
 // the latest of each time (a run's close reached every master it could),
 // and the median failure streak (a master that missed a close, or a
 // claim, counts differently; the majority's count wins). Every replica

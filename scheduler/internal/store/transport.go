@@ -18,7 +18,7 @@ import (
 // it encodes and decodes (protocol.go), the Redlock combinator above that
 // runs one store per master (redlock.go).
 type transport interface {
-	// preload loads every script.
+	// Preload loads every script.
 	Preload(ctx context.Context) error
 	// exec runs sc once per call, all calls pipelined in one round trip
 	// (per cluster node).
@@ -27,7 +27,7 @@ type transport interface {
 	// every connection that ran a call; acks[i] is call i's (nil without
 	// WAIT).
 	run(ctx context.Context, sc *redis.Script, calls []call) ([]any, []ack, error)
-	// execHint runs one call and adds member to the sorted set hintKey,
+	// execHint runs one call and adds member to the sorted set HintKey,
 	// scored with this replica's clock, in one round trip. The hint is only
 	// a hint: its own error is not reported.
 	execHint(ctx context.Context, sc *redis.Script, c call, hintKey, member string) (any, error)
@@ -41,8 +41,8 @@ type redisConn struct {
 	c       redis.UniversalClient
 	cluster bool // keys of different jobs must not share a script call
 
-	// minAck > 0: calls sent with run count only once that many replicas
-	// acknowledged them (WAIT), within ackTimeout.
+	// MinAck > 0: calls sent with run count only once that many replicas
+	// acknowledged them (WAIT), within AckTimeout.
 	minAck     int
 	ackTimeout time.Duration
 }
@@ -63,7 +63,7 @@ func NewRedisConn(c redis.UniversalClient, minAck int, ackTimeout time.Duration)
 	return t, nil
 }
 
-// preload loads every script in one pipeline, so the first claim after a
+// Preload loads every script in one pipeline, so the first claim after a
 // start is one round trip too (EVALSHA would otherwise meet NOSCRIPT once).
 // It sends SCRIPT LOAD itself: redis.Script.Load on a pipeliner would read
 // the reply before it exists and store an empty hash in the shared Script.
@@ -84,7 +84,7 @@ func (t redisConn) Preload(ctx context.Context) error {
 	return err
 }
 
-// maxBatch bounds the runs one script call decides, so no single call holds
+// MaxBatch bounds the runs one script call decides, so no single call holds
 // Redis for long.
 const MaxBatch = 64
 
@@ -315,7 +315,7 @@ func scatterRows(op string, replies []any, groups [][]int, least, packed int, fn
 
 // batch builds the script calls for runs of reqs: each call carries head
 // (the script's own arguments) and then, for each run, its job's meta key
-// (job gives the job) and the perRun arguments add appends. It returns the
+// (job gives the job) and the PerRun arguments add appends. It returns the
 // calls and, per call, the indexes of the runs it carries (see group).
 func batch[T any](s *Redis, reqs []T, job func(*T) *JobSpec, head []any, perRun int, add func(args []any, r *T) []any) ([]call, [][]int) {
 	groups := group(s, len(reqs), func(i int) string { return job(&reqs[i]).Name })
@@ -361,7 +361,7 @@ func group(s *Redis, n int, job func(i int) string) [][]int {
 	return groups
 }
 
-// sentNothing reports whether a call that failed with err certainly ran no
+// SentNothing reports whether a call that failed with err certainly ran no
 // script: every part of it failed before its request went out (no
 // connection could be made, or the client had none to give). Anything else
 // — a timeout, a reset connection, a Redlock quorum short of answers — may
