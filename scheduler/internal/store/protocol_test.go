@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"encoding/json"
@@ -11,14 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // header returns a script's leading comment block.
 func header(t *testing.T, name string) string {
 	t.Helper()
-	src, err := store.LuaFiles.ReadFile("lua/" + name + ".lua")
+	src, err := LuaFiles.ReadFile("lua/" + name + ".lua")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,19 +35,19 @@ var protocolLine = regexp.MustCompile(`(?m)^-- protocol: head=(\d+) per_run=(\d+
 // Every script's header states, in its "protocol:" line, the arguments the
 // Go side sends it and the answers the Go side reads; this is that Go side.
 func TestProtocolHeaders(t *testing.T) {
-	files, err := fs.Glob(store.LuaFiles, "lua/*.lua")
+	files, err := fs.Glob(LuaFiles, "lua/*.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	common, _ := store.LuaFiles.ReadFile("lua/common.lua")
+	common, _ := LuaFiles.ReadFile("lua/common.lua")
 	for _, f := range files {
 		name := strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")
 		if name == "common" {
 			continue
 		}
 		seen[name] = true
-		spec, ok := store.ScriptSpecs[name]
+		spec, ok := ScriptSpecs[name]
 		if !ok {
 			t.Errorf("%s: no scriptSpecs entry in protocol.go", f)
 			continue
@@ -77,14 +75,14 @@ func TestProtocolHeaders(t *testing.T) {
 			t.Errorf("%s: header prose does not say %d fields per run", f, perRun)
 		}
 		// ...and the script says every answer it is said to.
-		body, _ := store.LuaFiles.ReadFile(f)
+		body, _ := LuaFiles.ReadFile(f)
 		for _, a := range answers {
 			if !strings.Contains(string(body)+string(common), "'"+a+"'") {
 				t.Errorf("%s: answer %q never appears in the script", f, a)
 			}
 		}
 	}
-	for name := range store.ScriptSpecs {
+	for name := range ScriptSpecs {
 		if !seen[name] {
 			t.Errorf("protocol.go specifies %q, which has no script", name)
 		}
@@ -100,27 +98,27 @@ func sameSet(a, b []string) bool {
 
 // The encoders send the numbers of arguments ScriptSpecs states.
 func TestProtocolEncoders(t *testing.T) {
-	j := testJob(t, &store.Redis{Prefix: "p"}, "j", "@every 1s", nil)
-	r := newClaimReq(j, store.StoreClaim{ID: "j@x", Suffix: "x", Kind: store.RunScheduled, Owner: "o", Sched: time.Now(), Fire: time.Now()})
+	j := testSpec()
+	r := StoreClaim{Job: j, ID: "j@x", Suffix: "x", Kind: RunScheduled, Owner: "o", Sched: time.Now(), Fire: time.Now()}
 	var buf []byte
 	check := func(name string, head, perRun []any) {
 		t.Helper()
-		spec := store.ScriptSpecs[name]
+		spec := ScriptSpecs[name]
 		if len(head) != spec.Head || (perRun != nil && len(perRun) != spec.PerRun) {
 			t.Errorf("%s: encoders send %d head and %d per-run arguments, spec says %d and %d", name, len(head), len(perRun), spec.Head, spec.PerRun)
 		}
 	}
-	check("claim", store.ClaimHeadArgs("r", time.Second, time.Second, 0, true, false), store.AppendClaim(nil, &r.StoreClaim, &buf))
-	check("admit", store.AdmitCall([]*store.StoreClaim{&r.StoreClaim}, time.Second, 0).Args[:store.AdmitHead], store.AdmitCall([]*store.StoreClaim{&r.StoreClaim}, time.Second, 0).Args[store.AdmitHead:])
-	check("renew", nil, store.AppendRenew(nil, &store.RenewReq{Job: j.spec, ID: r.ID, Owner: r.Owner}))
-	check("complete", nil, store.AppendComplete(nil, &store.CompleteReq{R: &r.StoreClaim}))
-	check("undo", nil, store.AppendUndo(nil, &store.UndoReq{Job: j.spec, ID: r.ID, Owner: r.Owner, Mode: store.UndoDrop}, time.Second))
-	check("sync", store.SyncHeadArgs(time.Second, time.Second, 0, false), store.AppendSync(nil, &store.SyncReq{Job: j.spec}, "r", true))
-	check("attempt", store.AttemptCall(j.spec, r.ID, r.Owner, 2, 0).Args, nil)
-	check("trigger", store.TriggerCall(j.metaKey, "j@manual-1", time.Second, false).Args, nil)
-	check("pause", store.PauseArgs(true, "why"), nil)
-	check("cancel", store.CancelCall(j.metaKey, r.ID, "who").Args, nil)
-	check("retry", store.RetryCall(j.metaKey, r.ID, "j@manual-1", "who", false).Args, nil)
+	check("claim", ClaimHeadArgs("r", time.Second, time.Second, 0, true, false), AppendClaim(nil, &r, &buf))
+	check("admit", AdmitCall([]*StoreClaim{&r}, time.Second, 0).Args[:AdmitHead], AdmitCall([]*StoreClaim{&r}, time.Second, 0).Args[AdmitHead:])
+	check("renew", nil, AppendRenew(nil, &RenewReq{Job: j, ID: r.ID, Owner: r.Owner}))
+	check("complete", nil, AppendComplete(nil, &CompleteReq{R: &r}))
+	check("undo", nil, AppendUndo(nil, &UndoReq{Job: j, ID: r.ID, Owner: r.Owner, Mode: UndoDrop}, time.Second))
+	check("sync", SyncHeadArgs(time.Second, time.Second, 0, false), AppendSync(nil, &SyncReq{Job: j}, "r", true))
+	check("attempt", AttemptCall(j, r.ID, r.Owner, 2, 0).Args, nil)
+	check("trigger", TriggerCall(j.MetaKey, "j@manual-1", time.Second, false).Args, nil)
+	check("pause", PauseArgs(true, "why"), nil)
+	check("cancel", CancelCall(j.MetaKey, r.ID, "who").Args, nil)
+	check("retry", RetryCall(j.MetaKey, r.ID, "j@manual-1", "who", false).Args, nil)
 	// claim.lua reads the terms as '|'-separated fields: 22 of them.
 	for _, grant := range []byte{0, '0', '1'} {
 		r.Pgrant = grant
@@ -135,11 +133,11 @@ func TestProtocolEncoders(t *testing.T) {
 // it whole; so do the holder's history entry and what complete.lua adds.
 func TestProtocolRecord(t *testing.T) {
 	var schema []string
-	rt := reflect.TypeOf(store.WireRun{})
+	rt := reflect.TypeOf(WireRun{})
 	for i := range rt.NumField() {
 		schema = append(schema, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
 	}
-	common, _ := store.LuaFiles.ReadFile("lua/common.lua")
+	common, _ := LuaFiles.ReadFile("lua/common.lua")
 	m := regexp.MustCompile(`(?s)local RECORD = \{(.*?)\}`).FindSubmatch(common)
 	if m == nil {
 		t.Fatal("common.lua has no RECORD list")
@@ -148,13 +146,12 @@ func TestProtocolRecord(t *testing.T) {
 	for _, q := range regexp.MustCompile(`'(\w+)'`).FindAllSubmatch(m[1], -1) {
 		record = append(record, string(q[1]))
 	}
-	if got := append(slices.Clone(record), store.HolderFields...); !sameSet(got, schema) {
+	if got := append(slices.Clone(record), HolderFields...); !sameSet(got, schema) {
 		t.Errorf("common.lua RECORD + holder fields %v, wireRun %v", got, schema)
 	}
 
-	j := testJob(t, &store.Redis{Prefix: "p"}, "j", "@every 1s", nil)
-	r := newClaimReq(j, store.StoreClaim{ID: "j@x", Slot: 2})
-	c := store.CompleteReq{R: &r.StoreClaim, TraceID: "t"}
+	r := StoreClaim{Job: testSpec(), ID: "j@x", Slot: 2}
+	c := CompleteReq{R: &r, TraceID: "t"}
 	var entry map[string]string
 	if err := json.Unmarshal([]byte(c.Entry()+"}"), &entry); err != nil {
 		t.Fatal(err)
@@ -166,11 +163,17 @@ func TestProtocolRecord(t *testing.T) {
 			}
 		}
 	})
-	complete, _ := store.LuaFiles.ReadFile("lua/complete.lua")
+	complete, _ := LuaFiles.ReadFile("lua/complete.lua")
 	for _, q := range regexp.MustCompile(`,"(\w+)":`).FindAllSubmatch(complete, -1) {
 		fields = append(fields, string(q[1]))
 	}
 	if !sameSet(fields, schema) {
 		t.Errorf("holder entry + complete.lua's fields %v, wireRun %v", fields, schema)
 	}
+}
+
+// testSpec is job "j" as the engine passes it (the job state's JobSpec).
+func testSpec() *JobSpec {
+	return &JobSpec{Name: "j", MetaKey: (&Redis{Prefix: "p"}).MetaKey("j"), Lease: 30 * time.Second, Concurrency: 1,
+		StartingDeadline: 10 * time.Second, HistoryLimit: 20}
 }
