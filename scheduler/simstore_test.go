@@ -312,11 +312,10 @@ func (w *simStore) Claim(ctx context.Context, replica string, skew, waiterTTL ti
 		}
 		return res, err
 	})
-	if err == nil {
-		for i, c := range res {
-			if c.Status == "started" {
-				w.in.r.w.noteDelivered(reqs[i].ID, reqs[i].Owner)
-			}
+	for i, r := range reqs {
+		w.in.r.w.noteAsk(r.ID, r.Owner, err == nil)
+		if err == nil && res[i].Status == "started" {
+			w.in.r.w.noteDelivered(r.ID, r.Owner)
 		}
 	}
 	return res, err
