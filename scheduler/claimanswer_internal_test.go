@@ -317,3 +317,87 @@ func TestStaleQueuePlaceAfterLoss(t *testing.T) {
 		t.Errorf("after the floor: outcome %q error %q; want missed, its replica stopped waiting", rec["outcome"], rec["error"])
 	}
 }
+
+// A holder that asks again only after the lease_lost event of its run is due
+// (15 s after the cluster's close) finds the run recorded lease_lost, as
+// that event says, when the job notifies lease_lost: one run, one final
+// event, the one its record says (issue 23 item 10, the part a hold alone
+// cannot close). Before the event is due, or for a job that does not
+// notify lease_lost, the run is recorded missed, never started, as before.
+func TestLeaseLostFinalOnceItsEventIsDue(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		notify, after bool // the job notifies lease_lost; the holder asks after the event is due
+		ask           string
+		want          Outcome
+	}{
+		{"notified, asked after the hold", true, true, "claim", LeaseLost},
+		{"notified, asked within the hold", true, false, "claim", Missed},
+		{"not notified, asked after the hold", false, true, "claim", Missed},
+		{"notified, closed after the hold", true, true, "complete", LeaseLost},
+		{"notified, closed within the hold", true, false, "complete", Missed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, rc := benchStore(t)
+			ctx := context.Background()
+			j := testJob(t, s, "held", "@every 1h", nil)
+			seed(t, rc, j)
+			if c.notify {
+				if err := rc.Set(ctx, s.key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := rc.HSet(ctx, s.metaKey(j.Name), "notify", "1").Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			at := time.Now().Truncate(time.Second)
+			r := claimOf(j, at, 's', "owner-1")
+			if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].status != "started" {
+				t.Fatalf("first claim: %+v, %v", res, err) // its answer never reaches the replica
+			}
+			expireSlot(t, s, rc, j, r.id)
+			rk := s.key(j.Name, "run:"+r.id[len(j.Name)+1:])
+			if c.after {
+				// The close happened 16 s ago on the server's clock.
+				fin, err := rc.HGet(ctx, rk, "finished").Int64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := rc.HSet(ctx, rk, "finished", fin-16000).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch c.ask {
+			case "claim":
+				res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := answer(Missed)
+				if c.want == LeaseLost {
+					want = answerDecided
+				}
+				if res[0].status != want {
+					t.Errorf("claim asked again: %+v; want %s", res[0], want)
+				}
+			case "complete":
+				// The answer came late: the holder says it never started.
+				if _, err := s.complete(ctx, []completeReq{{r: &r.storeClaim, replica: "r1", outcome: Missed, attempts: 0,
+					errText: "never started: its claim was answered after its lease"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec, h := recordOf(t, s, rc, j, r.id)
+			if rec["outcome"] != string(c.want) || h == nil || h["outcome"] != string(c.want) {
+				t.Errorf("record outcome %q, history entry %v; want %s", rec["outcome"], h, c.want)
+			}
+			events, err := rc.ZRange(ctx, s.key(j.Name, "notify:q"), 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.notify && (len(events) != 1 || !strings.HasSuffix(events[0], ":"+string(c.want))) {
+				t.Errorf("queued events %q; want one, %s", events, c.want)
+			}
+		})
+	}
+}

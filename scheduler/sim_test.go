@@ -164,17 +164,6 @@ type simKnownDefect struct {
 // "What the search found"). Each matches only violations of its own
 // invariants that carry its own signature.
 var simKnownDefects = map[string]simKnownDefect{
-	// A run the cluster closed lease_lost is rewritten missed "never
-	// started" when its holder asks again; common.lua holds the lease_lost
-	// event back 15 s for that, but a holder frozen or answered late asks
-	// later, and the event, POSTed by then, says the opposite of the final
-	// record (issue 23 item 10, the part a hold cannot close).
-	"N1-lease-lost-hold": {
-		name:       "issue 23 item 10, documented window: a lease_lost event POSTed after its 15 s hold, its run rewritten missed \"never started\" later",
-		invariants: []string{invNotifyMatches},
-		match:      func(v simViolation) bool { return strings.Contains(v.detail, "after the 15 s hold") },
-		exposed:    func(p *simPlan) bool { return true },
-	},
 	// A failover to a copy that missed writes is noticed only when a
 	// replica that saw one of the lost writes next talks to the new
 	// primary (README, bad-day table): until then any replica whose own

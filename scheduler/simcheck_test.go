@@ -159,7 +159,11 @@ type simObs struct {
 	heard   map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
 	// run id|owner -> the claim calls of its holder for it that came back,
 	// from the first sent after the store granted it the run
-	asks     map[string][]simAsk
+	asks map[string][]simAsk
+	// run id|owner -> when the store kept its holder's run lease_lost as the
+	// holder asked again about it (a claim answered decided lease_lost, an
+	// admission lost)
+	keptLost map[string]time.Time
 	attempts []simAttempt
 	calls    []string // every store call as the store ran it, with its answer (the replay trace)
 	// the plan's backfill (simbackfill_test.go): when asked, and its state at the end
@@ -177,7 +181,7 @@ type simObs struct {
 func newSimObs() simObs {
 	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
 		killed: map[*simInc]time.Time{}, stopped: map[*simInc]time.Time{}, exited: map[*simInc]time.Time{}, never: map[string]time.Time{}, frozen: map[int][][2]time.Time{},
-		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}, asks: map[string][]simAsk{}, notifySubs: map[string][]time.Time{}, notifyDone: map[string]time.Time{}}
+		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}, asks: map[string][]simAsk{}, keptLost: map[string]time.Time{}, notifySubs: map[string][]time.Time{}, notifyDone: map[string]time.Time{}}
 }
 
 // noteLeaseSeg notes that the store holds run id's lease for owner (in's
@@ -492,6 +496,38 @@ func (w *simWorld) noteClaim(in *simInc, r *store.StoreClaim, res store.ClaimRes
 	if res.Status == "started" {
 		w.noteGrant(in, r, res.Fence, fmt.Sprintf("claim %c", r.Kind))
 	}
+	if res.status == "decided" && res.outcome == string(LeaseLost) {
+		w.noteKeptLost(r.id, r.owner)
+	}
+}
+
+// noteKeptLost notes that the store kept run id lease_lost when its claim
+// owner asked again about it, if owner was granted the run.
+func (w *simWorld) noteKeptLost(id, owner string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := id + "|" + owner
+	if _, ok := w.obs.keptLost[k]; !ok && w.obs.leases[k] != nil {
+		w.obs.keptLost[k] = time.Now()
+	}
+}
+
+// finalLost reports whether run id's lease_lost record r, granted by g,
+// stands by design (common.lua's lease_lost_final): its job notifies
+// lease_lost and its holder said it never started the run (or asked about
+// it again) only once the event was due, simLeaseLostHold after the close
+// — one run, one final event, the one its record says.
+func (w *simWorld) finalLost(g *simGrant, r Run) bool {
+	if g == nil || !w.plan.notifyOn() || !w.plan.notifies(g.job) {
+		return false
+	}
+	o := &w.obs
+	k := g.id + "|" + g.owner
+	say, ok := o.never[k]
+	if t, kept := o.keptLost[k]; kept && (!ok || t.Before(say)) {
+		say, ok = t, true
+	}
+	return ok && !say.Before(r.FinishedAt.Add(simLeaseLostHold-time.Millisecond))
 }
 
 func (w *simWorld) noteAdmit(in *simInc, r *store.StoreClaim, status store.Answer, n int64) {
@@ -501,6 +537,9 @@ func (w *simWorld) noteAdmit(in *simInc, r *store.StoreClaim, status store.Answe
 	w.notef(r.ID, "%s admit -> %s %d", in, status, n)
 	if status == "started" {
 		w.noteGrant(in, r, n, fmt.Sprintf("admit %c", r.Kind))
+	}
+	if status == answerLost {
+		w.noteKeptLost(r.id, r.owner) // if it was granted: closed lease_lost, and final (admit.lua)
 	}
 }
 
@@ -789,7 +828,7 @@ func (w *simWorld) check() []simViolation {
 			if g != nil && (w.lostBothAsks(g) || w.cutOff(g)) {
 				continue
 			}
-			if o.settledAfterLoss(id, r) {
+			if o.settledAfterLoss(id, r) || w.finalLost(g, r) {
 				continue
 			}
 			how, lost := "no grant observed", ""
@@ -837,6 +876,15 @@ func (w *simWorld) check() []simViolation {
 		}
 		if first != nil && o.impaired(first.in, first.at, w.start.Add(simLength)) {
 			continue // granted to a replica that was killed or frozen
+		}
+		finalLost := false
+		for _, r := range o.records[m.id] {
+			if r.Outcome == LeaseLost && first != nil && w.finalLost(first, r) {
+				finalLost = true
+			}
+		}
+		if finalLost {
+			continue // recorded lease_lost, as its event said, before its holder could say it never started it
 		}
 		lossAnswer := false
 		for _, r := range o.records[m.id] {
