@@ -343,20 +343,20 @@ func TestLeaseLostFinalOnceItsEventIsDue(t *testing.T) {
 			j := testJob(t, s, "held", "@every 1h", nil)
 			seed(t, rc, j)
 			if c.notify {
-				if err := rc.Set(ctx, s.key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
+				if err := rc.Set(ctx, s.Key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
 					t.Fatal(err)
 				}
-				if err := rc.HSet(ctx, s.metaKey(j.Name), "notify", "1").Err(); err != nil {
+				if err := rc.HSet(ctx, s.MetaKey(j.Name), "notify", "1").Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
 			at := time.Now().Truncate(time.Second)
 			r := claimOf(j, at, 's', "owner-1")
-			if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].status != "started" {
+			if res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].Status != "started" {
 				t.Fatalf("first claim: %+v, %v", res, err) // its answer never reaches the replica
 			}
-			expireSlot(t, s, rc, j, r.id)
-			rk := s.key(j.Name, "run:"+r.id[len(j.Name)+1:])
+			expireSlot(t, s, rc, j, r.ID)
+			rk := s.Key(j.Name, "run:"+r.ID[len(j.Name)+1:])
 			if c.after {
 				// The close happened 16 s ago on the server's clock.
 				fin, err := rc.HGet(ctx, rk, "finished").Int64()
@@ -369,29 +369,29 @@ func TestLeaseLostFinalOnceItsEventIsDue(t *testing.T) {
 			}
 			switch c.ask {
 			case "claim":
-				res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+				res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := answer(Missed)
+				want := store.Answer(Missed)
 				if c.want == LeaseLost {
-					want = answerDecided
+					want = store.AnswerDecided
 				}
-				if res[0].status != want {
+				if res[0].Status != want {
 					t.Errorf("claim asked again: %+v; want %s", res[0], want)
 				}
 			case "complete":
 				// The answer came late: the holder says it never started.
-				if _, err := s.complete(ctx, []completeReq{{r: &r.storeClaim, replica: "r1", outcome: Missed, attempts: 0,
-					errText: "never started: its claim was answered after its lease"}}); err != nil {
+				if _, err := s.Complete(ctx, []store.CompleteReq{{R: &r.StoreClaim, Replica: "r1", Outcome: Missed, Attempts: 0,
+					ErrText: "never started: its claim was answered after its lease"}}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			rec, h := recordOf(t, s, rc, j, r.id)
+			rec, h := recordOf(t, s, rc, j, r.ID)
 			if rec["outcome"] != string(c.want) || h == nil || h["outcome"] != string(c.want) {
 				t.Errorf("record outcome %q, history entry %v; want %s", rec["outcome"], h, c.want)
 			}
-			events, err := rc.ZRange(ctx, s.key(j.Name, "notify:q"), 0, -1).Result()
+			events, err := rc.ZRange(ctx, s.Key(j.Name, "notify:q"), 0, -1).Result()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -496,8 +496,8 @@ func (w *simWorld) noteClaim(in *simInc, r *store.StoreClaim, res store.ClaimRes
 	if res.Status == "started" {
 		w.noteGrant(in, r, res.Fence, fmt.Sprintf("claim %c", r.Kind))
 	}
-	if res.status == "decided" && res.outcome == string(LeaseLost) {
-		w.noteKeptLost(r.id, r.owner)
+	if res.Status == "decided" && res.Outcome == string(LeaseLost) {
+		w.noteKeptLost(r.ID, r.Owner)
 	}
 }
 
@@ -538,8 +538,8 @@ func (w *simWorld) noteAdmit(in *simInc, r *store.StoreClaim, status store.Answe
 	if status == "started" {
 		w.noteGrant(in, r, n, fmt.Sprintf("admit %c", r.Kind))
 	}
-	if status == answerLost {
-		w.noteKeptLost(r.id, r.owner) // if it was granted: closed lease_lost, and final (admit.lua)
+	if status == store.AnswerLost {
+		w.noteKeptLost(r.ID, r.Owner) // if it was granted: closed lease_lost, and final (admit.lua)
 	}
 }
 

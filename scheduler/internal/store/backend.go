@@ -27,7 +27,7 @@ type Backend interface {
 	// run: AnswerStarted (n is the fencing token; its slot is set to the
 	// run's slot), AnswerWaiting (n is the place), AnswerSkippedOverlap,
 	// AnswerSkippedPaused (a scheduled or catch-up run of a job paused
-	// while it waited), AnswerMissed, AnswerExpired or answerLost.
+	// while it waited), AnswerMissed, AnswerExpired or AnswerLost.
 	Admit(ctx context.Context, rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) ([]AdmitRes, error)
 	// HandBack gives a manual run this replica claimed but has not started
 	// (queued, or won while shutting down) back to the pending requests, so

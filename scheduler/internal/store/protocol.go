@@ -64,7 +64,7 @@ const (
 	AnswerEarly   Answer = "early"   // too early on Redis' clock: ask again
 	AnswerLater   Answer = "later"   // claimed ahead, not startable yet: ask at the instant
 	AnswerRefused Answer = "refused" // not ours to decide
-	answerLost    Answer = "lost"    // admit: no longer ours
+	AnswerLost    Answer = "lost"    // admit: no longer ours
 	// AnswerExpired (admit): a manual run admitted by a poll whose answer
 	// was lost, closed lease_lost since: it never started, and is handed
 	// back to the pending requests (undo drop takes the close back).
@@ -148,7 +148,7 @@ var ScriptSpecs = map[string]scriptSpec{
 		string(AnswerSkippedOverlap), string(AnswerSkippedPaused), string(AnswerSkippedBlackout), string(AnswerMissed),
 		string(AnswerExpired), string(AnswerWaiting), string(AnswerEarly), string(AnswerLater), string(AnswerRefused)}},
 	"admit": {Head: AdmitHead, PerRun: admitFields, Answers: []string{string(AnswerStarted), string(AnswerWaiting), string(AnswerSkippedOverlap),
-		string(AnswerSkippedPaused), string(AnswerMissed), string(AnswerExpired), string(answerLost)}},
+		string(AnswerSkippedPaused), string(AnswerMissed), string(AnswerExpired), string(AnswerLost)}},
 	"renew":    {PerRun: renewFields, Answers: []string{string(LeaseOK), string(LeaseLostAnswer), string(LeaseReplaced), string(LeaseCancelled)}},
 	"complete": {PerRun: completeFields, Answers: []string{string(CloseOK), string(CloseClosed), string(CloseLost)}},
 	"undo":     {PerRun: undoFields, Answers: []string{string(UndoDropped), string(undoRequeued), string(UndoKept)}},

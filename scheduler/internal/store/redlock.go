@@ -481,7 +481,7 @@ func (rl *redlock) admitOne(ctx context.Context, r *StoreClaim, waiterTTL time.D
 				return AnswerMissed, 0, nil // it never started: recorded so
 			}
 		}
-		return answerLost, 0, nil
+		return AnswerLost, 0, nil
 	}
 	take(undoRequeue, started)
 	rl.undo(ctx, waiterTTL, undo)

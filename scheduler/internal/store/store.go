@@ -234,7 +234,7 @@ func (s *Redis) admitOnly(ctx context.Context, rs []*StoreClaim, waiterTTL time.
 		for k, i := range at {
 			out[i] = AdmitRes{AnswerWaiting, 1}
 			if res[k] != undoRequeued {
-				out[i] = AdmitRes{Status: answerLost}
+				out[i] = AdmitRes{Status: AnswerLost}
 			}
 		}
 	}
