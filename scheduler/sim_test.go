@@ -25,6 +25,7 @@ import (
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // TestSimulation is the seeded fault search (docs/reliability.md): for each
@@ -459,15 +460,15 @@ func (w *simWorld) startReplica(r *simReplica) {
 		fmt.Fprintf(h, "%d|%s|%d|%s", w.plan.seed, in, time.Now().UnixNano(), key)
 		return time.Duration(h.Sum64() % uint64(n))
 	}
-	st, err := newStore(redistest.PipeClient(w.t, w.m), cfg)
+	st, err := store.NewRedis(redistest.PipeClient(w.t, w.m), cfg.backend())
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	sst := &simStore{backend: st, in: in}
+	sst := &simStore{Backend: st, in: in}
 	if w.plan.notifyOn() {
 		nc := redistest.PipeClient(w.t, w.m)
 		nc.AddHook(simNotifyHook{st: sst})
-		if sst.notify, err = newStore(nc, cfg); err != nil {
+		if sst.notify, err = store.NewRedis(nc, cfg.backend()); err != nil {
 			w.t.Fatal(err)
 		}
 	}
@@ -736,7 +737,7 @@ func (w *simWorld) trigger(job string) {
 	fmt.Fprintf(h, "%d|%d", w.plan.seed, len(w.obs.manual))
 	w.mu.Unlock()
 	id := fmt.Sprintf("%s@manual-%s%012x", job, strconv.FormatInt(time.Now().Unix(), 36), h.Sum64()&(1<<48-1))
-	err := w.ctl.store.trigger(context.Background(), job, id)
+	err := w.ctl.store.Trigger(context.Background(), job, id)
 	if err != nil {
 		w.t.Errorf("trigger %s: %v", job, err)
 		return

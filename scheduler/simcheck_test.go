@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // What the seeded fault search saw, and the invariants it checks on it
@@ -481,22 +482,22 @@ func (w *simWorld) notef(id, format string, args ...any) {
 	w.obs.span[id] = sp
 }
 
-func (w *simWorld) noteClaim(in *simInc, r *storeClaim, res claimRes) {
-	line := fmt.Sprintf("%s claim kind=%c -> %s", in, r.kind, res.status)
-	switch res.status {
+func (w *simWorld) noteClaim(in *simInc, r *store.StoreClaim, res store.ClaimRes) {
+	line := fmt.Sprintf("%s claim kind=%c -> %s", in, r.Kind, res.Status)
+	switch res.Status {
 	case "started":
-		line += fmt.Sprintf(" fence=%d", res.fence)
+		line += fmt.Sprintf(" fence=%d", res.Fence)
 	case "decided":
-		line += fmt.Sprintf(" (%s by %s)", res.outcome, res.replica)
+		line += fmt.Sprintf(" (%s by %s)", res.Outcome, res.Replica)
 	case "refused":
-		line += " (" + res.reason + ")"
+		line += " (" + res.Reason + ")"
 	}
-	w.notef(r.id, "%s", line)
-	if res.status == "started" {
-		w.noteGrant(in, r, res.fence, fmt.Sprintf("claim %c", r.kind))
+	w.notef(r.ID, "%s", line)
+	if res.Status == "started" {
+		w.noteGrant(in, r, res.Fence, fmt.Sprintf("claim %c", r.Kind))
 	}
-	if res.status == "decided" && res.outcome == string(LeaseLost) {
-		w.noteKeptLost(r.id, r.owner)
+	if res.Status == "decided" && res.Outcome == string(LeaseLost) {
+		w.noteKeptLost(r.ID, r.Owner)
 	}
 }
 
@@ -529,24 +530,24 @@ func (w *simWorld) finalLost(g *simGrant, r Run) bool {
 	return ok && !say.Before(r.FinishedAt.Add(simLeaseLostHold-time.Millisecond))
 }
 
-func (w *simWorld) noteAdmit(in *simInc, r *storeClaim, status answer, n int64) {
+func (w *simWorld) noteAdmit(in *simInc, r *store.StoreClaim, status store.Answer, n int64) {
 	if status == "waiting" {
 		return // polled every 100ms: too many to trace
 	}
-	w.notef(r.id, "%s admit -> %s %d", in, status, n)
+	w.notef(r.ID, "%s admit -> %s %d", in, status, n)
 	if status == "started" {
-		w.noteGrant(in, r, n, fmt.Sprintf("admit %c", r.kind))
+		w.noteGrant(in, r, n, fmt.Sprintf("admit %c", r.Kind))
 	}
-	if status == answerLost {
-		w.noteKeptLost(r.id, r.owner) // if it was granted: closed lease_lost, and final (admit.lua)
+	if status == store.AnswerLost {
+		w.noteKeptLost(r.ID, r.Owner) // if it was granted: closed lease_lost, and final (admit.lua)
 	}
 }
 
-func (w *simWorld) noteGrant(in *simInc, r *storeClaim, fence int64, via string) {
+func (w *simWorld) noteGrant(in *simInc, r *store.StoreClaim, fence int64, via string) {
 	w.mu.Lock()
-	w.obs.grants = append(w.obs.grants, simGrant{at: time.Now(), job: r.job.Name, id: r.id, owner: r.owner, fence: fence, in: in, via: via})
+	w.obs.grants = append(w.obs.grants, simGrant{at: time.Now(), job: r.Job.Name, id: r.ID, owner: r.Owner, fence: fence, in: in, via: via})
 	w.mu.Unlock()
-	w.noteToken(in, r.job.Name, r.id, fence, via)
+	w.noteToken(in, r.Job.Name, r.ID, fence, via)
 }
 
 func (w *simWorld) noteToken(in *simInc, job, id string, fence int64, via string) {
@@ -1245,7 +1246,7 @@ func (w *simWorld) dropBackfillRerun(id string, m map[string]simGrant) {
 	o := &w.obs
 	var bf *simGrant
 	for _, g := range m {
-		if strings.HasSuffix(g.via, fmt.Sprintf(" %c", kindBackfill)) {
+		if strings.HasSuffix(g.via, fmt.Sprintf(" %c", store.RunBackfill)) {
 			if bf != nil {
 				return // two backfill grants: both stay
 			}
