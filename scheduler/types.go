@@ -69,19 +69,24 @@ const (
 	KindBackfill = store.KindBackfill
 )
 
-// Run is one run's record.
+// Run is one run's record. Its fields and methods are documented with the store's
+// type: go doc github.com/solocron/solocron/scheduler/internal/store.Run
 type Run = store.Run
 
-// Status is a job's cluster-wide state.
+// Status is a job's cluster-wide state. Its fields and methods are documented with the store's
+// type: go doc github.com/solocron/solocron/scheduler/internal/store.Status
 type Status = store.Status
 
-// Overview is a job's cluster-wide state as a page of many jobs shows it.
+// Overview is a job's cluster-wide state as a page of many jobs shows it. Its fields and methods are documented with the store's
+// type: go doc github.com/solocron/solocron/scheduler/internal/store.Overview
 type Overview = store.Overview
 
-// Backfill is the state of a job's backfill.
+// Backfill is the state of a job's backfill. Its fields and methods are documented with the store's
+// type: go doc github.com/solocron/solocron/scheduler/internal/store.Backfill
 type Backfill = store.Backfill
 
-// Replica is one live replica as the registry shows it.
+// Replica is one live replica as the registry shows it. Its fields and methods are documented with the store's
+// type: go doc github.com/solocron/solocron/scheduler/internal/store.Replica
 type Replica = store.Replica
 
 // Overlap says what a run does when all of its job's concurrency slots are
@@ -106,7 +111,9 @@ const (
 	OverlapReplace = store.OverlapReplace
 )
 
-// PoolUse is how much of a job's pool is in use (Status.Pool).
+// PoolUse is how much of a job's pool is in use (Status.Pool). Its fields
+// are documented with the store's type: go doc
+// github.com/solocron/solocron/scheduler/internal/store.PoolUse
 type PoolUse = store.PoolUse
 
 // MaxPendingManual bounds the manual runs of one job that may wait at once,
