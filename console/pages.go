@@ -160,7 +160,7 @@ func outcomeOf(o scheduler.Outcome) outcomeView {
 	case scheduler.Waiting:
 		return outcomeView{"run", "…", "waiting for a slot"}
 	case "":
-		return outcomeView{"none", "·", "never ran"}
+		return outcomeView{"none", "", "never ran"} // no symbol: the words alone
 	}
 	return outcomeView{"none", "?", string(o)}
 }

@@ -76,7 +76,7 @@ func startDaemon(t *testing.T, log string, bin string, args ...string) *daemon {
 	t.Cleanup(func() { f.Close() })
 	d := &daemon{cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	d.cmd.Stdout, d.cmd.Stderr = f, f
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	d.cmd.SysProcAttr = redistest.DieWithParent()
 	if err := d.cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", bin, err)
 	}

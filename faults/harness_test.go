@@ -344,7 +344,7 @@ func startReplica(t *testing.T, id, table string) *replica {
 	r.cmd.Env = cleanEnv()
 	r.cmd.Stderr, r.cmd.Stdout = &r.out, &r.out
 	// If the test binary dies, so does the replica, and with it its jobs.
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	r.cmd.SysProcAttr = redistest.DieWithParent()
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", id, err)
 	}

@@ -183,6 +183,63 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// The same run, granted at 0 s to a replica up (not stopping), the
+	// claim call's answer late past its deadline (back at 5 s without it),
+	// the replica asking about the run again every second until it exits at
+	// 12 s, every ask refused or lost (seed 20093: a lossy link, then an
+	// outage): it never learnt the run was its own — no break. An answered
+	// ask, a gap of 8 s between asks (it stopped asking), asks that end
+	// long before it exits, or a replica that never exits, is a break.
+	for _, c := range []struct {
+		name     string
+		asks     []time.Duration
+		answered int // index of an answered ask, or -1
+		exit     time.Duration
+		want     int
+	}{
+		{"every ask failed", []time.Duration{5, 6, 7, 8, 9, 10, 11}, -1, 12, 0},
+		{"an ask answered", []time.Duration{5, 6, 7, 8, 9, 10, 11}, 3, 12, 1},
+		{"stopped asking", []time.Duration{5, 6, 14, 15}, -1, 16, 1},
+		{"asks ended long before it exited", []time.Duration{5, 6, 7}, -1, 30, 1},
+		{"never exited", []time.Duration{5, 6, 7, 8, 9, 10, 11}, -1, 0, 1},
+	} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		for i, a := range c.asks {
+			w.obs.asks[id+"|o0"] = append(w.obs.asks[id+"|o0"], simAsk{at: t0.Add(a * time.Second), answered: i == c.answered})
+		}
+		if c.exit > 0 {
+			w.obs.exited[r0] = t0.Add(c.exit * time.Second)
+		}
+		if vs := w.check(); count(vs, invLeaseLostRan) != c.want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, count(vs, invLeaseLostRan), invLeaseLostRan, c.want, vs)
+		}
+	}
+
+	// The same run, closed lease_lost at 3 s, its last record the store's
+	// missed at 9 s (its holder asked again): a break — unless the store
+	// lost its data in between, with the lease_lost record (seed 20354: the
+	// missed record is what the loss left).
+	for _, lost := range []bool{false, true} {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
+		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)},
+			{ID: id, Job: "j", Decision: Missed, Outcome: Missed, Replica: "r0", ScheduledAt: t0, FinishedAt: t0.Add(9 * time.Second),
+				Error: simLossReason}}
+		if lost {
+			w.obs.losses = []simLoss{{at: t0.Add(4 * time.Second), what: "flush"}}
+		}
+		want := map[bool]int{false: 1, true: 0}[lost]
+		if vs := w.check(); count(vs, invLeaseLostRan) != want {
+			t.Errorf("missed after a loss %v: %d %s violations, want %d: %v", lost, count(vs, invLeaseLostRan), invLeaseLostRan, want, vs)
+		}
+	}
+
 	// A manual request made in the calm period, never granted, waiting its
 	// turn: not run is a break of manual-runs-once — unless it was handed
 	// back to the pending requests when every replica stopped at the end,

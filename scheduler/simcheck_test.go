@@ -136,26 +136,29 @@ type simAttempt struct {
 }
 
 type simObs struct {
-	events   []simEvent
-	life     []string
-	faults   []string
-	runs     map[string][]string     // run id -> what the store decided about it, in order
-	span     map[string][2]time.Time // run id -> first and last time it was noted
-	grants   []simGrant
-	tokens   []simToken
-	records  map[string][]Run // run id -> its distinct records
-	manual   []simManual
-	pauses   map[string][]simPause
-	losses   []simLoss
-	killed   map[*simInc]time.Time
-	stopped  map[*simInc]time.Time  // graceful stops (SIGTERM)
-	exited   map[*simInc]time.Time  // when Run returned (after a stop: at the latest when its shutdown grace ended)
-	never    map[string]time.Time   // run id|owner -> when its holder's "never started" close (missed) reached the store
-	frozen   map[int][][2]time.Time // replica -> freeze spans (end zero: still frozen)
-	leases   map[string]*simLease   // run id|owner -> its lease
-	leaseN   []*simLease            // in order of first grant
-	handed   map[string]time.Time   // run id|owner -> when the store took the claim back (hand back)
-	heard    map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
+	events  []simEvent
+	life    []string
+	faults  []string
+	runs    map[string][]string     // run id -> what the store decided about it, in order
+	span    map[string][2]time.Time // run id -> first and last time it was noted
+	grants  []simGrant
+	tokens  []simToken
+	records map[string][]Run // run id -> its distinct records
+	manual  []simManual
+	pauses  map[string][]simPause
+	losses  []simLoss
+	killed  map[*simInc]time.Time
+	stopped map[*simInc]time.Time  // graceful stops (SIGTERM)
+	exited  map[*simInc]time.Time  // when Run returned (after a stop: at the latest when its shutdown grace ended)
+	never   map[string]time.Time   // run id|owner -> when its holder's "never started" close (missed) reached the store
+	frozen  map[int][][2]time.Time // replica -> freeze spans (end zero: still frozen)
+	leases  map[string]*simLease   // run id|owner -> its lease
+	leaseN  []*simLease            // in order of first grant
+	handed  map[string]time.Time   // run id|owner -> when the store took the claim back (hand back)
+	heard   map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
+	// run id|owner -> the claim calls of its holder for it that came back,
+	// from the first sent after the store granted it the run
+	asks     map[string][]simAsk
 	attempts []simAttempt
 	calls    []string // every store call as the store ran it, with its answer (the replay trace)
 	// the plan's backfill (simbackfill_test.go): when asked, and its state at the end
@@ -173,7 +176,7 @@ type simObs struct {
 func newSimObs() simObs {
 	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
 		killed: map[*simInc]time.Time{}, stopped: map[*simInc]time.Time{}, exited: map[*simInc]time.Time{}, never: map[string]time.Time{}, frozen: map[int][][2]time.Time{},
-		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}, notifySubs: map[string][]time.Time{}, notifyDone: map[string]time.Time{}}
+		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}, asks: map[string][]simAsk{}, notifySubs: map[string][]time.Time{}, notifyDone: map[string]time.Time{}}
 }
 
 // noteLeaseSeg notes that the store holds run id's lease for owner (in's
@@ -224,8 +227,8 @@ func (w *simWorld) endLeasesBut(job string, held []string) {
 
 // lostBothAsks reports whether grant g went to a replica that was stopping
 // (SIGTERM) and never learnt it: the store ran its claim and the claim it
-// sent once more — a stopping replica asks once more for a scheduled claim
-// whose answer was lost, and no further — and neither answer reached it
+// sent once more — a stopping replica asks again about a scheduled claim
+// whose answer was lost — and neither answer reached it
 // (seed 8036: a stalled store ran both 245 ms after the second call gave
 // up). Like a replica gone before it could hear (seed 221), it could not
 // run the run nor say it never started; the cluster closes it lease_lost.
@@ -365,6 +368,79 @@ func (w *simWorld) noteDelivered(id, owner string) {
 	if _, ok := w.obs.heard[id+"|"+owner]; !ok {
 		w.obs.heard[id+"|"+owner] = time.Now()
 	}
+}
+
+// simAsk is one claim call of a run's holder, as it came back.
+type simAsk struct {
+	at       time.Time
+	answered bool
+}
+
+// noteAsk notes that a claim call for run id of claim owner came back, with
+// the store's answer or without, if the store had granted owner the run.
+func (w *simWorld) noteAsk(id, owner string, answered bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := id + "|" + owner
+	if w.obs.leases[k] == nil {
+		return
+	}
+	w.obs.asks[k] = append(w.obs.asks[k], simAsk{time.Now(), answered})
+}
+
+// simAskEvery bounds how long a replica that may hold a run (a claim's
+// answer lost) waits before it asks about it again: the misses' flush runs
+// every second (every 100 ms to 1 s while stopping), each call up to the
+// claim timeout; a little slack for the fake clock's steps.
+const simAskEvery = time.Second + claimTimeout + 500*time.Millisecond
+
+// cutOff reports whether grant g went to a replica that never heard it and
+// could not settle it before it exited: its claim call came back without
+// the answer, and from then it kept asking about the run (no gap longer
+// than simAskEvery, up to its exit or the end of its shutdown grace), every
+// ask refused, lost or late past its deadline (a lossy link, then an
+// outage; seed 20093). Like a replica killed before it could hear (seed
+// 221), it could neither run the run nor say it never started; the cluster
+// closes it lease_lost. A replica that heard an answer, or stopped asking,
+// has no excuse.
+func (w *simWorld) cutOff(g *simGrant) bool {
+	o := &w.obs
+	k := g.id + "|" + g.owner
+	if _, heard := o.heard[k]; heard {
+		return false
+	}
+	asks := o.asks[k]
+	x, gone := o.exited[g.in]
+	if len(asks) == 0 || !gone {
+		return false
+	}
+	if st, ok := o.stopped[g.in]; ok && st.Add(w.plan.grace).Before(x) {
+		x = st.Add(w.plan.grace)
+	}
+	last := asks[0].at
+	for _, a := range asks {
+		if a.answered || a.at.Sub(last) > simAskEvery {
+			return false
+		}
+		last = a.at
+	}
+	return x.Sub(last) <= simAskEvery
+}
+
+// settledAfterLoss reports whether run id's lease_lost record r was lost
+// with the store's data and the run's last record is the store's missed
+// (seed 20354: the holder, on a lossy link, asked again after a flush and
+// was told the run was missed, as the loss left it). The record before the
+// loss is gone; the one left says the run never started.
+func (o *simObs) settledAfterLoss(id string, r Run) bool {
+	var last Run
+	for _, x := range o.records[id] {
+		if x.FinishedAt.After(last.FinishedAt) {
+			last = x
+		}
+	}
+	return last.Decision == Missed && last.Outcome == Missed && last.FinishedAt.After(r.FinishedAt) &&
+		o.lossBetween(r.FinishedAt, last.FinishedAt, false)
 }
 
 // noteAttempt notes an attempt a job started, with the slot and token it
@@ -709,7 +785,10 @@ func (w *simWorld) check() []simViolation {
 				// learnt that the run was its own.
 				continue
 			}
-			if g != nil && w.lostBothAsks(g) {
+			if g != nil && (w.lostBothAsks(g) || w.cutOff(g)) {
+				continue
+			}
+			if o.settledAfterLoss(id, r) {
 				continue
 			}
 			how, lost := "no grant observed", ""

@@ -310,11 +310,10 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 		}
 		return res, err
 	})
-	if err == nil {
-		for i, c := range res {
-			if c.status == "started" {
-				w.in.r.w.noteDelivered(reqs[i].id, reqs[i].owner)
-			}
+	for i, r := range reqs {
+		w.in.r.w.noteAsk(r.id, r.owner, err == nil)
+		if err == nil && res[i].status == "started" {
+			w.in.r.w.noteDelivered(r.id, r.owner)
 		}
 	}
 	return res, err

@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -131,7 +130,7 @@ func start(t *testing.T, tr *transcript, name string, environ []string, args ...
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	// If the test binary dies, so does the replica (and, through its
 	// supervisor, its jobs).
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p.cmd.SysProcAttr = redistest.DieWithParent()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

@@ -141,8 +141,7 @@ func (s *Server) start() error {
 	}
 	args = append(args, s.args...)
 	cmd := exec.Command(s.bin, args...)
-	// The server dies with the test process even if the test binary is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = DieWithParent()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
