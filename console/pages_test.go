@@ -12,19 +12,20 @@ import (
 	"github.com/solocron/solocron/scheduler"
 )
 
-// engineOutcomes are the Outcome constants the scheduler package declares,
-// read from its source: a new outcome is seen here the day it is added,
-// without anyone remembering to list it.
+// engineOutcomes are the Outcome constants the engine declares (in its
+// store, whose types package scheduler names), read from its source: a new
+// outcome is seen here the day it is added, without anyone remembering to
+// list it.
 func engineOutcomes(t *testing.T) []scheduler.Outcome {
 	t.Helper()
-	pkgs, err := parser.ParseDir(token.NewFileSet(), "../scheduler", func(fi fs.FileInfo) bool {
+	pkgs, err := parser.ParseDir(token.NewFileSet(), "../scheduler/internal/store", func(fi fs.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")
 	}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []scheduler.Outcome
-	for _, f := range pkgs["scheduler"].Files {
+	for _, f := range pkgs["store"].Files {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.CONST {
@@ -48,7 +49,7 @@ func engineOutcomes(t *testing.T) []scheduler.Outcome {
 	// SPEC §6's 5 decisions and 7 ends, and running and waiting: fewer
 	// means the source was not read as expected.
 	if len(out) < 14 {
-		t.Fatalf("read %d Outcome constants from ../scheduler: %v", len(out), out)
+		t.Fatalf("read %d Outcome constants from ../scheduler/internal/store: %v", len(out), out)
 	}
 	return out
 }

@@ -385,7 +385,7 @@ func (p *proxy) classify(args []string) *cmdEvent {
 // as the scheduler builds them: internal/fencing's fence.lua, then
 // lua/common.lua, then lua/<name>.lua.
 func loadScripts() (map[string]string, error) {
-	dir := filepath.Join("..", "scheduler", "lua")
+	dir := filepath.Join("..", "scheduler", "internal", "store", "lua")
 	common, err := os.ReadFile(filepath.Join(dir, "common.lua"))
 	if err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // docACL returns the commands the ACL user of docs/deployment.md allows.
@@ -41,12 +43,12 @@ func TestDocumentedACLCoversEveryCommand(t *testing.T) {
 		"hmget", "hgetall", "zrange", "zcard", "lrange", "scard", "zrem", // Go side: claims, WAIT, cluster map, Control
 		"set", "del", "hset", "hdel"} // notification subscriptions and their flag in the meta
 	call := regexp.MustCompile(`redis\.call\('([A-Z]+)'`)
-	entries, err := luaFiles.ReadDir("lua")
+	entries, err := store.LuaFiles.ReadDir("lua")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		src, _ := luaFiles.ReadFile("lua/" + e.Name())
+		src, _ := store.LuaFiles.ReadFile("lua/" + e.Name())
 		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
 			need = append(need, strings.ToLower(m[1]))
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // The claim path allocates little per run: every replica claims every run,
@@ -19,9 +20,9 @@ func TestClaimPathAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	o := owners{prefix: newEpoch() + newEpoch()}
-	r := newClaimReq(j, storeClaim{id: runID(j.Name, at), kind: 's', sched: at, fire: at, owner: o.next(), overlap: j.Overlap})
-	r.suffix = r.id[len(j.Name)+1:]
+	o := owners{prefix: store.NewEpoch() + store.NewEpoch()}
+	r := newClaimReq(j, store.StoreClaim{ID: runID(j.Name, at), Kind: 's', Sched: at, Fire: at, Owner: o.next(), Overlap: j.Overlap})
+	r.Suffix = r.ID[len(j.Name)+1:]
 	buf := make([]byte, 0, 256)
 	jobAttrs(j, "result", claimTaken)
 	for _, c := range []struct {
@@ -32,7 +33,7 @@ func TestClaimPathAllocations(t *testing.T) {
 		{"run id", 1, func() { _ = runID(j.Name, at) }},
 		{"owner token", 1, func() { _ = o.next() }},
 		{"fire without jitter", 0, func() { _ = j.fire(at) }},
-		{"claim terms", 0, func() { buf = r.appendTerms(buf[:0]) }},
+		{"claim terms", 0, func() { buf = r.AppendTerms(buf[:0]) }},
 		{"metric attributes", 0, func() { _ = jobAttrs(j, "result", claimTaken) }},
 	} {
 		if n := testing.AllocsPerRun(100, c.f); n > c.max {
@@ -52,13 +53,13 @@ func TestLostClaimAllocations(t *testing.T) {
 	n := 0
 	for range 5 {
 		at := nextInstant()
-		if _, err := s.claim(ctx, "other", 2*time.Second, 3*time.Second, storeClaims(benchClaims(js, at)...)); err != nil {
+		if _, err := s.Claim(ctx, "other", 2*time.Second, 3*time.Second, storeClaims(benchClaims(js, at)...)); err != nil {
 			t.Fatal(err)
 		}
 		reqs := benchClaims(js, at)
 		allocs += testing.AllocsPerRun(1, func() {
-			res, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...))
-			if err != nil || res[0].status != "decided" {
+			res, err := s.Claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...))
+			if err != nil || res[0].Status != "decided" {
 				t.Fatalf("claim: %v %v", res, err)
 			}
 		})

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // A backfill runs every instant of a job's schedule in a range once, under
@@ -51,7 +53,7 @@ var (
 	// no backfill going on.
 	ErrNoBackfill = errors.New("scheduler: the job has no backfill going on")
 	// ErrBackfillUnsupported: the store cannot backfill (Redlock).
-	ErrBackfillUnsupported = errors.New("scheduler: this store cannot backfill (Redlock coordinates mutexes only)")
+	ErrBackfillUnsupported = store.ErrBackfillUnsupported
 )
 
 // BackfillInstants lists the instants of job's schedule in [from, to],
@@ -109,11 +111,11 @@ func (c *Control) Backfill(ctx context.Context, job Job, from, to time.Time, par
 	id := strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
 	args := []any{"start", id, from.UnixMilli(), to.UnixMilli(), instants[len(instants)-1].UnixMilli(), parallel,
 		len(instants), from.UnixMilli() - 1, backfillKeep.Milliseconds()}
-	ans, st, err := c.store.backfill(ctx, job.Name, args)
+	ans, st, err := c.store.Backfill(ctx, job.Name, args)
 	if err != nil {
 		return nil, err
 	}
-	if ans == string(backfillBusy) {
+	if ans == string(store.BackfillBusy) {
 		return st, fmt.Errorf("%w (%q: %d of %d instants decided; cancel it first)", ErrBackfillBusy, job.Name, st.Decided, st.Total)
 	}
 	return st, nil
@@ -126,11 +128,11 @@ func (c *Control) CancelBackfill(ctx context.Context, job string) (*Backfill, er
 	if err := checkJob(job); err != nil {
 		return nil, err
 	}
-	ans, st, err := c.store.backfill(ctx, job, []any{"cancel"})
+	ans, st, err := c.store.Backfill(ctx, job, []any{"cancel"})
 	if err != nil {
 		return nil, err
 	}
-	if ans == string(backfillNone) {
+	if ans == string(store.BackfillNone) {
 		return st, fmt.Errorf("%w (%q)", ErrNoBackfill, job)
 	}
 	return st, nil
@@ -142,7 +144,7 @@ func (c *Control) BackfillStatus(ctx context.Context, job string) (*Backfill, er
 	if err := checkJob(job); err != nil {
 		return nil, err
 	}
-	_, st, err := c.store.backfill(ctx, job, []any{"read"})
+	_, st, err := c.store.Backfill(ctx, job, []any{"read"})
 	return st, err
 }
 
@@ -165,7 +167,7 @@ func (s *Scheduler) backfills(ctx context.Context) {
 func (s *Scheduler) backfillBeat(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, max(s.cfg.syncInterval, time.Second))
 	defer cancel()
-	jobs, err := s.store.backfillJobs(cctx)
+	jobs, err := s.store.BackfillJobs(cctx)
 	if err != nil {
 		s.log.Warn("backfills not read; trying again at the next beat", "err", err)
 		return
@@ -180,12 +182,12 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 	}
 	var claims []claimReq
 	for _, hint := range jobs {
-		name := hint.job
+		name := hint.Job
 		j := byName[name]
 		if j == nil {
 			continue
 		}
-		_, st, err := s.store.backfill(cctx, name, []any{"read"})
+		_, st, err := s.store.Backfill(cctx, name, []any{"read"})
 		if err != nil {
 			s.log.Warn("backfill not read; trying again at the next beat", "job", name, "err", err)
 			return
@@ -195,7 +197,7 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 				s.log.Info("backfill finished", "job", name, "total", st.Total, "started", st.Started,
 					"skipped", st.Skipped, "already", st.Already, "dropped", st.Dropped())
 			}
-			_ = s.store.backfillForget(cctx, hint)
+			_ = s.store.BackfillForget(cctx, hint)
 			continue
 		}
 		j.memo.mu.Lock()
@@ -214,19 +216,20 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 			continue
 		}
 		// Instants taken back first: the store takes no new one before.
-		for _, t := range st.redo {
-			c := s.newClaim(j, t, kindBackfill)
-			c.base, c.backfill = st.cursor, st.ID
+		stCursor, redo, _ := store.BackfillProgress(st)
+		for _, t := range redo {
+			c := s.newClaim(j, t, store.RunBackfill)
+			c.Base, c.Backfill = stCursor, st.ID
 			claims = append(claims, c)
 		}
-		cursor := st.cursor
+		cursor := stCursor
 		for k := 0; k < free+backfillChain; k++ {
 			t := j.sched.Next(cursor)
 			if t.IsZero() || t.After(st.To) {
 				break
 			}
-			c := s.newClaim(j, t, kindBackfill)
-			c.base, c.backfill = cursor, st.ID
+			c := s.newClaim(j, t, store.RunBackfill)
+			c.Base, c.Backfill = cursor, st.ID
 			claims = append(claims, c)
 			cursor = t
 		}
@@ -242,7 +245,8 @@ func (s *Scheduler) backfillBeat(ctx context.Context) {
 // changed since. The answer is kept per backfill and job state (a reload
 // makes a new one): the instants are listed once, not every beat.
 func (s *Scheduler) backfillPlanDiffers(j *jobState, st *Backfill) string {
-	if st.last.IsZero() || st.Cancelled {
+	_, _, last := store.BackfillProgress(st)
+	if last.IsZero() || st.Cancelled {
 		return ""
 	}
 	j.bfPlan.mu.Lock()
@@ -255,9 +259,9 @@ func (s *Scheduler) backfillPlanDiffers(j *jobState, st *Backfill) string {
 	switch {
 	case err != nil:
 		why = err.Error()
-	case len(ts) != st.Total || !ts[len(ts)-1].Equal(st.last):
+	case len(ts) != st.Total || !ts[len(ts)-1].Equal(last):
 		why = fmt.Sprintf("the job's schedule changed since the backfill was asked for: %q (time zone %q, offset %s) gives %d instants in the range, the last at %s; the backfill was asked for %d, the last at %s",
-			j.Schedule, j.Timezone, j.Offset, len(ts), ts[len(ts)-1].UTC().Format(time.RFC3339), st.Total, st.last.UTC().Format(time.RFC3339))
+			j.Schedule, j.Timezone, j.Offset, len(ts), ts[len(ts)-1].UTC().Format(time.RFC3339), st.Total, last.UTC().Format(time.RFC3339))
 	}
 	j.bfPlan.id, j.bfPlan.why = st.ID, why
 	return why
@@ -268,11 +272,11 @@ func (s *Scheduler) backfillPlanDiffers(j *jobState, st *Backfill) string {
 // replica takes.
 func (s *Scheduler) abortBackfill(ctx context.Context, j *jobState, st *Backfill, why string) {
 	why = "stopped by replica " + s.cfg.replicaID + ": " + why + "; start a backfill again for the job's schedule as it is now"
-	ans, _, err := s.store.backfill(ctx, j.Name, []any{"abort", st.ID, why})
+	ans, _, err := s.store.Backfill(ctx, j.Name, []any{"abort", st.ID, why})
 	if err != nil {
 		return // the next beat tries again
 	}
-	if ans == string(backfillCancelled) {
+	if ans == string(store.BackfillCancelled) {
 		s.log.Warn("backfill stopped", "job", j.Name, "backfill", st.ID, "reason", why)
 	}
 }

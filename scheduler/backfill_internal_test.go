@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // A replica that read a finished backfill forgets its hint only if the
@@ -18,7 +19,7 @@ import (
 func TestBackfillForgetKeepsANewBackfillsHint(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "bff"})
+	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "bff"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +34,11 @@ func TestBackfillForgetKeepsANewBackfillsHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The beat: the heartbeat's hints, then the backfill's state.
-	if _, _, err := s.manualHints(ctx, hintReq{since: time.Now(), ttl: time.Minute}); err != nil {
+	if _, _, err := s.ManualHints(ctx, store.HintReq{Since: time.Now(), TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	hints, _ := s.backfillJobs(ctx)
-	if len(hints) != 1 || hints[0].job != job.Name {
+	hints, _ := s.BackfillJobs(ctx)
+	if len(hints) != 1 || hints[0].Job != job.Name {
 		t.Fatalf("hints %+v, want the job's", hints)
 	}
 	st, err := ctl.BackfillStatus(ctx, job.Name)
@@ -50,35 +51,35 @@ func TestBackfillForgetKeepsANewBackfillsHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The beat forgets what it read.
-	if err := s.backfillForget(ctx, hints[0]); err != nil {
+	if err := s.BackfillForget(ctx, hints[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.manualHints(ctx, hintReq{since: time.Now(), ttl: time.Minute}); err != nil {
+	if _, _, err := s.ManualHints(ctx, store.HintReq{Since: time.Now(), TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if hints, _ := s.backfillJobs(ctx); len(hints) != 1 || hints[0].job != job.Name {
+	if hints, _ := s.BackfillJobs(ctx); len(hints) != 1 || hints[0].Job != job.Name {
 		t.Fatalf("after forgetting the finished backfill: hints %+v, want the new backfill's (id %s)", hints, second.ID)
 	}
 	// Once the new one is read and forgotten as done, the hint goes.
 	if _, err := ctl.CancelBackfill(ctx, job.Name); err != nil {
 		t.Fatal(err)
 	}
-	hints, _ = s.backfillJobs(ctx)
-	if err := s.backfillForget(ctx, hints[0]); err != nil {
+	hints, _ = s.BackfillJobs(ctx)
+	if err := s.BackfillForget(ctx, hints[0]); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := c.ZCard(ctx, s.backfillHintKey()).Result(); err != nil || n != 0 {
+	if n, err := c.ZCard(ctx, s.BackfillHintKey()).Result(); err != nil || n != 0 {
 		t.Fatalf("hint key holds %d entries (%v), want none", n, err)
 	}
 }
 
 // backfillStore is a store on its own redis-server and job "bf" (every
 // minute, concurrency 4) with an established state.
-func backfillStore(t *testing.T, cfg config) (*store, *redis.Client, *jobState) {
+func backfillStore(t *testing.T, cfg config) (*store.Redis, *redis.Client, *jobState) {
 	t.Helper()
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, cfg)
+	s, err := store.NewRedis(c, cfg.backend())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +93,8 @@ func backfillStore(t *testing.T, cfg config) (*store, *redis.Client, *jobState) 
 func backfillClaims(j *jobState, b *Backfill, cursor time.Time, ts ...time.Time) []claimReq {
 	var out []claimReq
 	for i, at := range ts {
-		r := claimOf(j, at, kindBackfill, "bo-"+strconv.Itoa(i)+"-"+at.Format("150405"))
-		r.base, r.backfill = cursor, b.ID
+		r := claimOf(j, at, store.RunBackfill, "bo-"+strconv.Itoa(i)+"-"+at.Format("150405"))
+		r.Base, r.Backfill = cursor, b.ID
 		out = append(out, r)
 		cursor = at
 	}
@@ -112,7 +113,7 @@ func TestBackfillRunsInstantsThatNeverStarted(t *testing.T) {
 	record := func(at time.Time, decision, outcome string) {
 		t.Helper()
 		id := runID(j.Name, at)
-		if err := c.HSet(ctx, s.key(j.Name, "run:"+id[len(j.Name)+1:]), "kind", "s", "sched", at.UnixMilli(),
+		if err := c.HSet(ctx, s.Key(j.Name, "run:"+id[len(j.Name)+1:]), "kind", "s", "sched", at.UnixMilli(),
 			"decision", decision, "outcome", outcome, "owner", "someone", "replica", "r0", "error", "as it was").Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -125,14 +126,14 @@ func TestBackfillRunsInstantsThatNeverStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...)...))
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []answer{answerStarted, answerStarted, answerStarted, answerDecided, answerStarted}
+	want := []store.Answer{store.AnswerStarted, store.AnswerStarted, store.AnswerStarted, store.AnswerDecided, store.AnswerStarted}
 	for i, r := range res {
-		if r.status != want[i] {
-			t.Errorf("instant %d: %q, want %q", i, r.status, want[i])
+		if r.Status != want[i] {
+			t.Errorf("instant %d: %q, want %q", i, r.Status, want[i])
 		}
 	}
 	b, err = ctl.BackfillStatus(ctx, j.Name)
@@ -164,46 +165,46 @@ func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No replica acknowledges: both starts are taken back.
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts[:2]...)...))
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts[:2]...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range res {
-		if r.status != answerRetry {
-			t.Fatalf("instant %d unacknowledged: %q, want %q", i, r.status, answerRetry)
+		if r.Status != store.AnswerRetry {
+			t.Fatalf("instant %d unacknowledged: %q, want %q", i, r.Status, store.AnswerRetry)
 		}
 	}
 	b, err = ctl.BackfillStatus(ctx, j.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Started != 0 || b.Decided != 0 || len(b.redo) != 2 || b.Done() {
-		t.Fatalf("after the undo: %+v (redo %v), want nothing counted and both instants to take again", b, b.redo)
+	if b.Started != 0 || b.Decided != 0 || len(redoOf(b)) != 2 || b.Done() {
+		t.Fatalf("after the undo: %+v (redo %v), want nothing counted and both instants to take again", b, redoOf(b))
 	}
 	// A replica without the ack requirement (acks come back): a new
 	// instant waits for those taken back.
-	s2, err := newStore(c, config{prefix: "bfa"})
+	s2, err := store.NewRedis(c, store.BackendConfig{Prefix: "bfa"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[1], ts[2])...))
-	if err != nil || res[0].status != answerRefused {
+	res, err = s2.Claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[1], ts[2])...))
+	if err != nil || res[0].Status != store.AnswerRefused {
 		t.Fatalf("a new instant before those taken back: %+v, %v, want refused", res, err)
 	}
-	res, err = s2.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(append(backfillClaims(j, b, b.cursor, b.redo...), backfillClaims(j, b, ts[1], ts[2])...)...))
+	res, err = s2.Claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(append(backfillClaims(j, b, cursorOf(b), redoOf(b)...), backfillClaims(j, b, ts[1], ts[2])...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range res {
-		if r.status != answerStarted {
-			t.Errorf("instant %d taken again: %q, want started", i, r.status)
+		if r.Status != store.AnswerStarted {
+			t.Errorf("instant %d taken again: %q, want started", i, r.Status)
 		}
 	}
 	b, err = ctl.BackfillStatus(ctx, j.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Started != 3 || b.Decided != 3 || len(b.redo) != 0 {
+	if b.Started != 3 || b.Decided != 3 || len(redoOf(b)) != 0 {
 		t.Fatalf("after taking them again: %+v, want 3 started and decided", b)
 	}
 }
@@ -220,7 +221,7 @@ func TestBackfillTakesAgainInstantsTakenBack(t *testing.T) {
 func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "bfx"})
+	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "bfx"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,19 +233,19 @@ func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 	ts := []time.Time{now.Add(-4 * time.Second), now.Add(-3 * time.Second), now.Add(-2 * time.Second)}
 	run := func(at time.Time, o Outcome) {
 		t.Helper()
-		r := claimOf(j, at, kindScheduled, "sched-"+at.Format("150405"))
-		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
-		if err != nil || res[0].status != answerStarted {
+		r := claimOf(j, at, store.RunScheduled, "sched-"+at.Format("150405"))
+		res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+		if err != nil || res[0].Status != store.AnswerStarted {
 			t.Fatalf("scheduled claim of %s: %+v, %v", at.Format(time.RFC3339), res, err)
 		}
-		if got, err := s.complete(ctx, []completeReq{{r: &r.storeClaim, replica: "r1", outcome: o, attempts: 1}}); err != nil || got[0] != "ok" {
+		if got, err := s.Complete(ctx, []store.CompleteReq{{R: &r.StoreClaim, Replica: "r1", Outcome: o, Attempts: 1}}); err != nil || got[0] != "ok" {
 			t.Fatalf("complete %s: %v, %v", at.Format(time.RFC3339), got, err)
 		}
 	}
 	expire := func(at time.Time) {
 		t.Helper()
 		id := runID(j.Name, at)
-		if err := c.Del(ctx, s.key(j.Name, "run:"+id[len(j.Name)+1:])).Err(); err != nil {
+		if err := c.Del(ctx, s.Key(j.Name, "run:"+id[len(j.Name)+1:])).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -258,14 +259,14 @@ func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 	for _, at := range ts {
 		expire(at)
 	}
-	res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...)...))
+	res, err := s.Claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []answer{answerDecided, answerStarted, answerDecided}
+	want := []store.Answer{store.AnswerDecided, store.AnswerStarted, store.AnswerDecided}
 	for i, r := range res {
-		if r.status != want[i] {
-			t.Errorf("instant %s: %q, want %q", ts[i].Format(time.RFC3339), r.status, want[i])
+		if r.Status != want[i] {
+			t.Errorf("instant %s: %q, want %q", ts[i].Format(time.RFC3339), r.Status, want[i])
 		}
 	}
 	if b, err = ctl.BackfillStatus(ctx, j.Name); err != nil {
@@ -275,3 +276,8 @@ func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 		t.Fatalf("backfill %+v: want 3 decided, 1 started, 2 run before", b)
 	}
 }
+
+// cursorOf and redoOf are b's BackfillProgress.
+func cursorOf(b *Backfill) time.Time { c, _, _ := store.BackfillProgress(b); return c }
+
+func redoOf(b *Backfill) []time.Time { _, r, _ := store.BackfillProgress(b); return r }

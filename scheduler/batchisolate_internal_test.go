@@ -9,6 +9,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // A renewal, close or undo batch with a run whose keys hold something else
@@ -26,7 +28,7 @@ func TestLeaseBatchesIsolateAFailingRun(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) { // the embedded store's engine
 		m := miniredis.RunT(t)
 		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		s, err := newStore(c, config{prefix: "sl"})
+		s, err := store.NewRedis(c, store.BackendConfig{Prefix: "sl"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,24 +38,24 @@ func TestLeaseBatchesIsolateAFailingRun(t *testing.T) {
 	})
 }
 
-func leaseBatchWithAFailingRun(t *testing.T, s *store, c *redis.Client, now time.Time) {
+func leaseBatchWithAFailingRun(t *testing.T, s *store.Redis, c *redis.Client, now time.Time) {
 	ctx := context.Background()
 	var reqs []claimReq
 	for i, name := range []string{"normal", "bad", "other"} {
 		j := testJob(t, s, name, "@every 1s", func(j *Job) { j.StartingDeadline, j.Lease = time.Minute, time.Minute })
 		seed(t, c, j)
-		reqs = append(reqs, claimOf(j, now.Add(-time.Second), kindScheduled, fmt.Sprintf("o%d", i)))
+		reqs = append(reqs, claimOf(j, now.Add(-time.Second), store.RunScheduled, fmt.Sprintf("o%d", i)))
 	}
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(reqs...))
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(reqs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range res {
-		if r.status != answerStarted {
-			t.Fatalf("claim of %s: %+v; want started", reqs[i].id, r)
+		if r.Status != store.AnswerStarted {
+			t.Fatalf("claim of %s: %+v; want started", reqs[i].ID, r)
 		}
 	}
-	bad := s.key("bad", "run:"+reqs[1].suffix)
+	bad := s.Key("bad", "run:"+reqs[1].Suffix)
 	if err := c.Del(ctx, bad).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,33 +63,33 @@ func leaseBatchWithAFailingRun(t *testing.T, s *store, c *redis.Client, now time
 		t.Fatal(err)
 	}
 
-	var rn []renewReq
+	var rn []store.RenewReq
 	for _, r := range reqs {
-		rn = append(rn, renewReq{job: r.j.spec, id: r.id, owner: r.owner})
+		rn = append(rn, store.RenewReq{Job: r.j.spec, ID: r.ID, Owner: r.Owner})
 	}
-	la, err := s.renew(ctx, rn)
+	la, err := s.Renew(ctx, rn)
 	if err != nil {
 		t.Errorf("the renewal batch failed as a whole: %v", err)
-	} else if want := []leaseAnswer{leaseOK, leaseLost, leaseOK}; !slices.Equal(la, want) {
+	} else if want := []store.LeaseAnswer{store.LeaseOK, store.LeaseLostAnswer, store.LeaseOK}; !slices.Equal(la, want) {
 		t.Errorf("renewals %v; want %v", la, want)
 	}
 
-	ua, err := s.undo(ctx, 3*time.Second, []undoReq{{job: reqs[0].job, id: reqs[0].id, owner: reqs[0].owner, mode: undoDrop},
-		{job: reqs[1].job, id: reqs[1].id, owner: reqs[1].owner, mode: undoDrop}})
+	ua, err := s.Undo(ctx, 3*time.Second, []store.UndoReq{{Job: reqs[0].Job, ID: reqs[0].ID, Owner: reqs[0].Owner, Mode: store.UndoDrop},
+		{Job: reqs[1].Job, ID: reqs[1].ID, Owner: reqs[1].Owner, Mode: store.UndoDrop}})
 	if err != nil {
 		t.Errorf("the undo batch failed as a whole: %v", err)
-	} else if want := []undoAnswer{undoDropped, undoKept}; !slices.Equal(ua, want) {
+	} else if want := []store.UndoAnswer{store.UndoDropped, store.UndoKept}; !slices.Equal(ua, want) {
 		t.Errorf("undos %v; want %v", ua, want)
 	}
 
-	ca, err := s.complete(ctx, []completeReq{{r: &reqs[1].storeClaim, replica: "r1", outcome: Succeeded, attempts: 1},
-		{r: &reqs[2].storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}})
+	ca, err := s.Complete(ctx, []store.CompleteReq{{R: &reqs[1].StoreClaim, Replica: "r1", Outcome: Succeeded, Attempts: 1},
+		{R: &reqs[2].StoreClaim, Replica: "r1", Outcome: Succeeded, Attempts: 1}})
 	if err != nil {
 		t.Errorf("the close batch failed as a whole: %v", err)
-	} else if want := []closeAnswer{closeLost, closeOK}; !slices.Equal(ca, want) {
+	} else if want := []store.CloseAnswer{store.CloseLost, store.CloseOK}; !slices.Equal(ca, want) {
 		t.Errorf("closes %v; want %v", ca, want)
 	}
-	if o := c.HGet(ctx, s.key("other", "run:"+reqs[2].suffix), "outcome").Val(); o != string(Succeeded) {
+	if o := c.HGet(ctx, s.Key("other", "run:"+reqs[2].Suffix), "outcome").Val(); o != string(Succeeded) {
 		t.Errorf("the good run's record says %q; want it closed succeeded", o)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // scriptUsec returns the microseconds Redis spent in EVALSHA so far.
@@ -54,7 +55,7 @@ func nextInstant() time.Time {
 }
 
 // benchJobs returns n job states on s's store, every second, no jitter.
-func benchJobs(b testing.TB, s *store, n int) []*jobState {
+func benchJobs(b testing.TB, s *store.Redis, n int) []*jobState {
 	b.Helper()
 	out := make([]*jobState, n)
 	for i := range out {
@@ -62,7 +63,7 @@ func benchJobs(b testing.TB, s *store, n int) []*jobState {
 		// as in steady state.
 		spec := Job{Name: fmt.Sprintf("bench-%04d", i), Schedule: "* * * * * *", HistoryLimit: 10,
 			Handler: jobs.Func(func(context.Context) error { return nil })}.withDefaults()
-		j, err := newJobState(spec, s.metaKey(spec.Name), &memo{}, 2*time.Second)
+		j, err := newJobState(spec, s.MetaKey(spec.Name), &memo{}, 2*time.Second)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -72,15 +73,15 @@ func benchJobs(b testing.TB, s *store, n int) []*jobState {
 }
 
 // benchStore returns a store on a fresh redis-server, its scripts loaded.
-func benchStore(b testing.TB) (*store, *redis.Client) {
+func benchStore(b testing.TB) (*store.Redis, *redis.Client) {
 	b.Helper()
 	srv := redistest.Start(b)
 	c := srv.Client(b, nil)
-	s, err := newStore(c, config{prefix: "bench"})
+	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.preload(context.Background()); err != nil {
+	if err := s.Preload(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	return s, c
@@ -91,9 +92,9 @@ func benchStore(b testing.TB) (*store, *redis.Client) {
 func benchClaims(js []*jobState, at time.Time) []claimReq {
 	reqs := make([]claimReq, len(js))
 	for i, j := range js {
-		reqs[i] = newClaimReq(j, storeClaim{id: runID(j.Name, at), kind: 's', sched: at, fire: time.Now(),
-			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait})
-		reqs[i].suffix = reqs[i].id[len(j.Name)+1:]
+		reqs[i] = newClaimReq(j, store.StoreClaim{ID: runID(j.Name, at), Kind: 's', Sched: at, Fire: time.Now(),
+			Owner: store.NewEpoch(), Overlap: j.Overlap, MaxWait: j.MaxWait})
+		reqs[i].Suffix = reqs[i].ID[len(j.Name)+1:]
 	}
 	return reqs
 }
@@ -117,30 +118,30 @@ func BenchmarkClaim(b *testing.B) {
 				at := nextInstant() // new runs, so every claim is a real decision
 				reqs := benchClaims(js, at)
 				if path == "lost" {
-					if _, err := s.claim(ctx, "other", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
+					if _, err := s.Claim(ctx, "other", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
 						b.Fatal(err)
 					}
 					for i := range reqs {
-						reqs[i].owner = newEpoch()
+						reqs[i].Owner = store.NewEpoch()
 					}
 				}
 				before := scriptUsec(b, c)
-				res, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...))
+				res, err := s.Claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...))
 				if err != nil {
 					b.Fatal(err)
 				}
 				d := scriptUsec(b, c) - before
 				usec += d
 				fastest = minBatch(fastest, d/batch)
-				want := map[string]answer{"won": answerStarted, "lost": answerDecided}[path]
+				want := map[string]store.Answer{"won": store.AnswerStarted, "lost": store.AnswerDecided}[path]
 				for _, r := range res {
-					if r.status != want {
-						b.Fatalf("claim answered %q, want %q", r.status, want)
+					if r.Status != want {
+						b.Fatalf("claim answered %q, want %q", r.Status, want)
 					}
 				}
 				// Free the slots so the next instant can start again.
 				if path == "won" {
-					if _, err := s.complete(ctx, closeAll(reqs)); err != nil {
+					if _, err := s.Complete(ctx, closeAll(reqs)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -152,10 +153,10 @@ func BenchmarkClaim(b *testing.B) {
 	}
 }
 
-func closeAll(reqs []claimReq) []completeReq {
-	out := make([]completeReq, len(reqs))
+func closeAll(reqs []claimReq) []store.CompleteReq {
+	out := make([]store.CompleteReq, len(reqs))
 	for i := range reqs {
-		out[i] = completeReq{r: &reqs[i].storeClaim, replica: "me", outcome: Succeeded, attempts: 1, output: "output"}
+		out[i] = store.CompleteReq{R: &reqs[i].StoreClaim, Replica: "me", Outcome: Succeeded, Attempts: 1, Output: "output"}
 	}
 	return out
 }
@@ -178,14 +179,14 @@ func BenchmarkComplete(b *testing.B) {
 				b.StopTimer()
 				at := nextInstant()
 				reqs := benchClaims(js, at)
-				if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
+				if _, err := s.Claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
 				before := scriptUsec(b, c)
 				all := closeAll(reqs)
 				for k := 0; k < len(all); k += per {
-					res, err := s.complete(ctx, all[k:k+per])
+					res, err := s.Complete(ctx, all[k:k+per])
 					if err != nil || res[0] != "ok" {
 						b.Fatalf("complete = %v, %v", res, err)
 					}
@@ -210,12 +211,12 @@ func BenchmarkRenew(b *testing.B) {
 	ctx := context.Background()
 	at := nextInstant()
 	reqs := benchClaims(js, at)
-	if _, err := s.claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
+	if _, err := s.Claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
 		b.Fatal(err)
 	}
-	renewals := make([]renewReq, runs)
+	renewals := make([]store.RenewReq, runs)
 	for i, r := range reqs {
-		renewals[i] = renewReq{job: r.j.spec, id: r.id, owner: r.owner}
+		renewals[i] = store.RenewReq{Job: r.j.spec, ID: r.ID, Owner: r.Owner}
 	}
 	for _, per := range []int{1, runs} {
 		b.Run(fmt.Sprintf("runs-per-call=%d", per), func(b *testing.B) {
@@ -224,7 +225,7 @@ func BenchmarkRenew(b *testing.B) {
 			before := scriptUsec(b, c)
 			for b.Loop() {
 				for k := 0; k < runs; k += per {
-					res, err := s.renew(ctx, renewals[k:k+per])
+					res, err := s.Renew(ctx, renewals[k:k+per])
 					if err != nil || res[0] != "ok" {
 						b.Fatalf("renew = %v, %v", res, err)
 					}

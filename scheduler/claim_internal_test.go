@@ -10,17 +10,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // testJob returns a job state on s's store; mod changes the spec before
 // its defaults are applied.
-func testJob(t testing.TB, s *store, name, sched string, mod func(*Job)) *jobState {
+func testJob(t testing.TB, s *store.Redis, name, sched string, mod func(*Job)) *jobState {
 	t.Helper()
 	spec := Job{Name: name, Schedule: sched, Handler: jobs.Func(func(context.Context) error { return nil })}
 	if mod != nil {
 		mod(&spec)
 	}
-	j, err := newJobState(spec.withDefaults(), s.metaKey(name), &memo{}, 2*time.Second)
+	j, err := newJobState(spec.withDefaults(), s.MetaKey(name), &memo{}, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +40,11 @@ func seed(t testing.TB, c *redis.Client, j *jobState) {
 }
 
 // claimOf is a claim of j's run at sched, as the replica would send it.
-func claimOf(j *jobState, sched time.Time, kind runKind, owner string) claimReq {
+func claimOf(j *jobState, sched time.Time, kind store.RunKind, owner string) claimReq {
 	id := runID(j.Name, sched)
-	r := newClaimReq(j, storeClaim{id: id, suffix: id[len(j.Name)+1:], kind: kind, sched: sched, fire: j.fire(sched),
-		owner: owner, overlap: j.Overlap, maxWait: j.MaxWait})
-	r.known, r.fenceFloor = j.memo.snapshot()
+	r := newClaimReq(j, store.StoreClaim{ID: id, Suffix: id[len(j.Name)+1:], Kind: kind, Sched: sched, Fire: j.fire(sched),
+		Owner: owner, Overlap: j.Overlap, MaxWait: j.MaxWait})
+	r.Known, r.FenceFloor = j.memo.snapshot()
 	return r
 }
 
@@ -74,13 +75,13 @@ func TestRetriedClaimAnswerIsAWrite(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	r := claimOf(j, at, 's', "owner-1")
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
-	if err != nil || res[0].status != "started" {
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+	if err != nil || res[0].Status != "started" {
 		t.Fatalf("first claim: %+v, %v", res, err)
 	}
 	before := dirty(t, c)
-	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
-	if err != nil || res[0].status != "started" {
+	res, err = s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+	if err != nil || res[0].Status != "started" {
 		t.Fatalf("retried claim: %+v, %v", res, err)
 	}
 	if after := dirty(t, c); after <= before {
@@ -97,23 +98,23 @@ func TestMissedIsDecidedByRedisClock(t *testing.T) {
 	j := testJob(t, s, "ahead", "@every 1m", nil)
 	seed(t, c, j)
 	future := time.Now().Add(time.Hour).Truncate(time.Minute)
-	res, err := s.claim(ctx, "fast", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, future, 'x', "o1")))
+	res, err := s.Claim(ctx, "fast", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, future, 'x', "o1")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].status == answer(Missed) {
+	if res[0].Status == store.Answer(Missed) {
 		t.Fatalf("a run an hour ahead on Redis' clock was recorded missed")
 	}
-	if res[0].status != "early" {
+	if res[0].Status != "early" {
 		t.Errorf("answer %+v, want early", res[0])
 	}
-	if n, _ := c.Exists(ctx, s.key(j.Name, "run:"+runID(j.Name, future)[len(j.Name)+1:])).Result(); n != 0 {
+	if n, _ := c.Exists(ctx, s.Key(j.Name, "run:"+runID(j.Name, future)[len(j.Name)+1:])).Result(); n != 0 {
 		t.Error("a record was written for a future run")
 	}
 	// Past its deadline on Redis' clock, it is recorded missed.
 	past := time.Now().Truncate(time.Minute).Add(-time.Minute) // an instant, past its deadline, within its retention
-	res, err = s.claim(ctx, "fast", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, past, 'x', "o2")))
-	if err != nil || res[0].status != answer(Missed) {
+	res, err = s.Claim(ctx, "fast", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, past, 'x', "o2")))
+	if err != nil || res[0].Status != store.Answer(Missed) {
 		t.Errorf("past run: %+v, %v; want missed", res, err)
 	}
 }
@@ -130,18 +131,18 @@ func TestCatchupRefusedOnceItsReadingIsStale(t *testing.T) {
 	now := time.Now()
 	gap := now.Truncate(time.Minute).Add(-2 * time.Minute) // missed, inside the window
 	stale := claimOf(j, gap, 'c', "o1")
-	stale.base, stale.readAt = gap.Add(-time.Minute), now.Add(-time.Hour)
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(stale))
+	stale.Base, stale.ReadAt = gap.Add(-time.Minute), now.Add(-time.Hour)
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(stale))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].status != "refused" {
+	if res[0].Status != "refused" {
 		t.Fatalf("catch-up read an hour ago: %+v, want refused", res[0])
 	}
 	fresh := claimOf(j, gap, 'c', "o2")
-	fresh.base, fresh.readAt = gap.Add(-time.Minute), now
-	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(fresh))
-	if err != nil || res[0].status != "started" {
+	fresh.Base, fresh.ReadAt = gap.Add(-time.Minute), now
+	res, err = s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(fresh))
+	if err != nil || res[0].Status != "started" {
 		t.Fatalf("catch-up read just now: %+v, %v; want started", res, err)
 	}
 }
@@ -155,32 +156,32 @@ func TestLossNoticedOnce(t *testing.T) {
 	j := testJob(t, s, "once", "@every 1s", nil)
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, at, 's', "o1")))
-	if err != nil || res[0].status != "started" {
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, at, 's', "o1")))
+	if err != nil || res[0].Status != "started" {
 		t.Fatalf("claim: %+v, %v", res, err)
 	}
-	j.memo.observe(res[0].epoch, res[0].fence)
+	j.memo.observe(res[0].Epoch, res[0].Fence)
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	known, fence := j.memo.snapshot()
-	sr, err := s.sync(ctx, "r1", 2*time.Second, time.Hour, []syncReq{{job: j.spec, known: known, fence: fence}})
+	sr, err := s.Sync(ctx, "r1", 2*time.Second, time.Hour, []store.SyncReq{{Job: j.spec, Known: known, Fence: fence}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sr[0].epoch == known || sr[0].fence < fence {
-		t.Fatalf("after the loss: epoch %s (known %s), token %d (seen %d)", sr[0].epoch, known, sr[0].fence, fence)
+	if sr[0].Epoch == known || sr[0].Fence < fence {
+		t.Fatalf("after the loss: epoch %s (known %s), token %d (seen %d)", sr[0].Epoch, known, sr[0].Fence, fence)
 	}
-	floor := sr[0].floor
+	floor := sr[0].Floor
 	// Another replica, which saw a higher token before the loss.
 	other := claimOf(j, at.Add(time.Hour), 's', "o2") // answered early, with the epoch
-	other.known, other.fenceFloor = "", fence+1000
-	res, err = s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(other))
+	other.Known, other.FenceFloor = "", fence+1000
+	res, err = s.Claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(other))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].epoch != sr[0].epoch {
-		t.Errorf("a second replica's token drew a new epoch %s after the loss was noticed (%s)", res[0].epoch, sr[0].epoch)
+	if res[0].Epoch != sr[0].Epoch {
+		t.Errorf("a second replica's token drew a new epoch %s after the loss was noticed (%s)", res[0].Epoch, sr[0].Epoch)
 	}
 	f, _ := c.HGet(ctx, j.metaKey, "floor").Int64()
 	if f != floor.UnixMilli() {

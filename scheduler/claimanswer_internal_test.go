@@ -8,32 +8,34 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // expireSlot makes run id's lease run out now, as if its holder had stopped
 // renewing it, and lets a heartbeat (sync.lua) reap it: the cluster closes
 // it lease_lost.
-func expireSlot(t *testing.T, s *store, c *redis.Client, j *jobState, id string) {
+func expireSlot(t *testing.T, s *store.Redis, c *redis.Client, j *jobState, id string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := c.ZAdd(ctx, s.key(j.Name, "slots"), redis.Z{Score: 1, Member: id}).Err(); err != nil {
+	if err := c.ZAdd(ctx, s.Key(j.Name, "slots"), redis.Z{Score: 1, Member: id}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	known, fence := j.memo.snapshot()
-	if _, err := s.sync(ctx, "other", 2*time.Second, time.Hour, []syncReq{{job: j.spec, known: known, fence: fence}}); err != nil {
+	if _, err := s.Sync(ctx, "other", 2*time.Second, time.Hour, []store.SyncReq{{Job: j.spec, Known: known, Fence: fence}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // recordOf reads run id's record and its newest history entry.
-func recordOf(t *testing.T, s *store, c *redis.Client, j *jobState, id string) (map[string]string, map[string]string) {
+func recordOf(t *testing.T, s *store.Redis, c *redis.Client, j *jobState, id string) (map[string]string, map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	rec, err := c.HGetAll(ctx, s.key(j.Name, "run:"+id[len(j.Name)+1:])).Result()
+	rec, err := c.HGetAll(ctx, s.Key(j.Name, "run:"+id[len(j.Name)+1:])).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	items, err := c.LRange(ctx, s.key(j.Name, "history"), 0, -1).Result()
+	items, err := c.LRange(ctx, s.Key(j.Name, "history"), 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func recordOf(t *testing.T, s *store, c *redis.Client, j *jobState, id string) (
 
 // neverStarted checks that id's record and history entry say it was
 // missed, never started.
-func neverStarted(t *testing.T, s *store, c *redis.Client, j *jobState, id string) {
+func neverStarted(t *testing.T, s *store.Redis, c *redis.Client, j *jobState, id string) {
 	t.Helper()
 	rec, h := recordOf(t, s, c, j, id)
 	if rec["outcome"] != string(Missed) || !strings.HasPrefix(rec["error"], "never started") {
@@ -70,34 +72,34 @@ func TestLateClaimAnswerNeverStarted(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	r := claimOf(j, at, 's', "owner-1")
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
-	if err != nil || res[0].status != "started" {
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+	if err != nil || res[0].Status != "started" {
 		t.Fatalf("first claim: %+v, %v", res, err) // its answer never reaches the replica
 	}
-	expireSlot(t, s, c, j, r.id)
-	if rec, _ := recordOf(t, s, c, j, r.id); rec["outcome"] != string(LeaseLost) {
+	expireSlot(t, s, c, j, r.ID)
+	if rec, _ := recordOf(t, s, c, j, r.ID); rec["outcome"] != string(LeaseLost) {
 		t.Fatalf("after the lease ran out: outcome %q, want lease_lost", rec["outcome"])
 	}
 
 	// Another replica's claim is a lost race: the record is not touched.
-	res, err = s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, at, 's', "owner-2")))
-	if err != nil || res[0].status != "decided" || res[0].outcome != string(LeaseLost) {
+	res, err = s.Claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(claimOf(j, at, 's', "owner-2")))
+	if err != nil || res[0].Status != "decided" || res[0].Outcome != string(LeaseLost) {
 		t.Fatalf("other replica's claim: %+v, %v; want decided lease_lost", res, err)
 	}
 
-	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+	res, err = s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].status != answer(Missed) {
+	if res[0].Status != store.Answer(Missed) {
 		t.Errorf("retried claim: %+v; want missed", res[0])
 	}
-	neverStarted(t, s, c, j, r.id)
+	neverStarted(t, s, c, j, r.ID)
 	// Asked once more (another lost answer): still missed, one history entry.
-	if res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].status != answer(Missed) {
+	if res, err = s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].Status != store.Answer(Missed) {
 		t.Errorf("claim asked a third time: %+v, %v; want missed", res, err)
 	}
-	if n, _ := c.LLen(ctx, s.key(j.Name, "history")).Result(); n != 1 {
+	if n, _ := c.LLen(ctx, s.Key(j.Name, "history")).Result(); n != 1 {
 		t.Errorf("%d history entries, want 1", n)
 	}
 }
@@ -111,20 +113,20 @@ func TestLeaseLostStaysForAHolderThatClosedIt(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	r := claimOf(j, at, 's', "owner-1")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].status != "started" {
+	if res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].Status != "started" {
 		t.Fatalf("claim: %+v, %v", res, err)
 	}
-	expireSlot(t, s, c, j, r.id)
+	expireSlot(t, s, c, j, r.ID)
 	// The holder closes it (it ran): the cluster's lease_lost stands.
-	rk := s.key(j.Name, "run:"+r.id[len(j.Name)+1:])
+	rk := s.Key(j.Name, "run:"+r.ID[len(j.Name)+1:])
 	if err := c.HSet(ctx, rk, "closed_by", "holder").Err(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
-	if err != nil || res[0].status != "decided" {
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+	if err != nil || res[0].Status != "decided" {
 		t.Fatalf("claim after the holder closed it: %+v, %v; want decided", res, err)
 	}
-	if rec, _ := recordOf(t, s, c, j, r.id); rec["outcome"] != string(LeaseLost) {
+	if rec, _ := recordOf(t, s, c, j, r.ID); rec["outcome"] != string(LeaseLost) {
 		t.Errorf("outcome %q, want lease_lost", rec["outcome"])
 	}
 }
@@ -139,32 +141,32 @@ func TestLateAdmitAnswerNeverStarted(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	first := claimOf(j, at, 's', "owner-1")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(first)); err != nil || res[0].status != "started" {
+	if res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(first)); err != nil || res[0].Status != "started" {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
 	second := claimOf(j, at.Add(time.Second), 's', "owner-2")
-	second.fire = time.Now() // due now, whatever the clock says
-	res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(second))
-	if err != nil || res[0].status != "waiting" {
+	second.Fire = time.Now() // due now, whatever the clock says
+	res, err := s.Claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(second))
+	if err != nil || res[0].Status != "waiting" {
 		t.Fatalf("second run: %+v, %v; want waiting", res, err)
 	}
 	// The first run's slot frees; an admission starts the second, but its
 	// answer is lost.
-	if err := c.ZRem(ctx, s.key(j.Name, "slots"), first.id).Err(); err != nil {
+	if err := c.ZRem(ctx, s.Key(j.Name, "slots"), first.ID).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if st, _, err := admitOne(s, ctx, &second, 3*time.Second, 0); err != nil || st != "started" {
 		t.Fatalf("admission: %q, %v; want started", st, err)
 	}
-	expireSlot(t, s, c, j, second.id)
+	expireSlot(t, s, c, j, second.ID)
 	st, _, err := admitOne(s, ctx, &second, 3*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st != answerMissed {
+	if st != store.AnswerMissed {
 		t.Errorf("polled again: %q; want missed", st)
 	}
-	neverStarted(t, s, c, j, second.id)
+	neverStarted(t, s, c, j, second.ID)
 }
 
 // A run decided before its instant (recorded missed after a loss, whose
@@ -182,11 +184,11 @@ func TestRecordDecidedAheadKeptFromItsInstant(t *testing.T) {
 	}
 	at := now.Truncate(time.Minute).Add(30 * time.Minute)
 	r := claimOf(j, at, 's', "owner-1")
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
-	if err != nil || res[0].status != answer(Missed) {
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+	if err != nil || res[0].Status != store.Answer(Missed) {
 		t.Fatalf("claim under the floor: %+v, %v; want missed", res, err)
 	}
-	ttl, err := c.PTTL(ctx, s.key(j.Name, "run:"+r.id[len(j.Name)+1:])).Result()
+	ttl, err := c.PTTL(ctx, s.Key(j.Name, "run:"+r.ID[len(j.Name)+1:])).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,15 +204,15 @@ func TestRecordDecidedAheadKeptFromItsInstant(t *testing.T) {
 	}
 	at2 := at.Add(time.Minute)
 	r2 := claimOf(j, at2, 's', "owner-2")
-	r2.fire = time.Now().Add(time.Second) // claimed ahead of its instant, by the store's clock
-	s.claimAhead = 2 * time.Second
-	res, err = s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r2))
-	if err != nil || res[0].status != "started" {
+	r2.Fire = time.Now().Add(time.Second) // claimed ahead of its instant, by the store's clock
+	s.ClaimAhead = 2 * time.Second
+	res, err = s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r2))
+	if err != nil || res[0].Status != "started" {
 		t.Fatalf("claim ahead: %+v, %v; want started", res, err)
 	}
-	rk2 := s.key(j.Name, "run:"+r2.id[len(j.Name)+1:])
-	expireSlot(t, s, c, j, r2.id)
-	if rec, _ := recordOf(t, s, c, j, r2.id); rec["outcome"] != string(LeaseLost) {
+	rk2 := s.Key(j.Name, "run:"+r2.ID[len(j.Name)+1:])
+	expireSlot(t, s, c, j, r2.ID)
+	if rec, _ := recordOf(t, s, c, j, r2.ID); rec["outcome"] != string(LeaseLost) {
 		t.Fatalf("outcome %q, want lease_lost", rec["outcome"])
 	}
 	want = time.Until(at2) + j.retention(at2) - time.Minute
@@ -236,36 +238,36 @@ func TestLostRaceTeachesTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Now().Truncate(time.Second)
-	won, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(claimOf(winner, at, 's', "owner-1")))
-	if err != nil || won[0].status != "started" {
+	won, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(claimOf(winner, at, 's', "owner-1")))
+	if err != nil || won[0].Status != "started" {
 		t.Fatalf("winner: %+v, %v", won, err)
 	}
-	lost, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(claimOf(loser, at, 's', "owner-2")))
-	if err != nil || lost[0].status != "decided" {
+	lost, err := s.Claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(claimOf(loser, at, 's', "owner-2")))
+	if err != nil || lost[0].Status != "decided" {
 		t.Fatalf("loser: %+v, %v", lost, err)
 	}
-	if lost[0].fence != won[0].fence || lost[0].replica != "r1" || lost[0].outcome != string(Running) {
-		t.Fatalf("lost race answered %+v; want the winner's token %d, running by r1", lost[0], won[0].fence)
+	if lost[0].Fence != won[0].Fence || lost[0].Replica != "r1" || lost[0].Outcome != string(Running) {
+		t.Fatalf("lost race answered %+v; want the winner's token %d, running by r1", lost[0], won[0].Fence)
 	}
-	loser.memo.observe(lost[0].epoch, lost[0].fence) // as handle does
+	loser.memo.observe(lost[0].Epoch, lost[0].Fence) // as handle does
 
 	// A failover to a copy taken before the winner's claim: its record and
 	// token are gone; the epoch survives.
-	rk := s.key(winner.Name, "run:"+runID(winner.Name, at)[len(winner.Name)+1:])
-	if err := c.Del(ctx, rk, s.key(winner.Name, "slots")).Err(); err != nil {
+	rk := s.Key(winner.Name, "run:"+runID(winner.Name, at)[len(winner.Name)+1:])
+	if err := c.Del(ctx, rk, s.Key(winner.Name, "slots")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.HSet(ctx, winner.metaKey, "fence", copyFence).Err(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(claimOf(loser, at, 's', "owner-3")))
+	again, err := s.Claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(claimOf(loser, at, 's', "owner-3")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again[0].status == "started" {
+	if again[0].Status == "started" {
 		t.Fatalf("the loser started the run again on the stale copy: %+v", again[0])
 	}
-	if again[0].status != answer(Missed) {
+	if again[0].Status != store.Answer(Missed) {
 		t.Errorf("the loser's claim on the stale copy: %+v; want missed (the loss noticed)", again[0])
 	}
 }
@@ -282,15 +284,15 @@ func TestStaleQueuePlaceAfterLoss(t *testing.T) {
 	seed(t, c, j)
 	at := time.Now().Truncate(time.Second)
 	first := claimOf(j, at, 's', "owner-1")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(first)); err != nil || res[0].status != "started" {
+	if res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(first)); err != nil || res[0].Status != "started" {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
 	queued := func(sched time.Time, owner string) claimReq {
 		r := claimOf(j, sched, 's', owner)
-		r.fire = time.Now()
-		res, err := s.claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(r))
-		if err != nil || res[0].status != "waiting" {
-			t.Fatalf("%s: %+v, %v; want waiting", r.id, res, err)
+		r.Fire = time.Now()
+		res, err := s.Claim(ctx, "r2", 2*time.Second, 3*time.Second, storeClaims(r))
+		if err != nil || res[0].Status != "waiting" {
+			t.Fatalf("%s: %+v, %v; want waiting", r.ID, res, err)
 		}
 		return r
 	}
@@ -300,18 +302,102 @@ func TestStaleQueuePlaceAfterLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []claimReq{before, after} {
-		if err := c.ZAdd(ctx, s.key(j.Name, "waiting"), redis.Z{Score: 1, Member: r.id}).Err(); err != nil {
+		if err := c.ZAdd(ctx, s.Key(j.Name, "waiting"), redis.Z{Score: 1, Member: r.ID}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	known, fence := j.memo.snapshot()
-	if _, err := s.sync(ctx, "r3", 2*time.Second, time.Hour, []syncReq{{job: j.spec, known: known, fence: fence}}); err != nil {
+	if _, err := s.Sync(ctx, "r3", 2*time.Second, time.Hour, []store.SyncReq{{Job: j.spec, Known: known, Fence: fence}}); err != nil {
 		t.Fatal(err)
 	}
-	if rec, _ := recordOf(t, s, c, j, before.id); rec["outcome"] != string(Missed) || !strings.HasPrefix(rec["error"], "Redis lost data") {
+	if rec, _ := recordOf(t, s, c, j, before.ID); rec["outcome"] != string(Missed) || !strings.HasPrefix(rec["error"], "Redis lost data") {
 		t.Errorf("before the floor: outcome %q error %q; want missed for the loss", rec["outcome"], rec["error"])
 	}
-	if rec, _ := recordOf(t, s, c, j, after.id); rec["outcome"] != string(Missed) || rec["error"] != "its replica stopped waiting for a slot" {
+	if rec, _ := recordOf(t, s, c, j, after.ID); rec["outcome"] != string(Missed) || rec["error"] != "its replica stopped waiting for a slot" {
 		t.Errorf("after the floor: outcome %q error %q; want missed, its replica stopped waiting", rec["outcome"], rec["error"])
+	}
+}
+
+// A holder that asks again only after the lease_lost event of its run is due
+// (15 s after the cluster's close) finds the run recorded lease_lost, as
+// that event says, when the job notifies lease_lost: one run, one final
+// event, the one its record says (issue 23 item 10, the part a hold alone
+// cannot close). Before the event is due, or for a job that does not
+// notify lease_lost, the run is recorded missed, never started, as before.
+func TestLeaseLostFinalOnceItsEventIsDue(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		notify, after bool // the job notifies lease_lost; the holder asks after the event is due
+		ask           string
+		want          Outcome
+	}{
+		{"notified, asked after the hold", true, true, "claim", LeaseLost},
+		{"notified, asked within the hold", true, false, "claim", Missed},
+		{"not notified, asked after the hold", false, true, "claim", Missed},
+		{"notified, closed after the hold", true, true, "complete", LeaseLost},
+		{"notified, closed within the hold", true, false, "complete", Missed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, rc := benchStore(t)
+			ctx := context.Background()
+			j := testJob(t, s, "held", "@every 1h", nil)
+			seed(t, rc, j)
+			if c.notify {
+				if err := rc.Set(ctx, s.Key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := rc.HSet(ctx, s.MetaKey(j.Name), "notify", "1").Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			at := time.Now().Truncate(time.Second)
+			r := claimOf(j, at, 's', "owner-1")
+			if res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r)); err != nil || res[0].Status != "started" {
+				t.Fatalf("first claim: %+v, %v", res, err) // its answer never reaches the replica
+			}
+			expireSlot(t, s, rc, j, r.ID)
+			rk := s.Key(j.Name, "run:"+r.ID[len(j.Name)+1:])
+			if c.after {
+				// The close happened 16 s ago on the server's clock.
+				fin, err := rc.HGet(ctx, rk, "finished").Int64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := rc.HSet(ctx, rk, "finished", fin-16000).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch c.ask {
+			case "claim":
+				res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := store.Answer(Missed)
+				if c.want == LeaseLost {
+					want = store.AnswerDecided
+				}
+				if res[0].Status != want {
+					t.Errorf("claim asked again: %+v; want %s", res[0], want)
+				}
+			case "complete":
+				// The answer came late: the holder says it never started.
+				if _, err := s.Complete(ctx, []store.CompleteReq{{R: &r.StoreClaim, Replica: "r1", Outcome: Missed, Attempts: 0,
+					ErrText: "never started: its claim was answered after its lease"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec, h := recordOf(t, s, rc, j, r.ID)
+			if rec["outcome"] != string(c.want) || h == nil || h["outcome"] != string(c.want) {
+				t.Errorf("record outcome %q, history entry %v; want %s", rec["outcome"], h, c.want)
+			}
+			events, err := rc.ZRange(ctx, s.Key(j.Name, "notify:q"), 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.notify && (len(events) != 1 || !strings.HasSuffix(events[0], ":"+string(c.want))) {
+				t.Errorf("queued events %q; want one, %s", events, c.want)
+			}
+		})
 	}
 }

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Control acts on the whole cluster through the store: pause and resume a
 // job, trigger a manual run, read status and history. It needs no running
 // replica (the command line uses it), and its effects reach every replica.
 type Control struct {
-	store backend
+	store store.Backend
 }
 
 func checkJob(job string) error {
@@ -70,7 +72,7 @@ func (c *Control) setPaused(ctx context.Context, job string, v bool, why string)
 	if err := checkJob(job); err != nil {
 		return err
 	}
-	return c.store.setPaused(ctx, job, v, why)
+	return c.store.SetPaused(ctx, job, v, why)
 }
 
 // Trigger asks the cluster to run the job now, once: the request waits in
@@ -85,7 +87,7 @@ func (c *Control) Trigger(ctx context.Context, job string) (string, error) {
 		return "", err
 	}
 	id := newManualID(job)
-	if err := c.store.trigger(ctx, job, id); err != nil {
+	if err := c.store.Trigger(ctx, job, id); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -107,7 +109,7 @@ func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, er
 	if limit <= 0 {
 		limit = DefaultHistoryLimit
 	}
-	return c.store.history(ctx, job, limit)
+	return c.store.History(ctx, job, limit)
 }
 
 // Status reads the job's state with the history's latest limit runs.
@@ -118,38 +120,23 @@ func (c *Control) Status(ctx context.Context, job string, limit int) (*Status, e
 	if limit <= 0 {
 		limit = 10
 	}
-	return c.store.status(ctx, job, limit)
+	return c.store.Status(ctx, job, limit)
 }
 
 // Get returns one run's record while the store keeps it (its retention), or
 // nil if it has none: not decided yet, or expired (see History).
 func (c *Control) Get(ctx context.Context, runID string) (*Run, error) {
-	job, suffix, ok := splitRunID(runID)
+	job, suffix, ok := store.SplitRunID(runID)
 	if !ok {
 		return nil, fmt.Errorf("scheduler: %q is not a run id", runID)
 	}
-	r, err := c.store.get(ctx, job, suffix)
+	r, err := c.store.Get(ctx, job, suffix)
 	if r == nil || err != nil {
 		return r, err
 	}
 	// Advisory: a run is shown without its links rather than not at all.
-	if links, err := c.store.retries(ctx, job); err == nil {
+	if links, err := c.store.Retries(ctx, job); err == nil {
 		linkRetries(r, links)
 	}
 	return r, nil
-}
-
-func suffixOf(id string) string {
-	_, s, _ := splitRunID(id)
-	return s
-}
-
-func splitRunID(id string) (job, suffix string, ok bool) {
-	for i := 0; i < len(id); i++ {
-		if id[i] == '@' {
-			job, suffix = id[:i], id[i+1:]
-			return job, suffix, ValidJobName(job) && suffix != ""
-		}
-	}
-	return "", "", false
 }

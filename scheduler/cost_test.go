@@ -17,6 +17,7 @@ import (
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // The Redis work of one run, counted: every command Redis runs for it, the
@@ -91,11 +92,11 @@ func TestRedisCommandsPerRun(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
 	ctx := context.Background()
-	st, err := newStore(c, config{prefix: "cost", pools: &poolPlace{}})
+	st, err := store.NewRedis(c, store.BackendConfig{Prefix: "cost", Pools: &store.PoolPlace{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.preload(ctx); err != nil {
+	if err := st.Preload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]Job{
@@ -109,7 +110,7 @@ func TestRedisCommandsPerRun(t *testing.T) {
 	for _, j := range cases {
 		table = append(table, j)
 	}
-	st.placePools(table)
+	st.PlacePools(poolJobs(table))
 	mon := watchKeys(t, srv)
 
 	// Past the floor a new job state places (max clock skew and claim ahead).
@@ -119,16 +120,16 @@ func TestRedisCommandsPerRun(t *testing.T) {
 		// A full history: the close trims it, as it does in steady state.
 		spec.HistoryLimit = 3
 		spec = spec.withDefaults()
-		j, err := newJobState(spec, st.metaKey(spec.Name), &memo{}, 2*time.Second)
+		j, err := newJobState(spec, st.MetaKey(spec.Name), &memo{}, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(spec.Notify) > 0 {
 			sub := `{"on":{"failed":["ops"]},"max":1000}`
-			if err := c.Set(ctx, st.key(spec.Name, "notify:on"), sub, time.Hour).Err(); err != nil {
+			if err := c.Set(ctx, st.Key(spec.Name, "notify:on"), sub, time.Hour).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.HSet(ctx, st.metaKey(spec.Name), "notify", "1").Err(); err != nil {
+			if err := c.HSet(ctx, st.MetaKey(spec.Name), "notify", "1").Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -184,21 +185,21 @@ func TestRedisCommandsPerRun(t *testing.T) {
 // "b"), renews it and closes it with outcome, and returns how many Redis
 // commands each step ran and how many hash fields they read (HMGET, HGET;
 // mon keeps the keys they named).
-func countRun(t *testing.T, st *store, c *redis.Client, j *jobState, at time.Time, outcome Outcome,
+func countRun(t *testing.T, st *store.Redis, c *redis.Client, j *jobState, at time.Time, outcome Outcome,
 	mon *keyWatch) (map[string]int, map[string]int) {
 	t.Helper()
 	ctx := context.Background()
 	var w claimReq
-	claim := func(replica string) claimRes {
-		r := newClaimReq(j, storeClaim{id: runID(j.Name, at), kind: kindScheduled, sched: at, fire: time.Now(),
-			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait})
-		r.suffix = r.id[len(j.Name)+1:]
-		r.known, r.fenceFloor = j.memo.snapshot()
-		res, err := st.claim(ctx, replica, 2*time.Second, 3*time.Second, storeClaims(r))
+	claim := func(replica string) store.ClaimRes {
+		r := newClaimReq(j, store.StoreClaim{ID: runID(j.Name, at), Kind: store.RunScheduled, Sched: at, Fire: time.Now(),
+			Owner: store.NewEpoch(), Overlap: j.Overlap, MaxWait: j.MaxWait})
+		r.Suffix = r.ID[len(j.Name)+1:]
+		r.Known, r.FenceFloor = j.memo.snapshot()
+		res, err := st.Claim(ctx, replica, 2*time.Second, 3*time.Second, storeClaims(r))
 		if err != nil {
 			t.Fatal(err)
 		}
-		j.memo.observe(res[0].epoch, res[0].fence)
+		j.memo.observe(res[0].Epoch, res[0].Fence)
 		if replica == "a" {
 			w = r
 		}
@@ -214,24 +215,24 @@ func countRun(t *testing.T, st *store, c *redis.Client, j *jobState, at time.Tim
 		fields[op] = mon.fields(t)
 	}
 	count("won claim", func() {
-		if res := claim("a"); res.status != answerStarted {
+		if res := claim("a"); res.Status != store.AnswerStarted {
 			t.Fatalf("%s: claim answered %+v, want started", j.Name, res)
 		}
 	})
 	count("lost claim", func() {
-		if res := claim("b"); res.status != answerDecided {
+		if res := claim("b"); res.Status != store.AnswerDecided {
 			t.Fatalf("%s: second claim answered %+v, want decided", j.Name, res)
 		}
 	})
 	count("renewal", func() {
-		res, err := st.renew(ctx, []renewReq{{job: j.spec, id: w.id, owner: w.owner}})
-		if err != nil || res[0] != leaseOK {
+		res, err := st.Renew(ctx, []store.RenewReq{{Job: j.spec, ID: w.ID, Owner: w.Owner}})
+		if err != nil || res[0] != store.LeaseOK {
 			t.Fatalf("%s: renewal answered %v, %v", j.Name, res, err)
 		}
 	})
 	count("close", func() {
-		res, err := st.complete(ctx, []completeReq{{r: &w.storeClaim, replica: "a", outcome: outcome, attempts: 1}})
-		if err != nil || res[0] != closeOK {
+		res, err := st.Complete(ctx, []store.CompleteReq{{R: &w.StoreClaim, Replica: "a", Outcome: outcome, Attempts: 1}})
+		if err != nil || res[0] != store.CloseOK {
 			t.Fatalf("%s: close answered %v, %v", j.Name, res, err)
 		}
 	})
@@ -240,12 +241,12 @@ func countRun(t *testing.T, st *store, c *redis.Client, j *jobState, at time.Tim
 		// (a replica that fell behind), recorded missed: a record and a
 		// history entry, for less than the run would have cost.
 		sched := at.Add(24 * time.Hour) // an instant of its own
-		r := newClaimReq(j, storeClaim{id: runID(j.Name, sched), kind: kindMiss, sched: sched,
-			fire: time.Now().Add(-j.StartingDeadline - 5*time.Second), owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait})
-		r.suffix = r.id[len(j.Name)+1:]
-		r.known, r.fenceFloor = j.memo.snapshot()
-		res, err := st.claim(ctx, "a", 2*time.Second, 3*time.Second, storeClaims(r))
-		if err != nil || res[0].status != answerMissed {
+		r := newClaimReq(j, store.StoreClaim{ID: runID(j.Name, sched), Kind: store.RunMiss, Sched: sched,
+			Fire: time.Now().Add(-j.StartingDeadline - 5*time.Second), Owner: store.NewEpoch(), Overlap: j.Overlap, MaxWait: j.MaxWait})
+		r.Suffix = r.ID[len(j.Name)+1:]
+		r.Known, r.FenceFloor = j.memo.snapshot()
+		res, err := st.Claim(ctx, "a", 2*time.Second, 3*time.Second, storeClaims(r))
+		if err != nil || res[0].Status != store.AnswerMissed {
 			t.Fatalf("%s: a claim past its deadline answered %+v, %v; want missed", j.Name, res, err)
 		}
 	})
@@ -362,6 +363,7 @@ const runsBudget = 18.0
 // replica read every job at every beat (as publishing changed statistics
 // by name alone did: ~25 commands a run) fails here.
 func TestRedisCommandsPerRunAcrossReplicas(t *testing.T) {
+	t.Parallel() // real time, little CPU, its own redis-server: it sleeps alongside the other parallel tests
 	if testing.Short() {
 		t.Skip("a few seconds of three replicas")
 	}

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"context"
 	"time"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // entry is the next scheduled instant of one job.
@@ -71,7 +73,7 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 			if due == nil {
 				due = make([]claimReq, 0, max(lastDue, 1))
 			}
-			due = append(due, s.newClaim(e.j, e.sched, kindScheduled))
+			due = append(due, s.newClaim(e.j, e.sched, store.RunScheduled))
 			// Skip instants whose window already closed (a long pause, a
 			// clock jump): they were decided elsewhere or are left to catch-up.
 			next := e.j.sched.Next(e.sched)
@@ -145,7 +147,7 @@ func (s *Scheduler) dropLate(reqs []claimReq) []claimReq {
 	now := s.now()
 	keep := reqs[:0]
 	for _, r := range reqs {
-		if r.kind == kindScheduled && now.After(r.fire.Add(r.j.StartingDeadline)) {
+		if r.Kind == store.RunScheduled && now.After(r.Fire.Add(r.j.StartingDeadline)) {
 			s.queueMiss(r)
 			continue
 		}
@@ -157,7 +159,7 @@ func (s *Scheduler) dropLate(reqs []claimReq) []claimReq {
 // heldBatchMin is the least a batch of runs that waited for the one before
 // may carry (see dispatch): the runs of several instants of a small table
 // go out together.
-var heldBatchMin = 4 * maxBatch
+var heldBatchMin = 4 * store.MaxBatch
 
 // maxDispatchSleep bounds the dispatcher's sleep between looks at the clock.
 const maxDispatchSleep = time.Second

@@ -83,38 +83,31 @@
 //     heartbeat).
 //  2. dispatch.go: dispatch sleeps until the earliest instant (fire, from
 //     jobstate.go) less the claim-ahead, and puts every due run in one batch.
-//  3. claim.go: newClaim makes the request (its run id, from jobstate.go);
-//     claim sends the batch to the store through the backend interface
-//     (backend.go).
-//  4. store.go: store.claim takes pool slots first on Redis Cluster
-//     (pool.go), then claimOnly: the script's arguments from protocol.go
-//     (claimHeadArgs, appendClaim), grouped per hash slot and sent as one
-//     pipeline by transport.go (batch, run: NOSCRIPT, WAIT).
-//  5. lua/claim.lua, with lua/common.lua prepended (protocol.go's script):
-//     pause, de-duplication, the slot, the fencing token and the record,
-//     on Redis' clock. Its answer is decoded by protocol.go (decodeClaim,
-//     through transport.go's scatterRows).
-//  6. claim.go: handle reads the answer: started goes on to run.go; queued
+//  3. claim.go: newClaim makes the request (its run id, from jobstate.go;
+//     the job's settings as values, the job state's store.JobSpec); claim
+//     sends the batch to the store.
+//  4. The store (package scheduler/internal/store, through its Backend
+//     interface): one call decides the whole batch (pool slots first on
+//     Redis Cluster, then claim.lua per hash slot, one pipeline) and
+//     answers per run. Its package documentation follows the call inside.
+//  5. claim.go: handle reads the answer: started goes on to run.go; queued
 //     to wait.go; decided, missed or late to misses.go and the retry paths.
-//  7. run.go: startAt/execute opens the span (telemetry.go) and the run's
+//  6. run.go: startAt/execute opens the span (telemetry.go) and the run's
 //     lease (runLease), kept alive by lockprovider.KeepAlive; each renewal
-//     goes through renewer.go, which batches them into store.renew
-//     (store.go, protocol.go's appendRenew, transport.go, lua/renew.lua).
-//  8. gate.go: a run claimed ahead waits for its instant.
-//  9. run.go: the attempts call the job (package jobs); a retry takes a new
-//     fencing token first (store.attempt: protocol.go, lua/attempt.lua);
-//     classify names the outcome (outcome.go).
-//  10. run.go: closeRun hands the end to the closer, which batches it into
-//     store.complete (store.go, protocol.go's appendComplete, transport.go,
-//     lua/complete.lua): the record, the history and the statistics, whose
-//     layout is in lua/common.lua.
+//     goes through renewer.go, which batches them into the store's Renew.
+//  7. gate.go: a run claimed ahead waits for its instant.
+//  8. run.go: the attempts call the job (package jobs); a retry takes a new
+//     fencing token first (the store's Attempt); classify names the outcome.
+//  9. run.go: closeRun hands the end to the closer, which batches it into
+//     the store's Complete: the record, the history and the statistics.
 //
-// A run that succeeds on its first attempt visits 18 files of this package:
-// 14 Go files (scheduler, dispatch, jobstate, claim, backend, store, pool,
-// protocol, transport, run, telemetry, renewer, gate, outcome) and 4 Lua
-// files (common, claim, renew, complete), with protocol.go met four times
-// and store.go and transport.go three; then lockprovider/keepalive.go and
-// the job's code in package jobs.
+// A run that succeeds on its first attempt visits 8 files of this package
+// (scheduler, dispatch, jobstate, claim, run, telemetry, renewer, gate) and
+// the store three times (claim, renew, complete; four with a retry's
+// attempt); then lockprovider/keepalive.go and the job's code in package
+// jobs. Inside the store each call visits store.go, protocol.go,
+// transport.go and its script with lua/common.lua (storepool.go too for a
+// pooled job on Cluster).
 //
 // # Where things are
 //
@@ -125,17 +118,19 @@
 // claimed ahead wait for their instant), heartbeat.go (each job's state in
 // Redis, every sync interval), misses.go (missed runs, catch-up), clock.go
 // (this replica's clock against Redis'), backfill.go (Control.Backfill, and
-// the beat that takes a backfill's instants). Beneath them, backend.go is what
-// the engine asks of a store: store.go answers for one Redis deployment,
-// redlock.go for N masters by majority over one store each; both speak
-// through transport.go (pipelines, NOSCRIPT, WAIT, batches) in the
-// protocol of protocol.go (every script's arguments and answers, and the
-// run record; the scripts are in lua/). The store reads no engine state:
-// a job reaches it as a jobSpec, its settings as values built with the job
-// state (jobstate.go), in every request, and a claim as the storeClaim
-// inside the engine's claimReq (claim.go). Around them: scheduler.go (New,
+// the beat that takes a backfill's instants). Beneath them, the store
+// (scheduler/internal/store): its Backend interface is what the engine asks
+// of a store, answered for one Redis deployment (Redis) or for N masters by
+// majority (its Redlock combiner), with the protocol, the transport and the
+// Lua scripts. The store reads no engine state and imports nothing of this
+// package: a job reaches it as a store.JobSpec, its settings as values
+// built with the job state (jobstate.go), in every request, and a claim as
+// the store.StoreClaim inside the engine's claimReq (claim.go); the public
+// types of its answers (Run, Status, Overview, Backfill, ...) are aliased
+// here (types.go). Around them: scheduler.go (New,
 // Reload, Run), job.go and jobstate.go (the table), options.go,
 // pool.go (pools shared by jobs: where their keys are, their use),
-// control.go, storecontrol.go and statuses.go (Control), overview.go,
+// control.go and statuses.go (Control, with the store's side in
+// storecontrol.go), overview.go,
 // replicas.go, notify.go, telemetry.go and jobmetrics.go.
 package scheduler

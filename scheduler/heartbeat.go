@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Heartbeat pacing, in sync intervals: a job no claim answer touched for
@@ -59,20 +61,20 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	// it (a stalled store) takes nothing, as the heartbeat seals it below.
 	var publish []string
 	var once sync.Once
-	hinted, server, err := s.store.manualHints(cctx, hintReq{
-		since: sent.Add(-hintLookback), ttl: s.cfg.manualTTL,
-		changedSince: sent.Add(-changedLookback(s.cfg.syncInterval, s.cfg.skew)),
-		take: func() []string {
+	hinted, server, err := s.store.ManualHints(cctx, store.HintReq{
+		Since: sent.Add(-store.HintLookback), TTL: s.cfg.manualTTL,
+		ChangedSince: sent.Add(-changedLookback(s.cfg.syncInterval, s.cfg.skew)),
+		Take: func() []string {
 			once.Do(func() { publish = s.takeChanged() })
 			return publish
 		},
 		// Where the last read ended, on Redis' clock: each change is read
 		// once (the look-back above only serves the first beat, and
 		// Redlock).
-		changedAfter: s.changedAt,
+		ChangedAfter: s.changedAt,
 		// Entries carry values now, one per change rather than one per job:
 		// kept twice as long as any heartbeat looks back, no longer.
-		changedKeep: max(2*changedLookback(s.cfg.syncInterval, s.cfg.skew), 10*time.Second),
+		ChangedKeep: max(2*changedLookback(s.cfg.syncInterval, s.cfg.skew), 10*time.Second),
 	})
 	once.Do(func() {})
 	if err != nil {
@@ -83,7 +85,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		return nil
 	}
 	s.storeAnswered()
-	s.changedAt = hinted.changedAt
+	s.changedAt = hinted.ChangedAt
 	s.lastSync.Store(time.Now().UnixNano())
 	s.redisClock.observe(server, sent, time.Now())
 	// A job is synced when it has a manual request, when no claim answer
@@ -107,13 +109,13 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	// more Redis work than the runs themselves.
 	first, turn := s.syncs == 0, s.syncs%fullSweepEvery
 	s.syncs++
-	hint := make(map[string]bool, len(hinted.manual))
-	for _, h := range hinted.manual {
+	hint := make(map[string]bool, len(hinted.Manual))
+	for _, h := range hinted.Manual {
 		hint[h] = true
 	}
-	changed := make(map[string]bool, len(hinted.changed))
+	changed := make(map[string]bool, len(hinted.Changed))
 	var valued map[string]*jobState
-	for _, h := range hinted.changed {
+	for _, h := range hinted.Changed {
 		job, at, raw, ok := parseStatsEntry(h)
 		if !ok {
 			changed[job] = true
@@ -128,12 +130,12 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 			}
 		}
 		if j := valued[job]; j != nil {
-			j.memo.setStats(raw, parseStats(raw), at)
+			j.memo.setStats(raw, store.ParseStats(raw), at)
 		}
 	}
 	idle := time.Now().Add(-idleSyncEvery * s.cfg.syncInterval)
 	var jobs []*jobState
-	var reqs []syncReq
+	var reqs []store.SyncReq
 	for i, j := range tab {
 		full := first || i%fullSweepEvery == turn || hint[j.Name] || !j.memo.touchedAfter(idle)
 		if !full && !changed[j.Name] {
@@ -141,12 +143,12 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 		}
 		known, fence := j.memo.snapshot()
 		jobs = append(jobs, j)
-		reqs = append(reqs, syncReq{job: j.spec, known: known, fence: fence, statsOnly: !full})
+		reqs = append(reqs, store.SyncReq{Job: j.spec, Known: known, Fence: fence, StatsOnly: !full})
 	}
 	if len(reqs) == 0 {
 		return nil
 	}
-	res, err := s.store.sync(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.manualTTL, reqs)
+	res, err := s.store.Sync(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.manualTTL, reqs)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.storeFailed(err)
@@ -160,37 +162,37 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	var claims []claimReq
 	for i, r := range res {
 		j := jobs[i]
-		if lost := j.memo.observe(r.epoch, r.fence); lost != "" {
+		if lost := j.memo.observe(r.Epoch, r.Fence); lost != "" {
 			s.log.Warn("Redis lost this job's state (a restart without persistence, a flush, or a failover to a copy that missed writes); runs scheduled before now+max_clock_skew+claim ahead, and manual runs requested before now, are recorded missed",
-				"job", j.Name, "old_epoch", lost, "new_epoch", r.epoch)
+				"job", j.Name, "old_epoch", lost, "new_epoch", r.Epoch)
 			s.lostState.Store(true)
 		}
-		if j.memo.setStats(r.statsRaw, r.stats, r.statsAt) {
+		if j.memo.setStats(r.StatsRaw, r.Stats, r.StatsAt) {
 			// Another replica may not know yet (a run its holder never
 			// closed, reaped by this sync): tell them at the next beat.
 			s.statsKnown(j)
 		}
 		j.memo.mu.Lock()
-		j.memo.paused, j.memo.last, j.memo.touched = r.paused, r.last, time.Now()
+		j.memo.paused, j.memo.last, j.memo.touched = r.Paused, r.Last, time.Now()
 		gap := trusted && !j.memo.caughtUp
 		catchup := gap && j.CatchupWindow > 0
 		j.memo.caughtUp = j.memo.caughtUp || trusted
 		j.memo.mu.Unlock()
-		for k := 0; k+1 < len(r.manual); k += 2 {
-			id := r.manual[k]
+		for k := 0; k+1 < len(r.Manual); k += 2 {
+			id := r.Manual[k]
 			if _, busy := s.manual.LoadOrStore(id, struct{}{}); busy || !strings.HasPrefix(id, j.Name+"@") {
 				continue
 			}
-			ms, _ := strconv.ParseInt(r.manual[k+1], 10, 64)
+			ms, _ := strconv.ParseInt(r.Manual[k+1], 10, 64)
 			at := time.UnixMilli(ms)
-			claims = append(claims, s.claimFor(j, id, at, at, kindManual))
+			claims = append(claims, s.claimFor(j, id, at, at, store.RunManual))
 		}
 		var runs []time.Time
 		if catchup {
-			runs = catchupInstants(j, r.last, now)
+			runs = catchupInstants(j, r.Last, now)
 			for _, t := range runs {
-				c := s.newClaim(j, t, kindCatchup)
-				c.base, c.readAt = r.last, server
+				c := s.newClaim(j, t, store.RunCatchup)
+				c.Base, c.ReadAt = r.Last, server
 				claims = append(claims, c)
 			}
 		}
@@ -199,9 +201,9 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 			// whole cluster was down (or cut off from Redis). Recorded
 			// missed, never run; bounded by the history the job keeps.
 			until := s.first(j, s.runStart)
-			for _, t := range outageInstants(j, r.last, until, s.runStart, min(j.HistoryLimit, maxCatchup), runs) {
-				c := s.newClaim(j, t, kindOutage)
-				c.base, c.readAt = r.last, server
+			for _, t := range outageInstants(j, r.Last, until, s.runStart, min(j.HistoryLimit, maxCatchup), runs) {
+				c := s.newClaim(j, t, store.RunOutage)
+				c.Base, c.ReadAt = r.Last, server
 				s.queueMiss(c)
 			}
 		}

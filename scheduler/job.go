@@ -3,13 +3,13 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Catchup says which runs a replica makes up for when it finds that every
@@ -146,11 +146,9 @@ const MaxJobNameLen = 128
 // name matches.
 const JobNamePattern = `^[A-Za-z0-9_.-]{1,128}$`
 
-var jobNameRE = regexp.MustCompile(JobNamePattern)
-
 // ValidJobName reports whether name may be a job name. The set excludes '{',
 // '}' and ':' so a name can never break its keys' Redis Cluster hash tag.
-func ValidJobName(name string) bool { return jobNameRE.MatchString(name) }
+func ValidJobName(name string) bool { return store.ValidJobName(name) }
 
 // CheckKeyPrefix reports what is wrong with p as the prefix of every Redis
 // key (WithKeyPrefix), or nil: it must not be empty, and must not contain

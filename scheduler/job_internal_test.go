@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Validation parses a job's schedules, and the table in force keeps what
@@ -26,5 +27,13 @@ func TestValidationCarriesParsedSchedules(t *testing.T) {
 	}
 	if _, err := checkTable([]Job{{Name: "b", Schedule: "nope"}}); err == nil {
 		t.Error("checkTable accepted a bad table")
+	}
+}
+
+// The store checks a run id's job name with its own copy of the pattern:
+// it must be JobNamePattern.
+func TestJobNamePatternIsTheStores(t *testing.T) {
+	if store.JobNamePattern != JobNamePattern {
+		t.Fatalf("the store's job name pattern %q is not JobNamePattern %q", store.JobNamePattern, JobNamePattern)
 	}
 }

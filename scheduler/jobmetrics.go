@@ -10,6 +10,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // periodCap bounds the instants nominalPeriod looks at.
@@ -141,13 +143,13 @@ func (s *Scheduler) registerJobGauges() error {
 				p = 1
 			}
 			o.ObserveInt64(g.paused, p, attrs)
-			o.ObserveInt64(g.fails, st.fails, attrs)
-			if !st.lastSuccess.IsZero() {
-				o.ObserveFloat64(g.lastSuccess, unixSeconds(st.lastSuccess), attrs)
+			o.ObserveInt64(g.fails, st.Fails, attrs)
+			if !st.LastSuccess.IsZero() {
+				o.ObserveFloat64(g.lastSuccess, unixSeconds(st.LastSuccess), attrs)
 			}
-			for k, t := range st.lastRun {
+			for k, t := range st.LastRun {
 				if !t.IsZero() {
-					o.ObserveFloat64(g.lastRun, unixSeconds(t), metric.WithAttributes(job, attribute.String("outcome", string(statOutcomes[k]))))
+					o.ObserveFloat64(g.lastRun, unixSeconds(t), metric.WithAttributes(job, attribute.String("outcome", string(store.StatOutcomes[k]))))
 				}
 			}
 		}

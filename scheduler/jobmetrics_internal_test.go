@@ -24,6 +24,7 @@ import (
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // gauges collects a reader's gauges as "name{attrs}" -> value.
@@ -71,10 +72,10 @@ func (c *counter) note(cmds []redis.Cmder) {
 		name := strings.ToLower(fmt.Sprint(a[0]))
 		switch name {
 		case "evalsha", "eval":
-			if len(a) > 1 && (a[1] == syncScript.Hash()) {
+			if len(a) > 1 && (a[1] == store.SyncScript.Hash()) {
 				c.syncs.Add(1)
 			}
-			if len(a) > 1 && (a[1] == changedScript.Hash()) {
+			if len(a) > 1 && (a[1] == store.ChangedScript.Hash()) {
 				c.changedReads.Add(1)
 			}
 		case "hget", "hmget", "hgetall", "lrange", "zrange":
@@ -170,39 +171,39 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat, sla
 
 	// view is what the store holds about a job, as a replica reads it: from
 	// every master, merged, in Redlock mode.
-	view := func(job string) jobStats {
-		var per []jobStats
+	view := func(job string) store.JobStats {
+		var per []store.JobStats
 		for _, p := range probes {
 			m, err := p.HGetAll(ctx, "solocron:{"+job+"}:meta").Result()
 			if err != nil {
 				t.Fatal(err)
 			}
 			var runs []string
-			for _, o := range statOutcomes {
+			for _, o := range store.StatOutcomes {
 				if v, ok := m["at:"+string(o)]; ok {
 					runs = append(runs, string(o)+"="+v)
 				}
 			}
-			per = append(per, parseStats(m["ok"]+"|"+cmp.Or(m["fails"], "0")+"|"+strings.Join(runs, ",")))
+			per = append(per, store.ParseStats(m["ok"]+"|"+cmp.Or(m["fails"], "0")+"|"+strings.Join(runs, ",")))
 		}
-		return mergeStats(per)
+		return store.MergeStats(per)
 	}
 	// The store's failure streak of "bad", sampled over time.
 	type sample struct {
 		at    time.Time
 		fails int64
 	}
-	var store []sample
+	var held []sample
 	lag := 2*beat + slack // two heartbeats, and slack for the reading and a slow machine
 	start := time.Now()
 	var checked int
 	for time.Since(start) < window {
-		n := view("bad").fails
+		n := view("bad").Fails
 		now := time.Now()
-		store = append(store, sample{now, n})
+		held = append(held, sample{now, n})
 		// What the store held lag ago, every replica shows by now.
 		var want int64 = -1
-		for _, s := range store {
+		for _, s := range held {
 			if !s.at.After(now.Add(-lag)) {
 				want = s.fails
 			}
@@ -229,20 +230,20 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat, sla
 		}
 	}
 	time.Sleep(4*beat + time.Second)
-	if store[len(store)-1].fails < 3 {
-		t.Fatalf("bad failed only %d times in a row: the test did not exercise the gauges", store[len(store)-1].fails)
+	if held[len(held)-1].fails < 3 {
+		t.Fatalf("bad failed only %d times in a row: the test did not exercise the gauges", held[len(held)-1].fails)
 	}
 
 	bad, good := view("bad"), view("good")
-	at := func(st jobStats, o Outcome) float64 {
-		return unixSeconds(st.lastRun[slices.Index(statOutcomes[:], o)])
+	at := func(st store.JobStats, o Outcome) float64 {
+		return unixSeconds(st.LastRun[slices.Index(store.StatOutcomes[:], o)])
 	}
 	first := gauges(t, reps[0].reader)
 	want := map[string]float64{
-		"solocron.job.consecutive_failures{job=bad}":                  float64(bad.fails),
+		"solocron.job.consecutive_failures{job=bad}":                  float64(bad.Fails),
 		"solocron.job.consecutive_failures{job=good}":                 0,
 		"solocron.job.last_run_timestamp{job=bad,outcome=failed}":     at(bad, Failed),
-		"solocron.job.last_success_timestamp{job=good}":               unixSeconds(good.lastSuccess),
+		"solocron.job.last_success_timestamp{job=good}":               unixSeconds(good.LastSuccess),
 		"solocron.job.last_run_timestamp{job=good,outcome=succeeded}": at(good, Succeeded),
 		"solocron.job.paused{job=idle}":                               1,
 		"solocron.job.paused{job=bad}":                                0,
@@ -354,12 +355,12 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	seed(t, c, j)
 	base := time.Now().Truncate(time.Second).Add(-6 * time.Second)
 	n := 0
-	claim := func(kind runKind) claimReq {
+	claim := func(kind store.RunKind) claimReq {
 		t.Helper()
 		n++
 		r := claimOf(j, base.Add(time.Duration(n)*time.Second), kind, fmt.Sprintf("o%d", n))
-		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
-		if err != nil || (kind != 'x' && res[0].status != "started") {
+		res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+		if err != nil || (kind != 'x' && res[0].Status != "started") {
 			t.Fatalf("claim %d: %+v, %v", n, res, err)
 		}
 		return r
@@ -367,7 +368,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	end := func(r claimReq, o Outcome) {
 		t.Helper()
 		before := cnt.trips.Load()
-		res, err := s.complete(ctx, []completeReq{{r: &r.storeClaim, replica: "r1", outcome: o, attempts: 1}})
+		res, err := s.Complete(ctx, []store.CompleteReq{{R: &r.StoreClaim, Replica: "r1", Outcome: o, Attempts: 1}})
 		if err != nil || res[0] != "ok" {
 			t.Fatalf("complete %s: %v, %v", o, res, err)
 		}
@@ -375,18 +376,18 @@ func TestStoreKeepsJobStats(t *testing.T) {
 			t.Errorf("closing a run took %d round trips, want 1", trips)
 		}
 	}
-	stats := func() jobStats {
+	stats := func() store.JobStats {
 		t.Helper()
-		res, err := s.sync(ctx, "r1", 2*time.Second, time.Minute, []syncReq{{job: j.spec, known: "e0"}})
+		res, err := s.Sync(ctx, "r1", 2*time.Second, time.Minute, []store.SyncReq{{Job: j.spec, Known: "e0"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res[0].stats
+		return res[0].Stats
 	}
-	at := func(st jobStats, o Outcome) time.Time {
-		for i, so := range statOutcomes {
+	at := func(st store.JobStats, o Outcome) time.Time {
+		for i, so := range store.StatOutcomes {
 			if so == o {
-				return st.lastRun[i]
+				return st.LastRun[i]
 			}
 		}
 		return time.Time{}
@@ -394,29 +395,29 @@ func TestStoreKeepsJobStats(t *testing.T) {
 
 	end(claim('s'), Failed)
 	st := stats()
-	if st.fails != 1 || at(st, Failed).IsZero() || !st.lastSuccess.IsZero() {
+	if st.Fails != 1 || at(st, Failed).IsZero() || !st.LastSuccess.IsZero() {
 		t.Fatalf("after a failure: %+v", st)
 	}
 	claim('s') // never closed by its holder: reaped lease_lost
 	time.Sleep(1500 * time.Millisecond)
-	if st = stats(); st.fails != 2 || at(st, LeaseLost).IsZero() {
+	if st = stats(); st.Fails != 2 || at(st, LeaseLost).IsZero() {
 		t.Fatalf("after a lost lease: %+v", st)
 	}
 	end(claim('s'), TimedOut)
 	// A run past its deadline recorded missed: the streak stays.
 	miss := claimOf(j, time.Now().Truncate(time.Second).Add(-12*time.Second), 'x', "ox")
-	if res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(miss)); err != nil || res[0].status != answer(Missed) {
+	if res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(miss)); err != nil || res[0].Status != store.Answer(Missed) {
 		t.Fatalf("missed claim: %+v, %v", res, err)
 	}
-	if st = stats(); st.fails != 3 || at(st, TimedOut).IsZero() || at(st, Missed).IsZero() {
+	if st = stats(); st.Fails != 3 || at(st, TimedOut).IsZero() || at(st, Missed).IsZero() {
 		t.Fatalf("after a timeout and a miss: %+v", st)
 	}
 	end(claim('s'), Succeeded)
 	st = stats()
-	if st.fails != 0 || st.lastSuccess.IsZero() || !st.lastSuccess.Equal(at(st, Succeeded)) {
+	if st.Fails != 0 || st.LastSuccess.IsZero() || !st.LastSuccess.Equal(at(st, Succeeded)) {
 		t.Fatalf("after a success: %+v", st)
 	}
-	if d := time.Since(st.lastSuccess); d < 0 || d > 5*time.Second {
+	if d := time.Since(st.LastSuccess); d < 0 || d > 5*time.Second {
 		t.Errorf("last success %v ago", d)
 	}
 
@@ -424,15 +425,15 @@ func TestStoreKeepsJobStats(t *testing.T) {
 	// (its claim answered after its lease): missed, not a failure.
 	late := claim('s')
 	time.Sleep(1500 * time.Millisecond)
-	if st = stats(); st.fails != 1 || at(st, LeaseLost).IsZero() {
+	if st = stats(); st.Fails != 1 || at(st, LeaseLost).IsZero() {
 		t.Fatalf("after a lost lease: %+v", st)
 	}
 	missedAt := at(st, Missed)
-	res, err := s.complete(ctx, []completeReq{{r: &late.storeClaim, replica: "r1", outcome: Missed, errText: "never started"}})
+	res, err := s.Complete(ctx, []store.CompleteReq{{R: &late.StoreClaim, Replica: "r1", Outcome: Missed, ErrText: "never started"}})
 	if err != nil || res[0] != "closed" {
 		t.Fatalf("holder's close: %v, %v", res, err)
 	}
-	if st = stats(); st.fails != 0 || !at(st, LeaseLost).IsZero() || !at(st, Missed).After(missedAt) {
+	if st = stats(); st.Fails != 0 || !at(st, LeaseLost).IsZero() || !at(st, Missed).After(missedAt) {
 		t.Errorf("after the holder said it never started: %+v", st)
 	}
 	// A run an operator cancelled: its time is the last cancelled run's.
@@ -445,7 +446,7 @@ func TestStoreKeepsJobStats(t *testing.T) {
 // nominalPeriod: @every is its period; a cron spec's longest gap.
 func TestNominalPeriod(t *testing.T) {
 	s, _ := redistest.Mini(t)
-	st, err := newStore(redis.NewClient(&redis.Options{Addr: s.Addr()}), config{prefix: "p"})
+	st, err := store.NewRedis(redis.NewClient(&redis.Options{Addr: s.Addr()}), store.BackendConfig{Prefix: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,28 +466,28 @@ func TestNominalPeriod(t *testing.T) {
 	}
 }
 
-// parseStats never panics on a malformed answer and reads only what it
+// ParseStats never panics on a malformed answer and reads only what it
 // can.
 func TestParseStats(t *testing.T) {
 	for _, s := range []string{"", "|", "||", "x|y|z", "-5|-1|succeeded=-1", "1|2|missed", "1|2|=,=3,failed=abc"} {
-		st := parseStats(s)
-		if st.latest() != (time.Time{}) {
+		st := store.ParseStats(s)
+		if st.Latest() != (time.Time{}) {
 			t.Errorf("%q: %+v", s, st)
 		}
 	}
-	if st := parseStats("x|y|z"); !st.lastSuccess.IsZero() || st.fails != 0 {
+	if st := store.ParseStats("x|y|z"); !st.LastSuccess.IsZero() || st.Fails != 0 {
 		t.Errorf("x|y|z: %+v", st)
 	}
-	st := parseStats("1000|4|failed=2000,succeeded=1000,bogus=5")
-	if st.fails != 4 || !st.lastSuccess.Equal(time.UnixMilli(1000)) || !st.latest().Equal(time.UnixMilli(2000)) {
+	st := store.ParseStats("1000|4|failed=2000,succeeded=1000,bogus=5")
+	if st.Fails != 4 || !st.LastSuccess.Equal(time.UnixMilli(1000)) || !st.Latest().Equal(time.UnixMilli(2000)) {
 		t.Errorf("%+v", st)
 	}
 	// Every end of a run has its last time, cancelled (by an operator)
 	// included: solocron_job_last_run_timestamp_seconds{outcome="cancelled"}.
 	for _, o := range []Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Cancelled} {
-		st := parseStats("0|0|" + string(o) + "=3000")
-		i := slices.Index(statOutcomes[:], o)
-		if i < 0 || !st.lastRun[i].Equal(time.UnixMilli(3000)) {
+		st := store.ParseStats("0|0|" + string(o) + "=3000")
+		i := slices.Index(store.StatOutcomes[:], o)
+		if i < 0 || !st.LastRun[i].Equal(time.UnixMilli(3000)) {
 			t.Errorf("%s=3000: not kept as the last %s run: %+v", o, o, st)
 		}
 	}
@@ -525,19 +526,19 @@ func TestJobGaugesEndWithRun(t *testing.T) {
 // Redlock: the latest time of each kind, the median failure streak.
 func TestMergeStats(t *testing.T) {
 	ms := func(n int64) time.Time { return time.UnixMilli(n) }
-	a := jobStats{lastSuccess: ms(10), fails: 5}
-	a.lastRun[1] = ms(50)
-	b := jobStats{lastSuccess: ms(30), fails: 2}
-	b.lastRun[1] = ms(40)
-	c := jobStats{fails: 4}
-	got := mergeStats([]jobStats{a, b, c})
-	if !got.lastSuccess.Equal(ms(30)) || !got.lastRun[1].Equal(ms(50)) || got.fails != 4 {
+	a := store.JobStats{LastSuccess: ms(10), Fails: 5}
+	a.LastRun[1] = ms(50)
+	b := store.JobStats{LastSuccess: ms(30), Fails: 2}
+	b.LastRun[1] = ms(40)
+	c := store.JobStats{Fails: 4}
+	got := store.MergeStats([]store.JobStats{a, b, c})
+	if !got.LastSuccess.Equal(ms(30)) || !got.LastRun[1].Equal(ms(50)) || got.Fails != 4 {
 		t.Errorf("%+v", got)
 	}
-	if got := mergeStats([]jobStats{a, b}); got.fails != 5 {
-		t.Errorf("two masters: fails %d, want the higher (5)", got.fails)
+	if got := store.MergeStats([]store.JobStats{a, b}); got.Fails != 5 {
+		t.Errorf("two masters: fails %d, want the higher (5)", got.Fails)
 	}
-	if got := mergeStats(nil); got != (jobStats{}) {
+	if got := store.MergeStats(nil); got != (store.JobStats{}) {
 		t.Errorf("none: %+v", got)
 	}
 }

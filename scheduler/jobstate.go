@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/internal/schedule"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // jobState is one job of the loaded table, with defaults applied and its
@@ -18,7 +19,7 @@ type jobState struct {
 	metaKey string
 	// spec is the job's settings as the store takes them, built with the
 	// job state and never changed.
-	spec *jobSpec
+	spec *store.JobSpec
 	memo *memo
 	skew time.Duration // the table's max clock skew
 
@@ -47,7 +48,7 @@ func newJobState(spec Job, metaKey string, m *memo, skew time.Duration) (*jobSta
 // parsed them.
 func (p parsed) jobState(spec Job, metaKey string, m *memo, skew time.Duration) *jobState {
 	j := &jobState{Job: spec, sched: p.sched, metaKey: metaKey, memo: m, skew: skew, blackouts: p.blackouts}
-	j.spec = &jobSpec{Name: spec.Name, MetaKey: metaKey, Lease: spec.Lease, Concurrency: spec.Concurrency,
+	j.spec = &store.JobSpec{Name: spec.Name, MetaKey: metaKey, Lease: spec.Lease, Concurrency: spec.Concurrency,
 		Pool: spec.Pool, PoolSize: spec.PoolSize, StartingDeadline: spec.StartingDeadline,
 		CatchupWindow: spec.CatchupWindow, ManualRetention: j.manualRetention(), HistoryLimit: spec.HistoryLimit,
 		Paused: spec.Paused, PauseAfterFailures: spec.PauseAfterFailures}
@@ -68,7 +69,7 @@ type memo struct {
 	// answer that told it (statsRead: one has): statsRaw as the scripts
 	// pack it, statsAt the server time (µs) it held then, 0 when unknown (a
 	// Redlock replica merges its masters' answers).
-	stats     jobStats
+	stats     store.JobStats
 	statsRead bool
 	statsRaw  string
 	statsAt   int64
@@ -77,7 +78,7 @@ type memo struct {
 // setStats takes the job's statistics as the store held them at server
 // time at (µs; 0: unknown), unless the memo holds a later reading. It
 // reports whether they differ from what the memo held.
-func (m *memo) setStats(raw string, st jobStats, at int64) (changed bool) {
+func (m *memo) setStats(raw string, st store.JobStats, at int64) (changed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// A reading at the same server time is taken: Redis' µs clock gives

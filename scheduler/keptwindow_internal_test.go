@@ -10,6 +10,7 @@ import (
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // The history list is trimmed to history_limit in steps (common.lua's
@@ -33,12 +34,12 @@ func TestHistoryTrimmedInStepsReadsKeptOnly(t *testing.T) {
 
 func trimmedInSteps(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
-	st, err := newStore(c, config{prefix: "kw", pools: &poolPlace{}})
+	st, err := store.NewRedis(c, store.BackendConfig{Prefix: "kw", Pools: &store.PoolPlace{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const name, slack = "kw", 8
-	hk, mk := st.key(name, "history"), st.metaKey(name)
+	hk, mk := st.Key(name, "history"), st.MetaKey(name)
 	job := func(limit int) *jobState {
 		spec := Job{Name: name, Schedule: "@every 1s", HistoryLimit: limit,
 			Handler: jobs.Func(func(context.Context) error { return nil })}.withDefaults()
@@ -71,23 +72,23 @@ func trimmedInSteps(t *testing.T, c *redis.Client) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if metaInt(m[0]) != len(kept) || metaInt(m[1]) != started || metaInt(m[2]) != ok {
+		if store.MetaInt(m[0]) != len(kept) || store.MetaInt(m[1]) != started || store.MetaInt(m[2]) != ok {
 			t.Fatalf("%s: counts %v, the %d kept entries: %d started, %d succeeded", when, m, len(kept), started, ok)
 		}
-		h, err := st.history(ctx, name, 1000)
+		h, err := st.History(ctx, name, 1000)
 		if err != nil || len(h) != len(kept) {
 			t.Fatalf("%s: history shows %d runs (%v), want %d", when, len(h), err, len(kept))
 		}
-		if p, err := st.historyPage(ctx, name, 1, 1000); err != nil || len(p) != len(kept)-1 {
+		if p, err := st.HistoryPage(ctx, name, 1, 1000); err != nil || len(p) != len(kept)-1 {
 			t.Fatalf("%s: history page from 1 shows %d runs (%v), want %d", when, len(p), err, len(kept)-1)
 		}
-		if s, err := st.status(ctx, name, 1000); err != nil || len(s.History) != len(kept) {
+		if s, err := st.Status(ctx, name, 1000); err != nil || len(s.History) != len(kept) {
 			t.Fatalf("%s: status shows %d runs (%v), want %d", when, len(s.History), err, len(kept))
 		}
-		if s, err := st.statuses(ctx, []string{name}, 1000); err != nil || len(s[0].History) != len(kept) {
+		if s, err := st.Statuses(ctx, []string{name}, 1000); err != nil || len(s[0].History) != len(kept) {
 			t.Fatalf("%s: statuses show %d runs (%v), want %d", when, len(s[0].History), err, len(kept))
 		}
-		if o, err := st.overview(ctx, []string{name}, 1000); err != nil || len(o[0].History) != len(kept) ||
+		if o, err := st.Overview(ctx, []string{name}, 1000); err != nil || len(o[0].History) != len(kept) ||
 			o[0].KeptStarted != started || o[0].KeptSucceeded != ok {
 			t.Fatalf("%s: overview shows %d runs, %d started, %d succeeded (%v)", when, len(o[0].History),
 				o[0].KeptStarted, o[0].KeptSucceeded, err)
@@ -130,26 +131,26 @@ func trimmedInSteps(t *testing.T, c *redis.Client) {
 
 // fileRun claims the run of j at at, closes it with outcome, and records a
 // miss of an instant of its own (a day later): two history entries.
-func fileRun(t *testing.T, st *store, j *jobState, at time.Time, outcome Outcome) {
+func fileRun(t *testing.T, st *store.Redis, j *jobState, at time.Time, outcome Outcome) {
 	t.Helper()
 	ctx := context.Background()
-	claim := func(kind runKind, sched, fire time.Time, want answer) claimReq {
+	claim := func(kind store.RunKind, sched, fire time.Time, want store.Answer) claimReq {
 		t.Helper()
-		r := newClaimReq(j, storeClaim{id: runID(j.Name, sched), kind: kind, sched: sched, fire: fire,
-			owner: newEpoch(), overlap: j.Overlap, maxWait: j.MaxWait})
-		r.suffix = r.id[len(j.Name)+1:]
-		r.known, r.fenceFloor = j.memo.snapshot()
-		res, err := st.claim(ctx, "a", 2*time.Second, 3*time.Second, storeClaims(r))
-		if err != nil || res[0].status != want {
-			t.Fatalf("claim of %s answered %+v, %v; want %s", r.id, res, err, want)
+		r := newClaimReq(j, store.StoreClaim{ID: runID(j.Name, sched), Kind: kind, Sched: sched, Fire: fire,
+			Owner: store.NewEpoch(), Overlap: j.Overlap, MaxWait: j.MaxWait})
+		r.Suffix = r.ID[len(j.Name)+1:]
+		r.Known, r.FenceFloor = j.memo.snapshot()
+		res, err := st.Claim(ctx, "a", 2*time.Second, 3*time.Second, storeClaims(r))
+		if err != nil || res[0].Status != want {
+			t.Fatalf("claim of %s answered %+v, %v; want %s", r.ID, res, err, want)
 		}
-		j.memo.observe(res[0].epoch, res[0].fence)
+		j.memo.observe(res[0].Epoch, res[0].Fence)
 		return r
 	}
-	w := claim(kindScheduled, at, time.Now(), answerStarted)
-	if res, err := st.complete(ctx, []completeReq{{r: &w.storeClaim, replica: "a", outcome: outcome, attempts: 1}}); err != nil || res[0] != closeOK {
+	w := claim(store.RunScheduled, at, time.Now(), store.AnswerStarted)
+	if res, err := st.Complete(ctx, []store.CompleteReq{{R: &w.StoreClaim, Replica: "a", Outcome: outcome, Attempts: 1}}); err != nil || res[0] != store.CloseOK {
 		t.Fatalf("close answered %v, %v", res, err)
 	}
 	sched := at.Add(24 * time.Hour)
-	claim(kindMiss, sched, time.Now().Add(-j.StartingDeadline-5*time.Second), answerMissed)
+	claim(store.RunMiss, sched, time.Now().Add(-j.StartingDeadline-5*time.Second), store.AnswerMissed)
 }

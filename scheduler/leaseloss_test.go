@@ -69,6 +69,7 @@ func failOverTo(t *testing.T, rdb *redis.Client, s snapshot) {
 // counter is below (issue 12, defect 3). A manual request the copy still
 // holds pending, which ran already, is not run again (defect 13).
 func TestStaleFailoverIsNoticedByFence(t *testing.T) {
+	t.Parallel() // real time, little CPU, its own redis-server: it sleeps alongside the other parallel tests
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
 	f := newFleet(t)

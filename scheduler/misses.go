@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // maxCatchup bounds the runs one catch-up makes up for.
@@ -94,11 +96,11 @@ func outageWalk(j *jobState, from, until, started time.Time, limit int, runs []t
 }
 
 // queueMiss queues r to be recorded missed by recordMisses: a scheduled
-// run whose starting deadline passed (kindMiss), or one an outage left
-// (kindOutage, which keeps its kind: the record says why).
+// run whose starting deadline passed (RunMiss), or one an outage left
+// (RunOutage, which keeps its kind: the record says why).
 func (s *Scheduler) queueMiss(r claimReq) {
-	if r.kind != kindOutage {
-		r.kind = kindMiss
+	if r.Kind != store.RunOutage {
+		r.Kind = store.RunMiss
 		r.setJob(r.j) // the terms follow the kind
 	}
 	s.missedMu.Lock()
@@ -147,13 +149,13 @@ func (s *Scheduler) recordMissed(ctx, cctx context.Context) {
 		return
 	}
 	for i := range reqs {
-		reqs[i].known, reqs[i].fenceFloor = reqs[i].j.memo.snapshot()
+		reqs[i].Known, reqs[i].FenceFloor = reqs[i].j.memo.snapshot()
 	}
 	cctx, cancel := context.WithTimeout(cctx, claimTimeout)
-	res, err := s.store.claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, storeClaims(reqs...))
+	res, err := s.store.Claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, storeClaims(reqs...))
 	cancel()
 	if err != nil {
-		if !sentNothing(err) {
+		if !store.SentNothing(err) {
 			for i := range reqs {
 				reqs[i].uncertain = true
 			}
@@ -161,8 +163,8 @@ func (s *Scheduler) recordMissed(ctx, cctx context.Context) {
 		now := s.now()
 		s.missedMu.Lock()
 		for _, r := range reqs {
-			until := r.sched.Add(r.j.retention(r.sched))
-			if !r.sent.IsZero() {
+			until := r.Sched.Add(r.j.retention(r.Sched))
+			if !r.Sent.IsZero() {
 				// A claim of ours may have been granted, its answer
 				// lost: its record outlives the retention by the
 				// lease, and only our owner token can say the run
@@ -170,10 +172,10 @@ func (s *Scheduler) recordMissed(ctx, cctx context.Context) {
 				// refuses a claim too old to decide.
 				until = until.Add(r.j.Lease + 2*claimTimeout)
 			}
-			if r.kind == kindOutage {
+			if r.Kind == store.RunOutage {
 				// Redis refuses it once the reading of the gap is older
 				// than the record retention (claim.lua).
-				until = r.readAt.Add(r.j.retention(r.sched))
+				until = r.ReadAt.Add(r.j.retention(r.Sched))
 			}
 			if now.Before(until) {
 				s.missed = append(s.missed, r)

@@ -56,6 +56,9 @@ func TestNewClusterReportsNoMiss(t *testing.T) {
 			name = "trigger first"
 		}
 		t.Run(name, func(t *testing.T) {
+			if trigger {
+				testkit.Long(t) // ~7 s of real time; "replicas first" runs by default
+			}
 			srv := redistest.Start(t)
 			rcv := newReceiver(t)
 			f := newFleet(t)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // A job without state in Redis may be new or may be one whose state Redis
@@ -28,17 +29,17 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := now.Truncate(time.Millisecond)
-	claim := func(s *store, j *jobState, known string) claimRes {
+	claim := func(s *store.Redis, j *jobState, known string) store.ClaimRes {
 		t.Helper()
 		r := claimOf(j, at, 's', "o1")
-		r.known = known
-		res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(r))
+		r.Known = known
+		res, err := s.Claim(ctx, "r1", skew, ttl, storeClaims(r))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res[0]
 	}
-	errorOf := func(s *store, j *jobState) string {
+	errorOf := func(s *store.Redis, j *jobState) string {
 		t.Helper()
 		rec, _ := recordOf(t, s, c, j, runID(j.Name, at))
 		return rec["error"]
@@ -47,33 +48,33 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 		name      string
 		ephemeral bool
 		known     string // the epoch the asking replica remembers
-		want      answer
+		want      store.Answer
 		why       string // the missed record's error starts so
 	}{
-		{"new or lost", false, "", answerRefused, ""},
-		{"lost", false, "e-before", answerMissed, "Redis lost data"},
-		{"new", true, "", answerStarted, ""},
+		{"new or lost", false, "", store.AnswerRefused, ""},
+		{"lost", false, "e-before", store.AnswerMissed, "Redis lost data"},
+		{"new", true, "", store.AnswerStarted, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := newStore(c, config{prefix: "nj-" + strings.ReplaceAll(tc.name, " ", "-"), ephemeral: tc.ephemeral})
+			s, err := store.NewRedis(c, store.BackendConfig{Prefix: "nj-" + strings.ReplaceAll(tc.name, " ", "-"), Ephemeral: tc.ephemeral})
 			if err != nil {
 				t.Fatal(err)
 			}
 			j := testJob(t, s, "job", "@every 1s", nil)
 			res := claim(s, j, tc.known)
-			if res.status != tc.want {
-				t.Fatalf("claim of the first instant: %q, want %q", res.status, tc.want)
+			if res.Status != tc.want {
+				t.Fatalf("claim of the first instant: %q, want %q", res.Status, tc.want)
 			}
 			if tc.why != "" {
 				if e := errorOf(s, j); !strings.HasPrefix(e, tc.why) {
 					t.Errorf("missed with %q, want it to start %q", e, tc.why)
 				}
 			}
-			if tc.want == answerRefused {
+			if tc.want == store.AnswerRefused {
 				// Never the job's to run: no record, no history entry,
 				// no miss in the statistics the metrics export.
-				if res.reason != reasonBeforeState {
-					t.Errorf("refused for %q, want %q", res.reason, reasonBeforeState)
+				if res.Reason != store.ReasonBeforeState {
+					t.Errorf("refused for %q, want %q", res.Reason, store.ReasonBeforeState)
 				}
 				rec, entry := recordOf(t, s, c, j, runID(j.Name, at))
 				if len(rec) > 0 || entry != nil {
@@ -86,14 +87,14 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 				// it was lost: the rest of the floor is recorded missed.
 				j.memo.observe("e-remembered", 0)
 				r := claimOf(j, at.Add(time.Millisecond), 's', "o2")
-				res2, err := s.claim(ctx, "r2", skew, ttl, storeClaims(r))
+				res2, err := s.Claim(ctx, "r2", skew, ttl, storeClaims(r))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res2[0].status != answerMissed {
-					t.Fatalf("a remembering replica's claim under the floor: %q, want missed", res2[0].status)
+				if res2[0].Status != store.AnswerMissed {
+					t.Fatalf("a remembering replica's claim under the floor: %q, want missed", res2[0].Status)
 				}
-				rec, _ = recordOf(t, s, c, j, r.id)
+				rec, _ = recordOf(t, s, c, j, r.ID)
 				if !strings.HasPrefix(rec["error"], "Redis lost data") {
 					t.Errorf("a remembered loss recorded missed with %q", rec["error"])
 				}
@@ -102,15 +103,15 @@ func TestJobWithoutStateNewOrLost(t *testing.T) {
 	}
 	// A manual request that creates the job's state: on an ephemeral store
 	// no floor, so the next scheduled instant runs as well.
-	s, err := newStore(c, config{prefix: "nj-trigger", ephemeral: true})
+	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "nj-trigger", Ephemeral: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := testJob(t, s, "job", "@every 1s", nil)
-	if err := s.trigger(ctx, j.Name, j.Name+"@manual-1"); err != nil {
+	if err := s.Trigger(ctx, j.Name, j.Name+"@manual-1"); err != nil {
 		t.Fatal(err)
 	}
-	if res := claim(s, j, ""); res.status != answerStarted {
-		t.Errorf("after a trigger created the state of a job on an ephemeral store: %q, want started", res.status)
+	if res := claim(s, j, ""); res.Status != store.AnswerStarted {
+		t.Errorf("after a trigger created the state of a job on an ephemeral store: %q, want started", res.Status)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/solocron/solocron/notify"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Notifications: exactly one POST per event across the cluster.
@@ -193,7 +194,7 @@ const (
 // notifier is one replica's delivery loop.
 type notifier struct {
 	s      *Scheduler
-	st     *store
+	st     *store.Redis
 	owner  string
 	sem    chan struct{}
 	wg     sync.WaitGroup
@@ -206,7 +207,7 @@ type notifier struct {
 // newNotifier returns the replica's delivery loop, its table's
 // subscriptions written; nil when there is nothing to deliver.
 func (s *Scheduler) newNotifier(ctx context.Context) *notifier {
-	st := s.store.caps().notify
+	st := s.store.Caps().Notify
 	if st == nil || len(s.cfg.notify.targets) == 0 {
 		// Without targets a replica leaves the queues alone. (A table that
 		// drops every notification leaves its subscriptions to expire;
@@ -220,7 +221,7 @@ func (s *Scheduler) newNotifier(ctx context.Context) *notifier {
 	if err != nil {
 		s.log.Warn("notifications: no metric", "error", err)
 	}
-	n := &notifier{s: s, st: st, owner: s.cfg.replicaID + "/" + newEpoch(), sem: make(chan struct{}, notifyWorkers), counts: counts, gen: -1}
+	n := &notifier{s: s, st: st, owner: s.cfg.replicaID + "/" + store.NewEpoch(), sem: make(chan struct{}, notifyWorkers), counts: counts, gen: -1}
 	n.resubscribe(ctx)
 	return n
 }
@@ -303,11 +304,11 @@ func (n *notifier) subscription(j *jobState) string {
 func (n *notifier) subscribe(ctx context.Context, tab []*jobState) error {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	subs := make([]notifySub, len(tab))
+	subs := make([]store.NotifySub, len(tab))
 	for i, j := range tab {
-		subs[i] = notifySub{job: j.Name, sub: n.subscription(j)}
+		subs[i] = store.NotifySub{Job: j.Name, Sub: n.subscription(j)}
 	}
-	return n.st.notifySubscribe(ctx, subs, notifySubTTL)
+	return n.st.NotifySubscribe(ctx, subs, notifySubTTL)
 }
 
 // poll subscribes when the table changed, then takes what is due.
@@ -321,7 +322,7 @@ func (n *notifier) poll(ctx context.Context) {
 		return
 	}
 	var jobs []*jobState
-	var reqs []notifyTakeReq
+	var reqs []store.NotifyTakeReq
 	for _, j := range tab {
 		if len(j.Notify) == 0 {
 			continue
@@ -335,10 +336,10 @@ func (n *notifier) poll(ctx context.Context) {
 	// beyond them goes back at once, so keep that small.
 	share := max(1, free/len(jobs))
 	for _, j := range jobs {
-		reqs = append(reqs, notifyTakeReq{metaKey: j.metaKey, lease: n.lease(j), share: share})
+		reqs = append(reqs, store.NotifyTakeReq{MetaKey: j.metaKey, Lease: n.lease(j), Share: share})
 	}
 	tctx, cancel := context.WithTimeout(ctx, claimTimeout)
-	taken, err := n.st.notifyTake(tctx, n.owner, reqs)
+	taken, err := n.st.NotifyTake(tctx, n.owner, reqs)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -347,7 +348,7 @@ func (n *notifier) poll(ctx context.Context) {
 		return
 	}
 	for i, t := range taken {
-		items, dropped := t.items, t.dropped
+		items, dropped := t.Items, t.Dropped
 		if dropped > 0 && n.counts != nil {
 			n.counts.Add(ctx, dropped, metric.WithAttributes(attribute.String("notification", ""),
 				attribute.String("event", ""), attribute.String("result", notifyQueueFull)))
@@ -362,7 +363,7 @@ func (n *notifier) poll(ctx context.Context) {
 				})
 			default:
 				// More due than free workers: back in the queue, due now.
-				n.done(context.WithoutCancel(ctx), jobs[i], it.key, 0)
+				n.done(context.WithoutCancel(ctx), jobs[i], it.Key, 0)
 			}
 		}
 	}
@@ -384,33 +385,33 @@ func (n *notifier) lease(j *jobState) time.Duration {
 }
 
 // send posts one delivery and reports the result to the queue.
-func (n *notifier) send(ctx context.Context, j *jobState, it takenItem) {
-	targetName, delivery, _ := strings.Cut(it.key, " ")
-	var ev queuedEvent
-	if err := json.Unmarshal([]byte(it.body), &ev); err != nil {
+func (n *notifier) send(ctx context.Context, j *jobState, it store.TakenItem) {
+	targetName, delivery, _ := strings.Cut(it.Key, " ")
+	var ev store.QueuedEvent
+	if err := json.Unmarshal([]byte(it.Body), &ev); err != nil {
 		n.s.log.Warn("notifications: unreadable queued event; dropped", "job", j.Name, "delivery", delivery, "error", err)
-		n.done(ctx, j, it.key, -1)
+		n.done(ctx, j, it.Key, -1)
 		return
 	}
-	queued := msTime(ev.Queued)
+	queued := store.MsTime(ev.Queued)
 	expired := !queued.IsZero() && time.Since(queued) > n.s.cfg.notify.maxAge
 	t, ok := n.s.cfg.notify.targets[targetName]
 	if !ok {
 		// Replicas whose tables differ (a rolling change): one that knows
 		// the target may take it before the retry window ends.
 		if !expired {
-			n.done(ctx, j, it.key, n.backoff(it.attempt))
+			n.done(ctx, j, it.Key, n.backoff(it.Attempt))
 			return
 		}
 		n.s.log.Warn("notifications: no replica that took it knows the target; delivery dropped", "notification", targetName, "delivery", delivery)
 		n.count(ctx, targetName, ev.Event, notifyGaveUp)
-		n.done(ctx, j, it.key, -1)
+		n.done(ctx, j, it.Key, -1)
 		return
 	}
 	body := Notification{Event: notify.Event(ev.Event), Delivery: delivery,
 		Job: NotificationJob{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone}, At: queued}
 	if body.Event != notify.Paused {
-		r := ev.Run.run()
+		r := ev.Run.Run()
 		body.Run = &r
 	} else {
 		body.Reason = ev.Run.Paused
@@ -419,21 +420,21 @@ func (n *notifier) send(ctx context.Context, j *jobState, it takenItem) {
 	err := notify.Post(ctx, n.s.cfg.notify.client, t, body.Event, delivery, raw)
 	if err == nil {
 		n.count(ctx, t.Name, ev.Event, notifyDelivered)
-		n.done(ctx, j, it.key, -1)
+		n.done(ctx, j, it.Key, -1)
 		return
 	}
 	n.count(ctx, t.Name, ev.Event, notifyFailed)
 	// The URL without credentials; the secret is never logged.
 	args := []any{"notification", t.Name, "url", notify.Redact(t.URL), "job", j.Name, "delivery", delivery,
-		"attempt", it.attempt, "error", err}
+		"attempt", it.Attempt, "error", err}
 	if expired {
 		n.s.log.Warn("notification not delivered; giving up", args...)
 		n.count(ctx, t.Name, ev.Event, notifyGaveUp)
-		n.done(ctx, j, it.key, -1)
+		n.done(ctx, j, it.Key, -1)
 		return
 	}
 	n.s.log.Warn("notification not delivered; will retry", args...)
-	n.done(ctx, j, it.key, n.backoff(it.attempt))
+	n.done(ctx, j, it.Key, n.backoff(it.Attempt))
 }
 
 // backoff is the delay before attempt+1: backoff × 2^(attempt-1), capped,
@@ -457,7 +458,7 @@ func (n *notifier) done(ctx context.Context, j *jobState, key string, delay time
 	}
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	if err := n.st.notifyDone(ctx, j.metaKey, key, n.owner, ms); err != nil {
+	if err := n.st.NotifyDone(ctx, j.metaKey, key, n.owner, ms); err != nil {
 		// The lease runs out and another replica (or this one) takes it
 		// again: at worst a second POST with the same key.
 		n.s.log.Warn("notifications: could not report a delivery", "job", j.Name, "error", err)

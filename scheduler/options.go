@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Option configures New. What concerns the store (its key prefix,
@@ -20,7 +22,7 @@ type Option func(*config)
 type config struct {
 	replicaID     string
 	prefix        string
-	pools         *poolPlace // the Store's (stores.go)
+	pools         *store.PoolPlace // the Store's (stores.go)
 	skew          time.Duration
 	clock         Clock
 	logger        *slog.Logger

@@ -18,7 +18,7 @@ func (c *Control) Overview(ctx context.Context, jobs []string, recent int) ([]Ov
 	if recent <= 0 {
 		recent = 10
 	}
-	return c.store.overview(ctx, jobs, recent)
+	return c.store.Overview(ctx, jobs, recent)
 }
 
 // HistoryPage returns the job's finished run records newest first, skipping
@@ -32,5 +32,5 @@ func (c *Control) HistoryPage(ctx context.Context, job string, offset, limit int
 	if limit <= 0 {
 		limit = DefaultHistoryLimit
 	}
-	return c.store.historyPage(ctx, job, offset, limit)
+	return c.store.HistoryPage(ctx, job, offset, limit)
 }

@@ -9,17 +9,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // pauseStores runs fn on a real redis-server and on miniredis.
-func pauseStores(t *testing.T, fn func(t *testing.T, s *store, c *redis.Client)) {
+func pauseStores(t *testing.T, fn func(t *testing.T, s *store.Redis, c *redis.Client)) {
 	t.Run("redis-server", func(t *testing.T) {
 		s, c := benchStore(t)
 		fn(t, s, c)
 	})
 	t.Run("miniredis", func(t *testing.T) {
 		_, c := redistest.Mini(t)
-		s, err := newStore(c, config{prefix: "mini"})
+		s, err := store.NewRedis(c, store.BackendConfig{Prefix: "mini"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,13 +31,13 @@ func pauseStores(t *testing.T, fn func(t *testing.T, s *store, c *redis.Client))
 // pauseProbe claims and closes runs of one job, one instant per call.
 type pauseProbe struct {
 	t   *testing.T
-	s   *store
+	s   *store.Redis
 	j   *jobState
 	at  time.Time
 	ctl *Control
 }
 
-func newPauseProbe(t *testing.T, s *store, c *redis.Client, mod func(*Job)) *pauseProbe {
+func newPauseProbe(t *testing.T, s *store.Redis, c *redis.Client, mod func(*Job)) *pauseProbe {
 	j := testJob(t, s, "flaky", "@every 1s", func(j *Job) {
 		j.StartingDeadline = time.Minute
 		if mod != nil {
@@ -50,11 +51,11 @@ func newPauseProbe(t *testing.T, s *store, c *redis.Client, mod func(*Job)) *pau
 }
 
 // claim claims the next instant and returns its request and the answer.
-func (p *pauseProbe) claim() (claimReq, claimRes) {
+func (p *pauseProbe) claim() (claimReq, store.ClaimRes) {
 	p.t.Helper()
 	p.at = p.at.Add(time.Second)
-	r := claimOf(p.j, p.at, 's', newEpoch())
-	res, err := p.s.claim(context.Background(), "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+	r := claimOf(p.j, p.at, 's', store.NewEpoch())
+	res, err := p.s.Claim(context.Background(), "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -65,12 +66,12 @@ func (p *pauseProbe) claim() (claimReq, claimRes) {
 func (p *pauseProbe) end(o Outcome) {
 	p.t.Helper()
 	r, res := p.claim()
-	if res.status != "started" {
-		p.t.Fatalf("claim of %s: %+v, want started", r.id, res)
+	if res.Status != "started" {
+		p.t.Fatalf("claim of %s: %+v, want started", r.ID, res)
 	}
-	got, err := p.s.complete(context.Background(), []completeReq{{r: &r.storeClaim, replica: "r1", outcome: o, attempts: 1}})
+	got, err := p.s.Complete(context.Background(), []store.CompleteReq{{R: &r.StoreClaim, Replica: "r1", Outcome: o, Attempts: 1}})
 	if err != nil || got[0] != "ok" {
-		p.t.Fatalf("complete %s: %v %v", r.id, got, err)
+		p.t.Fatalf("complete %s: %v %v", r.ID, got, err)
 	}
 }
 
@@ -88,7 +89,7 @@ func (p *pauseProbe) status() *Status {
 // paused it say why; a success in between resets the count; resume clears
 // it.
 func TestPauseAfterFailures(t *testing.T) {
-	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+	pauseStores(t, func(t *testing.T, s *store.Redis, c *redis.Client) {
 		p := newPauseProbe(t, s, c, func(j *Job) { j.PauseAfterFailures = 3 })
 		p.end(Failed)
 		p.end(TimedOut)
@@ -119,7 +120,7 @@ func TestPauseAfterFailures(t *testing.T) {
 				t.Errorf("run %s says it paused the job: %q", r.ID, r.Paused)
 			}
 		}
-		if _, res := p.claim(); res.status != "skipped_paused" {
+		if _, res := p.claim(); res.Status != "skipped_paused" {
 			t.Fatalf("claim after the pause: %+v, want skipped_paused", res)
 		}
 		if err := p.ctl.Resume(context.Background(), p.j.Name); err != nil {
@@ -139,7 +140,7 @@ func TestPauseAfterFailures(t *testing.T) {
 
 // Without pause_after_failures the count is kept, but nothing pauses.
 func TestNoPauseWithoutLimit(t *testing.T) {
-	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+	pauseStores(t, func(t *testing.T, s *store.Redis, c *redis.Client) {
 		p := newPauseProbe(t, s, c, nil)
 		for range 5 {
 			p.end(Failed)
@@ -153,16 +154,16 @@ func TestNoPauseWithoutLimit(t *testing.T) {
 // A run the cluster closes lease_lost (its replica stopped renewing) counts
 // too: the job pauses without its holder ever reporting.
 func TestPauseAfterClusterClosedLeaseLost(t *testing.T) {
-	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+	pauseStores(t, func(t *testing.T, s *store.Redis, c *redis.Client) {
 		p := newPauseProbe(t, s, c, func(j *Job) { j.PauseAfterFailures = 1; j.Lease = 100 * time.Millisecond })
 		r, res := p.claim()
-		if res.status != "started" {
+		if res.Status != "started" {
 			t.Fatalf("claim: %+v", res)
 		}
 		ctx := context.Background()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			got, err := s.renew(ctx, []renewReq{{job: p.j.spec, id: r.id, owner: r.owner}})
+			got, err := s.Renew(ctx, []store.RenewReq{{Job: p.j.spec, ID: r.ID, Owner: r.Owner}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +186,7 @@ func TestPauseAfterClusterClosedLeaseLost(t *testing.T) {
 }
 
 func TestPauseAfterFailuresValidation(t *testing.T) {
-	j := Job{Name: "x", Schedule: "@every 1s", Handler: testJob(t, &store{prefix: "p"}, "x", "@every 1s", nil).Handler,
+	j := Job{Name: "x", Schedule: "@every 1s", Handler: testJob(t, &store.Redis{Prefix: "p"}, "x", "@every 1s", nil).Handler,
 		PauseAfterFailures: -1}
 	err := j.Validate()
 	if err == nil || !strings.Contains(err.Error(), "PauseAfterFailures") {
@@ -196,7 +197,7 @@ func TestPauseAfterFailuresValidation(t *testing.T) {
 // An instant inside a blackout window is recorded skipped_blackout by the
 // claim, on a real Redis as on miniredis; one outside it starts.
 func TestClaimRecordsBlackout(t *testing.T) {
-	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+	pauseStores(t, func(t *testing.T, s *store.Redis, c *redis.Client) {
 		p := newPauseProbe(t, s, c, nil)
 		from := p.at.Add(time.Second) // the next instant claimed
 		w, errs := Blackout{From: from, To: from.Add(time.Second)}.parse()
@@ -205,14 +206,14 @@ func TestClaimRecordsBlackout(t *testing.T) {
 		}
 		p.j.blackouts = blackouts{w}
 		r, res := p.claim()
-		if res.status != "skipped_blackout" {
-			t.Fatalf("claim of %s inside the window: %+v", r.id, res)
+		if res.Status != "skipped_blackout" {
+			t.Fatalf("claim of %s inside the window: %+v", r.ID, res)
 		}
-		if got, err := p.ctl.Get(context.Background(), r.id); err != nil || got == nil || got.Outcome != SkippedBlackout {
-			t.Fatalf("record of %s: %+v, %v", r.id, got, err)
+		if got, err := p.ctl.Get(context.Background(), r.ID); err != nil || got == nil || got.Outcome != SkippedBlackout {
+			t.Fatalf("record of %s: %+v, %v", r.ID, got, err)
 		}
-		if r, res := p.claim(); res.status != "started" {
-			t.Fatalf("claim of %s outside the window: %+v", r.id, res)
+		if r, res := p.claim(); res.Status != "started" {
+			t.Fatalf("claim of %s outside the window: %+v", r.ID, res)
 		}
 	})
 }
@@ -221,41 +222,41 @@ func TestClaimRecordsBlackout(t *testing.T) {
 // holder lost its lease goes to the next run with a higher token, so a sink
 // keyed by slot refuses the stale holder (real Redis and miniredis).
 func TestSlotsAreNumberedAndReused(t *testing.T) {
-	pauseStores(t, func(t *testing.T, s *store, c *redis.Client) {
+	pauseStores(t, func(t *testing.T, s *store.Redis, c *redis.Client) {
 		p := newPauseProbe(t, s, c, func(j *Job) { j.Concurrency = 3; j.Lease = 200 * time.Millisecond })
 		ctx := context.Background()
 		var held []claimReq
 		tokens := map[int]int64{}
 		for want := 1; want <= 3; want++ {
 			r, res := p.claim()
-			if res.status != "started" || res.slot != want {
+			if res.Status != "started" || res.Slot != want {
 				t.Fatalf("claim %d: %+v, want started in slot %d", want, res, want)
 			}
-			r.slot = res.slot
-			tokens[res.slot] = res.fence
+			r.Slot = res.Slot
+			tokens[res.Slot] = res.Fence
 			held = append(held, r)
 		}
-		if _, res := p.claim(); res.status != "skipped_overlap" {
+		if _, res := p.claim(); res.Status != "skipped_overlap" {
 			t.Fatalf("a fourth run with 3 slots held: %+v", res)
 		}
 		// Slot 2's holder ends; the next run takes slot 2.
-		if got, err := s.complete(ctx, []completeReq{{r: &held[1].storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil || got[0] != "ok" {
+		if got, err := s.Complete(ctx, []store.CompleteReq{{R: &held[1].StoreClaim, Replica: "r1", Outcome: Succeeded, Attempts: 1}}); err != nil || got[0] != "ok" {
 			t.Fatalf("complete: %v %v", got, err)
 		}
 		if h, _ := p.ctl.History(ctx, p.j.Name, 5); len(h) == 0 || h[0].Slot != 2 {
 			t.Fatalf("the record of slot 2's run: %+v", h)
 		}
 		r, res := p.claim()
-		if res.status != "started" || res.slot != 2 || res.fence <= tokens[2] {
+		if res.Status != "started" || res.Slot != 2 || res.Fence <= tokens[2] {
 			t.Fatalf("after slot 2 freed: %+v; want slot 2 with a token above %d", res, tokens[2])
 		}
 		// Every holder stops renewing: once the leases ran out, the next
 		// runs take slots 1.. again, each with a token above its slot's old.
-		tokens[2] = res.fence
+		tokens[2] = res.Fence
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			// Read only: the lease's expiry against Redis' clock.
-			exp, err := c.ZScore(ctx, s.key(p.j.Name, "slots"), r.id).Result()
+			exp, err := c.ZScore(ctx, s.Key(p.j.Name, "slots"), r.ID).Result()
 			now, terr := c.Time(ctx).Result()
 			if err != nil || terr != nil {
 				t.Fatal(err, terr)
@@ -270,7 +271,7 @@ func TestSlotsAreNumberedAndReused(t *testing.T) {
 		}
 		for want := 1; want <= 3; want++ {
 			_, res := p.claim()
-			if res.status != "started" || res.slot != want || res.fence <= tokens[want] {
+			if res.Status != "started" || res.Slot != want || res.Fence <= tokens[want] {
 				t.Fatalf("claim after the leases expired: %+v; want slot %d with a token above %d", res, want, tokens[want])
 			}
 		}

@@ -83,12 +83,16 @@ func TestRedlockExactlyOnceUnderContention(t *testing.T) {
 		}
 		start := time.Now()
 		c.replicas(5, table)
-		time.Sleep(30 * time.Second)
+		secs := 12 // 30 with SOLOCRON_FULL=1; 12 s are 12 instants of a, 6 of b, contended by 5
+		if testkit.Full() {
+			secs = 30
+		}
+		time.Sleep(time.Duration(secs) * time.Second)
 		c.stop()
 		if d := c.ledger.Duplicates(); len(d) > 0 {
 			t.Errorf("runs started more than once: %v", d)
 		}
-		for at := start.Add(time.Second); at.Before(start.Add(29 * time.Second)); at = at.Add(time.Second) {
+		for at := start.Add(time.Second); at.Before(start.Add(time.Duration(secs-1) * time.Second)); at = at.Add(time.Second) {
 			if n := c.ledger.Starts()[id("a", at)]; n != 1 {
 				t.Errorf("%s started %d times", id("a", at), n)
 			}
@@ -112,7 +116,7 @@ func TestRedlockExactlyOnceUnderContention(t *testing.T) {
 			}
 			seen[r.ID] = true
 		}
-		if len(seen) < 25 {
+		if len(seen) < secs-5 {
 			t.Errorf("merged history has %d runs of a", len(seen))
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // renewLinger is how long the renewer waits, after a renewal arrives, for
@@ -14,12 +16,12 @@ const renewLinger = time.Millisecond
 // renewCall is one run's renewal, queued for the renewer.
 type renewCall struct {
 	ctx  context.Context
-	req  renewReq
+	req  store.RenewReq
 	done chan renewDone // buffered: the renewer never waits for the caller
 }
 
 type renewDone struct {
-	res leaseAnswer
+	res store.LeaseAnswer
 	err error
 }
 
@@ -36,7 +38,7 @@ func (s *Scheduler) renewer(in <-chan renewCall) {
 	defer linger.Stop()
 	for first := range in {
 		linger.Reset(renewLinger)
-		batch := gather(first, in, 4*maxBatch, linger.C)
+		batch := gather(first, in, 4*store.MaxBatch, linger.C)
 		calls.Go(func() { s.renewBatch(batch) })
 	}
 }
@@ -64,11 +66,11 @@ func (s *Scheduler) renewBatch(batch []renewCall) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	reqs := make([]renewReq, len(live))
+	reqs := make([]store.RenewReq, len(live))
 	for i, c := range live {
 		reqs[i] = c.req
 	}
-	res, err := s.store.renew(ctx, reqs)
+	res, err := s.store.Renew(ctx, reqs)
 	for i, c := range live {
 		if err != nil {
 			c.done <- renewDone{err: err}
@@ -79,7 +81,7 @@ func (s *Scheduler) renewBatch(batch []renewCall) {
 }
 
 // renew queues one run's renewal and waits for its answer, or for ctx.
-func (s *Scheduler) renew(ctx context.Context, r renewReq) (leaseAnswer, error) {
+func (s *Scheduler) renew(ctx context.Context, r store.RenewReq) (store.LeaseAnswer, error) {
 	done := make(chan renewDone, 1)
 	select {
 	case s.renewals <- renewCall{ctx: ctx, req: r, done: done}:

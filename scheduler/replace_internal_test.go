@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // overlap: replace stops an older run for a newer one, never the other way
@@ -19,7 +20,7 @@ import (
 func TestReplaceStopsOnlyOlderRuns(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "rep", maxAhead: 500 * time.Millisecond})
+	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "rep", MaxAhead: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,9 +34,9 @@ func TestReplaceStopsOnlyOlderRuns(t *testing.T) {
 		seed(t, c, j)
 		return j
 	}
-	claim := func(j *jobState, at time.Time, owner string) claimRes {
+	claim := func(j *jobState, at time.Time, owner string) store.ClaimRes {
 		t.Helper()
-		res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(claimOf(j, at, 's', owner)))
+		res, err := s.Claim(ctx, "r1", skew, ttl, storeClaims(claimOf(j, at, 's', owner)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +44,7 @@ func TestReplaceStopsOnlyOlderRuns(t *testing.T) {
 	}
 	outcome := func(j *jobState, at time.Time) string {
 		t.Helper()
-		o, err := c.HGet(ctx, s.key(j.Name, "run:"+runID(j.Name, at)[len(j.Name)+1:]), "outcome").Result()
+		o, err := c.HGet(ctx, s.Key(j.Name, "run:"+runID(j.Name, at)[len(j.Name)+1:]), "outcome").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,11 +59,11 @@ func TestReplaceStopsOnlyOlderRuns(t *testing.T) {
 	t.Run("claimed ahead", func(t *testing.T) {
 		j := job("ahead")
 		later, earlier := now.Add(300*time.Millisecond), now.Add(-5*time.Second)
-		if r := claim(j, later, "o1"); r.status != answerStarted {
+		if r := claim(j, later, "o1"); r.Status != store.AnswerStarted {
 			t.Fatalf("claim ahead: %+v", r)
 		}
-		if r := claim(j, earlier, "o2"); r.status != answerSkippedOverlap {
-			t.Errorf("a late claim of an earlier instant, the slot held by a run claimed ahead: %q, want %q", r.status, answerSkippedOverlap)
+		if r := claim(j, earlier, "o2"); r.Status != store.AnswerSkippedOverlap {
+			t.Errorf("a late claim of an earlier instant, the slot held by a run claimed ahead: %q, want %q", r.Status, store.AnswerSkippedOverlap)
 		}
 		if o := outcome(j, later); o != "running" {
 			t.Errorf("the run claimed ahead is %q, want running", o)
@@ -71,11 +72,11 @@ func TestReplaceStopsOnlyOlderRuns(t *testing.T) {
 	t.Run("started later instant", func(t *testing.T) {
 		j := job("newer")
 		later, earlier := now.Add(-time.Second), now.Add(-3*time.Second)
-		if r := claim(j, later, "o1"); r.status != answerStarted {
+		if r := claim(j, later, "o1"); r.Status != store.AnswerStarted {
 			t.Fatalf("claim: %+v", r)
 		}
-		if r := claim(j, earlier, "o2"); r.status != answerSkippedOverlap {
-			t.Errorf("a late claim of an earlier instant, the slot held by a later one: %q, want %q", r.status, answerSkippedOverlap)
+		if r := claim(j, earlier, "o2"); r.Status != store.AnswerSkippedOverlap {
+			t.Errorf("a late claim of an earlier instant, the slot held by a later one: %q, want %q", r.Status, store.AnswerSkippedOverlap)
 		}
 		if o := outcome(j, later); o != "running" {
 			t.Errorf("the later instant's run is %q, want running", o)
@@ -85,18 +86,18 @@ func TestReplaceStopsOnlyOlderRuns(t *testing.T) {
 		j := job("older")
 		earlier, later := now.Add(-3*time.Second), now.Add(-time.Second)
 		first := claim(j, earlier, "o1")
-		if first.status != answerStarted {
+		if first.Status != store.AnswerStarted {
 			t.Fatalf("claim: %+v", first)
 		}
 		second := claim(j, later, "o2")
-		if second.status != answerStarted {
+		if second.Status != store.AnswerStarted {
 			t.Fatalf("a later instant, the slot held by an earlier one: %+v, want started", second)
 		}
 		if o := outcome(j, earlier); o != "replaced" {
 			t.Errorf("the earlier run is %q, want replaced", o)
 		}
-		if second.fence <= first.fence || second.slot != first.slot {
-			t.Errorf("the replacing run: token %d slot %d; the replaced: token %d slot %d", second.fence, second.slot, first.fence, first.slot)
+		if second.Fence <= first.Fence || second.Slot != first.Slot {
+			t.Errorf("the replacing run: token %d slot %d; the replaced: token %d slot %d", second.Fence, second.Slot, first.Fence, first.Slot)
 		}
 	})
 }

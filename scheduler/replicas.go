@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // The replica registry. Every replica writes a small record to the store
@@ -29,10 +30,10 @@ import (
 // Replicas lists the live replicas, sorted by id, flagging those whose job
 // table differs from most others'. One round trip.
 func (c *Control) Replicas(ctx context.Context) ([]Replica, error) {
-	if !c.store.caps().registry {
+	if !c.store.Caps().Registry {
 		return nil, errors.New("scheduler: this store keeps no replica registry")
 	}
-	return c.store.registry(ctx, registryList, "", nil)
+	return c.store.Registry(ctx, store.RegistryList, "", nil)
 }
 
 // TableFingerprint is a short hash of a job table: equal for tables that
@@ -104,7 +105,7 @@ type registration struct {
 // register keeps this replica's record in the registry, once per sync
 // interval, until ctx is done; then it removes it.
 func (s *Scheduler) register(ctx context.Context) {
-	if !s.store.caps().registry {
+	if !s.store.Caps().Registry {
 		return
 	}
 	reg := s.store
@@ -119,7 +120,7 @@ func (s *Scheduler) register(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_, _ = reg.registry(lctx, registryLeave, s.cfg.replicaID, nil)
+			_, _ = reg.Registry(lctx, store.RegistryLeave, s.cfg.replicaID, nil)
 			cancel()
 			return
 		case <-t.C:
@@ -128,7 +129,7 @@ func (s *Scheduler) register(ctx context.Context) {
 }
 
 // beat writes this replica's record and checks the others' tables.
-func (s *Scheduler) beat(ctx context.Context, reg registrar, r *registration) {
+func (s *Scheduler) beat(ctx context.Context, reg store.Registrar, r *registration) {
 	tab, gen := s.table()
 	if r.gen != gen+1 {
 		jobs := make([]Job, len(tab))
@@ -139,7 +140,7 @@ func (s *Scheduler) beat(ctx context.Context, reg registrar, r *registration) {
 	}
 	mine := r.table
 	running := int(s.running.Load())
-	rec := &replicaRecord{
+	rec := &store.ReplicaRecord{
 		Version: r.version, Started: r.started.UnixMilli(), TTL: r.ttl.Milliseconds(),
 		Table: mine, Jobs: len(tab), Running: running,
 	}
@@ -148,7 +149,7 @@ func (s *Scheduler) beat(ctx context.Context, reg registrar, r *registration) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, max(s.cfg.syncInterval, time.Second))
 	defer cancel()
-	live, err := reg.registry(cctx, registryBeat, s.cfg.replicaID, rec)
+	live, err := reg.Registry(cctx, store.RegistryBeat, s.cfg.replicaID, rec)
 	if err != nil {
 		return // the heartbeat reports the store's failures
 	}

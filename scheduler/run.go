@@ -18,6 +18,7 @@ import (
 
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/lockprovider"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // outputLimit bounds the output tail kept in a run record.
@@ -52,22 +53,22 @@ type runLease struct {
 }
 
 func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) error {
-	res, err := l.s.renew(ctx, renewReq{job: l.j.spec, id: l.id, owner: l.owner, pool: l.pool, member: l.member})
+	res, err := l.s.renew(ctx, store.RenewReq{Job: l.j.spec, ID: l.id, Owner: l.owner, Pool: l.pool, Member: l.member})
 	if err != nil {
 		l.s.tel.renewed(ctx, renewFailed)
 		return err
 	}
 	switch res {
-	case leaseOK:
+	case store.LeaseOK:
 		l.s.tel.renewed(ctx, renewOK)
 		return nil
-	case leaseReplaced:
+	case store.LeaseReplaced:
 		l.s.tel.renewed(ctx, renewReplaced)
 		return ErrReplaced
-	case leaseCancelled:
+	case store.LeaseCancelled:
 		l.s.tel.renewed(ctx, renewCancel)
 		return ErrCancelled
-	case leaseUnacked:
+	case store.LeaseUnacked:
 		// Renewed where it was sent, but a failover could lose it: it does
 		// not count, and the watchdog tries again.
 		l.s.tel.renewed(ctx, renewFailed)
@@ -98,15 +99,15 @@ func (s *Scheduler) startAt(r claimReq, fence int64, claimStart, claimEnd, start
 // run's end recorded.
 func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, startAt time.Time) {
 	j := r.j
-	if r.slot < 1 {
-		r.slot = 1 // one slot only (a Redlock mutex): nothing to number
+	if r.Slot < 1 {
+		r.Slot = 1 // one slot only (a Redlock mutex): nothing to number
 	}
 	jobAttr := jobAttrs(j, "", "")
 	s.tel.running.Add(s.runCtx, 1, jobAttr)
 	defer s.tel.running.Add(s.runCtx, -1, jobAttr)
 
 	ctx, span, carrier, traceID := s.runSpan(r, fence, claimStart, claimEnd)
-	log := s.log.With("job", j.Name, "run_id", r.id)
+	log := s.log.With("job", j.Name, "run_id", r.ID)
 	lease, grace, sent, ok := s.takeLease(ctx, r, fence, claimStart, claimEnd, log)
 	if !ok {
 		span.End()
@@ -115,7 +116,7 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 	// Logged only now: a claim answered past its lease may not start, and
 	// "run started" is what operators (and the fault suite) count as a start.
 	if log.Enabled(ctx, slog.LevelInfo) {
-		log.Info("run started", "fencing_token", fence, "kind", r.kind.public())
+		log.Info("run started", "fencing_token", fence, "kind", r.Kind.Public())
 	}
 	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease, lockprovider.WithStopGrace(grace))
 	jobCtx, cancelJob := context.WithCancelCause(ctx)
@@ -162,9 +163,9 @@ func (s *Scheduler) runSpan(r claimReq, fence int64, claimStart, claimEnd time.T
 	if span.IsRecording() {
 		span.SetAttributes(
 			attribute.String("solocron.job", j.Name),
-			attribute.String("solocron.run_id", r.id),
-			attribute.String("solocron.scheduled_at", r.sched.UTC().Format(time.RFC3339)),
-			attribute.String("solocron.kind", string(r.kind.public())),
+			attribute.String("solocron.run_id", r.ID),
+			attribute.String("solocron.scheduled_at", r.Sched.UTC().Format(time.RFC3339)),
+			attribute.String("solocron.kind", string(r.Kind.Public())),
 			attribute.Int64("solocron.fencing_token", fence),
 			attribute.String("solocron.replica", s.cfg.replicaID),
 		)
@@ -196,10 +197,10 @@ func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, clai
 	// The lease was granted by the claim: at the earliest when it was first
 	// sent (a retried claim may have been granted by its first execution).
 	sent = claimStart
-	if !r.sent.IsZero() && r.sent.Before(sent) {
-		sent = r.sent
+	if !r.Sent.IsZero() && r.Sent.Before(sent) {
+		sent = r.Sent
 	}
-	lease = lockprovider.NewLease(&runLease{s: s, j: j, id: r.id, owner: r.owner, pool: r.pool, member: r.poolMember}, r.id, r.owner, fence, j.Lease, sent)
+	lease = lockprovider.NewLease(&runLease{s: s, j: j, id: r.ID, owner: r.Owner, pool: r.Pool, member: r.PoolMember}, r.ID, r.Owner, fence, j.Lease, sent)
 	grace = stopGrace(j)
 	if !time.Now().Before(lease.Until().Add(-grace)) {
 		// The claim's answer came after the lease this replica may count
@@ -211,7 +212,7 @@ func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, clai
 		rctx, cancel := context.WithTimeout(ctx, claimTimeout)
 		err := lease.Refresh(rctx)
 		cancel()
-		if err != nil && r.kind == kindManual {
+		if err != nil && r.Kind == store.RunManual {
 			// Someone asked for it: back to the pending requests, for any
 			// replica to run, not recorded missed.
 			log.Warn("manual run not started: its claim was answered after its lease ran out; handing it back", "late_by", late, "err", err)
@@ -226,7 +227,7 @@ func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, clai
 				// stays away past the lease, the cluster closes it
 				// lease_lost. Keep saying so while its record lives: the
 				// close turns that lease_lost into missed.
-				until := r.sched.Add(j.retention(r.sched) + j.Lease)
+				until := r.Sched.Add(j.retention(r.Sched) + j.Lease)
 				for s.now().Before(until) && sleep(ctx, time.Second) {
 					if s.closeRun(r, Missed, nil, 0, text, "", "", log) {
 						break
@@ -292,7 +293,7 @@ func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCau
 	tail := jobs.NewTail(outputLimit)
 	attempt := 1
 	attemptCtx := func() context.Context {
-		info := jobs.Info{Job: j.Name, RunID: r.id, ScheduledAt: r.sched.UTC(), FencingToken: fence, Slot: r.slot, Attempt: attempt, ReplicaID: s.cfg.replicaID}
+		info := jobs.Info{Job: j.Name, RunID: r.ID, ScheduledAt: r.Sched.UTC(), FencingToken: fence, Slot: r.Slot, Attempt: attempt, ReplicaID: s.cfg.replicaID}
 		actx := jobs.NewContext(jobCtx, info)
 		actx = jobs.WithOutput(actx, tail)
 		if len(carrier) > 0 {
@@ -317,7 +318,7 @@ func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCau
 		cancelJob(err)
 	}
 	startedAt := time.Now()
-	s.tel.dispatchDelay.Record(s.runCtx, max(0, s.now().Sub(r.fire)).Seconds(), jobAttr)
+	s.tel.dispatchDelay.Record(s.runCtx, max(0, s.now().Sub(r.Fire)).Seconds(), jobAttr)
 
 	// Not started at all when the wait for the instant was cut short.
 	ran := err == nil
@@ -328,7 +329,7 @@ func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCau
 				break
 			}
 			wait := retryBackoff(j.RetryBackoff, attempt, func(d time.Duration) time.Duration {
-				return s.cfg.jitter(fmt.Sprintf("retry %s#%d", r.id, attempt), d)
+				return s.cfg.jitter(fmt.Sprintf("retry %s#%d", r.ID, attempt), d)
 			})
 			log.Info("attempt failed; retrying", "attempt", attempt, "err", err, "in", wait.Round(time.Millisecond))
 			if !sleep(jobCtx, wait) {
@@ -336,10 +337,10 @@ func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCau
 			}
 			attempt++
 			_, floor := j.memo.snapshot()
-			next, aerr := s.store.attempt(jobCtx, j.spec, r.id, r.owner, attempt, floor)
+			next, aerr := s.store.Attempt(jobCtx, j.spec, r.ID, r.Owner, attempt, floor)
 			if aerr != nil || next == 0 {
 				if aerr == nil {
-					aerr = fmt.Errorf("%w: run %s is no longer held by this replica", lockprovider.ErrLeaseLost, r.id)
+					aerr = fmt.Errorf("%w: run %s is no longer held by this replica", lockprovider.ErrLeaseLost, r.ID)
 					cancelJob(aerr)
 				}
 				err = fmt.Errorf("could not start attempt %d: %w", attempt, aerr)
@@ -407,7 +408,7 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 }) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
 	defer cancel()
-	req := completeReq{r: &r.storeClaim, replica: s.cfg.replicaID, outcome: o, attempts: attempts, errText: capText(errText, errorLimit), output: output, traceID: traceID}
+	req := store.CompleteReq{R: &r.StoreClaim, Replica: s.cfg.replicaID, Outcome: o, Attempts: attempts, ErrText: capText(errText, errorLimit), Output: output, TraceID: traceID}
 	backoff := 50 * time.Millisecond
 	unacked := false
 	var frozen *lockprovider.FrozenError
@@ -416,7 +417,7 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 		done := make(chan closed, 1)
 		var c closed
 		select {
-		case s.closing <- closeReq{completeReq: req, j: r.j, done: done}:
+		case s.closing <- closeReq{CompleteReq: req, j: r.j, done: done}:
 			select {
 			case c = <-done:
 			case <-ctx.Done():
@@ -426,25 +427,25 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 			c.err = ctx.Err()
 		}
 		switch {
-		case c.err == nil && c.res == closeClosed && frozen != nil:
+		case c.err == nil && c.res == store.CloseClosed && frozen != nil:
 			log.Warn("this replica was frozen past its lease: the cluster had already closed this run, and its record keeps that outcome", "outcome_here", o, "frozen_past_lease", frozen.Late.Round(time.Millisecond))
 			return true
-		case c.err == nil && c.res == closeClosed:
+		case c.err == nil && c.res == store.CloseClosed:
 			log.Warn("the cluster had already closed this run; its record keeps that outcome", "outcome_here", o)
 			return true
-		case c.err == nil && c.res == closeLost && frozen != nil:
+		case c.err == nil && c.res == store.CloseLost && frozen != nil:
 			// The keepalive saw its timers run past the lease's deadline:
 			// the process did not run (SIGSTOP, a VM pause, a stall) while
 			// the cluster closed the run lease_lost. Redis lost nothing.
 			log.Warn("run record no longer ours: this replica was frozen past its lease, and the cluster closed the run meanwhile", "outcome_here", o, "frozen_past_lease", frozen.Late.Round(time.Millisecond))
 			return true
-		case c.err == nil && c.res == closeLost:
+		case c.err == nil && c.res == store.CloseLost:
 			// Mostly a replica cut off from Redis past its lease (or frozen
 			// for less than the keepalive can tell): the cluster closed the
 			// run lease_lost and its record moved on.
 			log.Warn("run record no longer ours: the cluster closed this run while this replica could not renew its lease (cut off from Redis, or frozen), or Redis lost the record")
 			return true
-		case c.err == nil && c.res == closeUnacked:
+		case c.err == nil && c.res == store.CloseUnacked:
 			// Applied, but not on enough replicas yet: sent again (a close
 			// is idempotent) until they have it, or a failover's new
 			// primary does.
@@ -466,14 +467,14 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 
 // closeReq is a run's end queued for the closer.
 type closeReq struct {
-	completeReq
+	store.CompleteReq
 	j    *jobState // the run's
 	done chan closed
 }
 
 // closed is the closer's answer for one run.
 type closed struct {
-	res closeAnswer
+	res store.CloseAnswer
 	err error
 }
 
@@ -485,21 +486,21 @@ type closed struct {
 // clock when the close arrives).
 func (s *Scheduler) closer(in <-chan closeReq) {
 	for first := range in {
-		batch := gather(first, in, 4*maxBatch, nil)
-		reqs := make([]completeReq, len(batch))
+		batch := gather(first, in, 4*store.MaxBatch, nil)
+		reqs := make([]store.CompleteReq, len(batch))
 		for i, c := range batch {
-			reqs[i] = c.completeReq
+			reqs[i] = c.CompleteReq
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
-		res, err := s.store.complete(ctx, reqs)
+		res, err := s.store.Complete(ctx, reqs)
 		cancel()
 		if err == nil {
 			for i, r := range reqs {
 				j := batch[i].j
-				if r.statsAt > 0 {
-					j.memo.setStats(r.statsRaw, parseStats(r.statsRaw), r.statsAt)
+				if r.StatsAt > 0 {
+					j.memo.setStats(r.StatsRaw, store.ParseStats(r.StatsRaw), r.StatsAt)
 				}
-				if res[i] == closeOK {
+				if res[i] == store.CloseOK {
 					// The close answered the statistics it left (the
 					// store's do, Redlock's do not).
 					s.statsKnown(j)

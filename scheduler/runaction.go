@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Acting on one run: an operator cancels a running run, or asks for an
@@ -51,17 +53,17 @@ func cleanWho(who string) string {
 // own outcome. Errors: ErrNoRun, ErrNotRunning (wrapped, with the outcome),
 // or the store's.
 func (c *Control) Cancel(ctx context.Context, runID, who string) error {
-	job, _, ok := splitRunID(runID)
+	job, _, ok := store.SplitRunID(runID)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrBadRunID, runID)
 	}
-	a, outcome, err := c.store.cancel(ctx, job, runID, cleanWho(who))
+	a, outcome, err := c.store.Cancel(ctx, job, runID, cleanWho(who))
 	switch {
 	case err != nil:
 		return err
-	case a == cancelNone:
+	case a == store.CancelNone:
 		return fmt.Errorf("%w: %s", ErrNoRun, runID)
-	case a == cancelEnded:
+	case a == store.CancelEnded:
 		return fmt.Errorf("%w: %s is %s", ErrNotRunning, runID, outcome)
 	}
 	return nil
@@ -73,17 +75,17 @@ func (c *Control) Cancel(ctx context.Context, runID, who string) error {
 // (neither its record nor the job's history has it), ErrStillRunning,
 // ErrQueueFull, or the store's.
 func (c *Control) Retry(ctx context.Context, runID, who string) (string, error) {
-	job, _, ok := splitRunID(runID)
+	job, _, ok := store.SplitRunID(runID)
 	if !ok {
 		return "", fmt.Errorf("%w: %q", ErrBadRunID, runID)
 	}
 	// A record expires before its history entry: an ended run found only
 	// in the history may be retried too.
 	ended := false
-	if r, err := c.store.get(ctx, job, suffixOf(runID)); err != nil {
+	if r, err := c.store.Get(ctx, job, store.SuffixOf(runID)); err != nil {
 		return "", err
 	} else if r == nil {
-		hist, err := c.store.history(ctx, job, MaxHistoryLimit)
+		hist, err := c.store.History(ctx, job, MaxHistoryLimit)
 		if err != nil {
 			return "", err
 		}
@@ -95,28 +97,28 @@ func (c *Control) Retry(ctx context.Context, runID, who string) (string, error) 
 		}
 	}
 	id := newManualID(job)
-	a, err := c.store.retry(ctx, job, runID, id, cleanWho(who), ended)
+	a, err := c.store.Retry(ctx, job, runID, id, cleanWho(who), ended)
 	switch {
 	case err != nil:
 		return "", err
-	case a == retryNone:
+	case a == store.RetryNone:
 		return "", fmt.Errorf("%w: %s", ErrNoRun, runID)
-	case a == retryRunning:
+	case a == store.RetryRunning:
 		return "", fmt.Errorf("%w: %s", ErrStillRunning, runID)
-	case a == retryFull:
+	case a == store.RetryFull:
 		return "", fmt.Errorf("%w: job %q has %d manual runs pending", ErrQueueFull, job, MaxPendingManual)
 	}
 	return id, nil
 }
 
 // linkRetries fills in r's RetryOf, RetriedAs and RetriedBy from links.
-func linkRetries(r *Run, links []retryLink) {
+func linkRetries(r *Run, links []store.RetryLink) {
 	for _, l := range links { // oldest first: the latest retry wins
-		if l.id == r.ID {
-			r.RetryOf, r.RetriedBy = l.of, l.by
+		if l.ID == r.ID {
+			r.RetryOf, r.RetriedBy = l.Of, l.By
 		}
-		if l.of == r.ID {
-			r.RetriedAs = l.id
+		if l.Of == r.ID {
+			r.RetriedAs = l.ID
 		}
 	}
 }

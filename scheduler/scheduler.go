@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/solocron/solocron/lockprovider"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 var (
@@ -37,7 +38,7 @@ var (
 // wins. It is safe for concurrent use.
 type Scheduler struct {
 	cfg   config
-	store backend
+	store store.Backend
 	tel   *telemetry
 	log   *slog.Logger
 	ctl   *Control
@@ -119,7 +120,7 @@ func New(store *Store, jobs []Job, opts ...Option) (*Scheduler, error) {
 	return newScheduler(b, cfg, jobs)
 }
 
-func newScheduler(st backend, cfg config, jobs []Job) (*Scheduler, error) {
+func newScheduler(st store.Backend, cfg config, jobs []Job) (*Scheduler, error) {
 	tel, err := newTelemetry(cfg.tracer, cfg.meter)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: telemetry: %w", err)
@@ -130,9 +131,9 @@ func newScheduler(st backend, cfg config, jobs []Job) (*Scheduler, error) {
 		tel:      tel,
 		log:      cfg.logger.With("replica", cfg.replicaID),
 		memos:    map[string]*memo{},
-		owners:   owners{prefix: newEpoch() + newEpoch()},
+		owners:   owners{prefix: store.NewEpoch() + store.NewEpoch()},
 		reloaded: make(chan struct{}, 1),
-		renewals: make(chan renewCall, 4*maxBatch),
+		renewals: make(chan renewCall, 4*store.MaxBatch),
 	}
 	s.ctl = &Control{store: s.store}
 	if err := s.Reload(jobs); err != nil {
@@ -169,7 +170,7 @@ func (s *Scheduler) Reload(jobs []Job) error {
 	if err != nil {
 		return err
 	}
-	mutexOnly := s.store.caps().mutexOnly
+	mutexOnly := s.store.Caps().MutexOnly
 	if err := s.cfg.checkNotify(jobs, mutexOnly); err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func (s *Scheduler) Reload(jobs []Job) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.store.placePools(jobs)
+	s.store.PlacePools(poolJobs(jobs))
 	tab := make([]*jobState, len(jobs))
 	for i, spec := range jobs {
 		spec = spec.withDefaults()
@@ -190,7 +191,7 @@ func (s *Scheduler) Reload(jobs []Job) error {
 			s.memos[spec.Name] = m
 			s.tel.zero(spec.Name, m)
 		}
-		tab[i] = parsed[i].jobState(spec, s.store.metaKey(spec.Name), m, s.cfg.skew)
+		tab[i] = parsed[i].jobState(spec, s.store.MetaKey(spec.Name), m, s.cfg.skew)
 	}
 	s.tab = tab
 	s.gen++
@@ -240,7 +241,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}()
 	s.log.Info("replica starting", "jobs", len(s.Jobs()), "max_clock_skew", s.cfg.skew)
 	pctx, cancel := context.WithTimeout(ctx, claimTimeout)
-	if err := s.store.preload(pctx); err != nil && ctx.Err() == nil {
+	if err := s.store.Preload(pctx); err != nil && ctx.Err() == nil {
 		s.storeFailed(err)
 	}
 	cancel()
@@ -253,7 +254,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// runs (dead holders, stale manual requests) whose events they queue.
 	notifier := s.newNotifier(ctx)
 	first := s.sync(ctx)
-	closing := make(chan closeReq, 4*maxBatch)
+	closing := make(chan closeReq, 4*store.MaxBatch)
 	closerDone := make(chan struct{})
 	s.closing = closing
 	go func() { s.closer(closing); close(closerDone) }()

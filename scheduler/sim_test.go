@@ -25,6 +25,7 @@ import (
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // TestSimulation is the seeded fault search (docs/reliability.md): for each
@@ -163,17 +164,6 @@ type simKnownDefect struct {
 // "What the search found"). Each matches only violations of its own
 // invariants that carry its own signature.
 var simKnownDefects = map[string]simKnownDefect{
-	// A run the cluster closed lease_lost is rewritten missed "never
-	// started" when its holder asks again; common.lua holds the lease_lost
-	// event back 15 s for that, but a holder frozen or answered late asks
-	// later, and the event, POSTed by then, says the opposite of the final
-	// record (issue 23 item 10, the part a hold cannot close).
-	"N1-lease-lost-hold": {
-		name:       "issue 23 item 10, documented window: a lease_lost event POSTed after its 15 s hold, its run rewritten missed \"never started\" later",
-		invariants: []string{invNotifyMatches},
-		match:      func(v simViolation) bool { return strings.Contains(v.detail, "after the 15 s hold") },
-		exposed:    func(p *simPlan) bool { return true },
-	},
 	// A failover to a copy that missed writes is noticed only when a
 	// replica that saw one of the lost writes next talks to the new
 	// primary (README, bad-day table): until then any replica whose own
@@ -470,15 +460,15 @@ func (w *simWorld) startReplica(r *simReplica) {
 		fmt.Fprintf(h, "%d|%s|%d|%s", w.plan.seed, in, time.Now().UnixNano(), key)
 		return time.Duration(h.Sum64() % uint64(n))
 	}
-	st, err := newStore(redistest.PipeClient(w.t, w.m), cfg)
+	st, err := store.NewRedis(redistest.PipeClient(w.t, w.m), cfg.backend())
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	sst := &simStore{backend: st, in: in}
+	sst := &simStore{Backend: st, in: in}
 	if w.plan.notifyOn() {
 		nc := redistest.PipeClient(w.t, w.m)
 		nc.AddHook(simNotifyHook{st: sst})
-		if sst.notify, err = newStore(nc, cfg); err != nil {
+		if sst.notify, err = store.NewRedis(nc, cfg.backend()); err != nil {
 			w.t.Fatal(err)
 		}
 	}
@@ -747,7 +737,7 @@ func (w *simWorld) trigger(job string) {
 	fmt.Fprintf(h, "%d|%d", w.plan.seed, len(w.obs.manual))
 	w.mu.Unlock()
 	id := fmt.Sprintf("%s@manual-%s%012x", job, strconv.FormatInt(time.Now().Unix(), 36), h.Sum64()&(1<<48-1))
-	err := w.ctl.store.trigger(context.Background(), job, id)
+	err := w.ctl.store.Trigger(context.Background(), job, id)
 	if err != nil {
 		w.t.Errorf("trigger %s: %v", job, err)
 		return

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Backfill in the seeded search: for half the seeds, once the faults are
@@ -142,7 +144,7 @@ func (w *simWorld) checkBackfill() []simViolation {
 	// A backfill's grant of an instant that had started before.
 	entries := w.ledger.Entries()
 	for _, g := range o.grants {
-		if !strings.HasSuffix(g.via, fmt.Sprintf(" %c", kindBackfill)) {
+		if !strings.HasSuffix(g.via, fmt.Sprintf(" %c", store.RunBackfill)) {
 			continue
 		}
 		for _, e := range entries {

@@ -419,4 +419,30 @@ func TestSimCheckNotifications(t *testing.T) {
 			}
 		}
 	}
+	// A run closed lease_lost at 10 s that never ran, on a job that
+	// notifies lease_lost: its record stands once the event is due (25 s),
+	// so a holder that says it never started it (or asks again, and the
+	// store keeps the run lease_lost) only from then on breaks nothing — its
+	// event and record agree. Saying it earlier, and the record left
+	// lease_lost, is a break of lease-lost-means-ran.
+	for _, tc := range []struct {
+		name string
+		say  func(w *simWorld, at time.Time)
+		at   time.Duration
+		want int
+	}{
+		{"never-started close after the hold", func(w *simWorld, at time.Time) { w.obs.never[id+"|o0"] = at }, 25 * time.Second, 0},
+		{"asked again after the hold", func(w *simWorld, at time.Time) { w.obs.keptLost[id+"|o0"] = at }, 26 * time.Second, 0},
+		{"never-started close within the hold", func(w *simWorld, at time.Time) { w.obs.never[id+"|o0"] = at }, 24 * time.Second, 1},
+		{"asked again within the hold", func(w *simWorld, at time.Time) { w.obs.keptLost[id+"|o0"] = at }, 12 * time.Second, 1},
+	} {
+		w := world(LeaseLost, "lease expired: its replica stopped renewing it")
+		w.obs.grants = []simGrant{{at: t0.Add(5 * time.Second), job: job, id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
+		w.obs.records[id][0].FencingToken = 7
+		post(w, "lease_lost", 25*time.Second, 200)
+		tc.say(w, t0.Add(tc.at))
+		if got := count(w.check(), invLeaseLostRan); got != tc.want {
+			t.Errorf("%s: %d %s violation(s), want %d", tc.name, got, invLeaseLostRan, tc.want)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // What the seeded fault search saw, and the invariants it checks on it
@@ -158,7 +159,11 @@ type simObs struct {
 	heard   map[string]time.Time   // run id|owner -> when a "started" answer first reached the replica
 	// run id|owner -> the claim calls of its holder for it that came back,
 	// from the first sent after the store granted it the run
-	asks     map[string][]simAsk
+	asks map[string][]simAsk
+	// run id|owner -> when the store kept its holder's run lease_lost as the
+	// holder asked again about it (a claim answered decided lease_lost, an
+	// admission lost)
+	keptLost map[string]time.Time
 	attempts []simAttempt
 	calls    []string // every store call as the store ran it, with its answer (the replay trace)
 	// the plan's backfill (simbackfill_test.go): when asked, and its state at the end
@@ -176,7 +181,7 @@ type simObs struct {
 func newSimObs() simObs {
 	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
 		killed: map[*simInc]time.Time{}, stopped: map[*simInc]time.Time{}, exited: map[*simInc]time.Time{}, never: map[string]time.Time{}, frozen: map[int][][2]time.Time{},
-		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}, asks: map[string][]simAsk{}, notifySubs: map[string][]time.Time{}, notifyDone: map[string]time.Time{}}
+		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}, asks: map[string][]simAsk{}, keptLost: map[string]time.Time{}, notifySubs: map[string][]time.Time{}, notifyDone: map[string]time.Time{}}
 }
 
 // noteLeaseSeg notes that the store holds run id's lease for owner (in's
@@ -477,37 +482,72 @@ func (w *simWorld) notef(id, format string, args ...any) {
 	w.obs.span[id] = sp
 }
 
-func (w *simWorld) noteClaim(in *simInc, r *storeClaim, res claimRes) {
-	line := fmt.Sprintf("%s claim kind=%c -> %s", in, r.kind, res.status)
-	switch res.status {
+func (w *simWorld) noteClaim(in *simInc, r *store.StoreClaim, res store.ClaimRes) {
+	line := fmt.Sprintf("%s claim kind=%c -> %s", in, r.Kind, res.Status)
+	switch res.Status {
 	case "started":
-		line += fmt.Sprintf(" fence=%d", res.fence)
+		line += fmt.Sprintf(" fence=%d", res.Fence)
 	case "decided":
-		line += fmt.Sprintf(" (%s by %s)", res.outcome, res.replica)
+		line += fmt.Sprintf(" (%s by %s)", res.Outcome, res.Replica)
 	case "refused":
-		line += " (" + res.reason + ")"
+		line += " (" + res.Reason + ")"
 	}
-	w.notef(r.id, "%s", line)
-	if res.status == "started" {
-		w.noteGrant(in, r, res.fence, fmt.Sprintf("claim %c", r.kind))
+	w.notef(r.ID, "%s", line)
+	if res.Status == "started" {
+		w.noteGrant(in, r, res.Fence, fmt.Sprintf("claim %c", r.Kind))
+	}
+	if res.Status == "decided" && res.Outcome == string(LeaseLost) {
+		w.noteKeptLost(r.ID, r.Owner)
 	}
 }
 
-func (w *simWorld) noteAdmit(in *simInc, r *storeClaim, status answer, n int64) {
+// noteKeptLost notes that the store kept run id lease_lost when its claim
+// owner asked again about it, if owner was granted the run.
+func (w *simWorld) noteKeptLost(id, owner string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := id + "|" + owner
+	if _, ok := w.obs.keptLost[k]; !ok && w.obs.leases[k] != nil {
+		w.obs.keptLost[k] = time.Now()
+	}
+}
+
+// finalLost reports whether run id's lease_lost record r, granted by g,
+// stands by design (common.lua's lease_lost_final): its job notifies
+// lease_lost and its holder said it never started the run (or asked about
+// it again) only once the event was due, simLeaseLostHold after the close
+// — one run, one final event, the one its record says.
+func (w *simWorld) finalLost(g *simGrant, r Run) bool {
+	if g == nil || !w.plan.notifyOn() || !w.plan.notifies(g.job) {
+		return false
+	}
+	o := &w.obs
+	k := g.id + "|" + g.owner
+	say, ok := o.never[k]
+	if t, kept := o.keptLost[k]; kept && (!ok || t.Before(say)) {
+		say, ok = t, true
+	}
+	return ok && !say.Before(r.FinishedAt.Add(simLeaseLostHold-time.Millisecond))
+}
+
+func (w *simWorld) noteAdmit(in *simInc, r *store.StoreClaim, status store.Answer, n int64) {
 	if status == "waiting" {
 		return // polled every 100ms: too many to trace
 	}
-	w.notef(r.id, "%s admit -> %s %d", in, status, n)
+	w.notef(r.ID, "%s admit -> %s %d", in, status, n)
 	if status == "started" {
-		w.noteGrant(in, r, n, fmt.Sprintf("admit %c", r.kind))
+		w.noteGrant(in, r, n, fmt.Sprintf("admit %c", r.Kind))
+	}
+	if status == store.AnswerLost {
+		w.noteKeptLost(r.ID, r.Owner) // if it was granted: closed lease_lost, and final (admit.lua)
 	}
 }
 
-func (w *simWorld) noteGrant(in *simInc, r *storeClaim, fence int64, via string) {
+func (w *simWorld) noteGrant(in *simInc, r *store.StoreClaim, fence int64, via string) {
 	w.mu.Lock()
-	w.obs.grants = append(w.obs.grants, simGrant{at: time.Now(), job: r.job.Name, id: r.id, owner: r.owner, fence: fence, in: in, via: via})
+	w.obs.grants = append(w.obs.grants, simGrant{at: time.Now(), job: r.Job.Name, id: r.ID, owner: r.Owner, fence: fence, in: in, via: via})
 	w.mu.Unlock()
-	w.noteToken(in, r.job.Name, r.id, fence, via)
+	w.noteToken(in, r.Job.Name, r.ID, fence, via)
 }
 
 func (w *simWorld) noteToken(in *simInc, job, id string, fence int64, via string) {
@@ -788,7 +828,7 @@ func (w *simWorld) check() []simViolation {
 			if g != nil && (w.lostBothAsks(g) || w.cutOff(g)) {
 				continue
 			}
-			if o.settledAfterLoss(id, r) {
+			if o.settledAfterLoss(id, r) || w.finalLost(g, r) {
 				continue
 			}
 			how, lost := "no grant observed", ""
@@ -836,6 +876,15 @@ func (w *simWorld) check() []simViolation {
 		}
 		if first != nil && o.impaired(first.in, first.at, w.start.Add(simLength)) {
 			continue // granted to a replica that was killed or frozen
+		}
+		finalLost := false
+		for _, r := range o.records[m.id] {
+			if r.Outcome == LeaseLost && first != nil && w.finalLost(first, r) {
+				finalLost = true
+			}
+		}
+		if finalLost {
+			continue // recorded lease_lost, as its event said, before its holder could say it never started it
 		}
 		lossAnswer := false
 		for _, r := range o.records[m.id] {
@@ -1197,7 +1246,7 @@ func (w *simWorld) dropBackfillRerun(id string, m map[string]simGrant) {
 	o := &w.obs
 	var bf *simGrant
 	for _, g := range m {
-		if strings.HasSuffix(g.via, fmt.Sprintf(" %c", kindBackfill)) {
+		if strings.HasSuffix(g.via, fmt.Sprintf(" %c", store.RunBackfill)) {
 			if bf != nil {
 				return // two backfill grants: both stay
 			}

@@ -323,10 +323,6 @@ func (w *simWorld) checkNotify() []simViolation {
 			case lost != "":
 			case !ok:
 				add(invNotifyMatches, p.run, "event %s POSTed by %s at t=%s for run %s, which has no record", p.key, p.in, w.rel(p.at), p.run)
-			case string(r.Outcome) != want && p.event == string(notify.LeaseLost) && r.Outcome == Missed &&
-				strings.HasPrefix(r.Error, "never started") && !p.at.Before(r.FinishedAt.Add(simLeaseLostHold)):
-				add(invNotifyMatches, p.run, "event %s POSTed by %s at t=%s, %s after the close, after the 15 s hold; its run's final record says %s -> %s (error %q)",
-					p.key, p.in, w.rel(p.at), p.at.Sub(r.FinishedAt), r.Decision, r.Outcome, r.Error)
 			case string(r.Outcome) != want:
 				add(invNotifyMatches, p.run, "event %s POSTed by %s at t=%s (queued t=%s, the body's outcome %s) for run %s, whose final record is %s -> %s by %s (error %q)",
 					p.key, p.in, w.rel(p.at), w.rel(p.queued), p.outcome, p.run, r.Decision, r.Outcome, r.Replica, r.Error)

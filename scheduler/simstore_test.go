@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // The seeded fault search's store: every replica reaches the one in-process
@@ -27,7 +29,7 @@ import (
 var (
 	errSimDead = errors.New("sim: replica killed (kill -9)")
 	// An outage refuses connections: the client knows nothing went out,
-	// as with a real Redis down (a dial error; sentNothing).
+	// as with a real Redis down (a dial error; SentNothing).
 	errSimOutage  = &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("sim: store unreachable (outage)")}
 	errSimRefused = errors.New("sim: connection reset before the call reached the store")
 	errSimLost    = errors.New("sim: connection reset: the store ran the call, its answer was lost")
@@ -131,15 +133,15 @@ func (r *simReplica) runnable(in *simInc) bool {
 
 // simStore is one incarnation's view of the store.
 type simStore struct {
-	backend
+	store.Backend
 	in     *simInc
-	notify *store // the notifier's store, its calls through simNotifyHook; nil: no notifications
+	notify *store.Redis // the notifier's store, its calls through simNotifyHook; nil: no notifications
 }
 
-// caps: the simulation keeps no replica registry; its notifier's calls
+// Caps: the simulation keeps no replica registry; its notifier's calls
 // go through the faults (simnotify_test.go).
-func (w *simStore) caps() capabilities {
-	return capabilities{mutexOnly: w.backend.caps().mutexOnly, notify: w.notify}
+func (w *simStore) Caps() store.Capabilities {
+	return store.Capabilities{MutexOnly: w.Backend.Caps().MutexOnly, Notify: w.notify}
 }
 
 // fault is what happens to one call.
@@ -268,22 +270,22 @@ func simSleep(ctx context.Context, in *simInc, d time.Duration) bool {
 	}
 }
 
-func (w *simStore) preload(ctx context.Context) error {
+func (w *simStore) Preload(ctx context.Context) error {
 	_, err := simCall(w, ctx, "preload", "", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, w.backend.preload(ctx)
+		return struct{}{}, w.Backend.Preload(ctx)
 	})
 	return err
 }
 
-func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
+func (w *simStore) Claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []store.StoreClaim) ([]store.ClaimRes, error) {
 	key := ""
 	for i, r := range reqs {
-		if i == 0 || r.id < key {
-			key = r.id // the batch's name: its order may vary
+		if i == 0 || r.ID < key {
+			key = r.ID // the batch's name: its order may vary
 		}
 	}
 	for _, r := range reqs {
-		if r.kind == 'c' {
+		if r.Kind == 'c' {
 			w.in.r.freezeNow(w.in.r.takeFreezeAtCatchup())
 			break
 		}
@@ -293,63 +295,63 @@ func (w *simStore) claim(ctx context.Context, replica string, skew, waiterTTL ti
 	// memo into them again): as Redis' client would, the call works on what
 	// was sent, a copy.
 	reqs = slices.Clone(reqs)
-	res, err := simCall(w, ctx, "claim", key, func(ctx context.Context) ([]claimRes, error) {
-		res, err := w.backend.claim(ctx, replica, skew, waiterTTL, reqs)
+	res, err := simCall(w, ctx, "claim", key, func(ctx context.Context) ([]store.ClaimRes, error) {
+		res, err := w.Backend.Claim(ctx, replica, skew, waiterTTL, reqs)
 		w.traceCall("claim", err, func(b *strings.Builder) {
 			for i, c := range res {
-				fmt.Fprintf(b, " %s:%c:%s/%d/%d/%s", reqs[i].id, reqs[i].kind, c.status, c.fence, c.slot, c.outcome)
+				fmt.Fprintf(b, " %s:%c:%s/%d/%d/%s", reqs[i].ID, reqs[i].Kind, c.Status, c.Fence, c.Slot, c.Outcome)
 			}
 		})
 		if err == nil {
 			for i, c := range res {
 				w.in.r.w.noteClaim(w.in, &reqs[i], c)
-				if c.status == "started" {
-					w.noteLease(&reqs[i], c.slot, c.fence)
+				if c.Status == "started" {
+					w.noteLease(&reqs[i], c.Slot, c.Fence)
 				}
 			}
 		}
 		return res, err
 	})
 	for i, r := range reqs {
-		w.in.r.w.noteAsk(r.id, r.owner, err == nil)
-		if err == nil && res[i].status == "started" {
-			w.in.r.w.noteDelivered(r.id, r.owner)
+		w.in.r.w.noteAsk(r.ID, r.Owner, err == nil)
+		if err == nil && res[i].Status == "started" {
+			w.in.r.w.noteDelivered(r.ID, r.Owner)
 		}
 	}
 	return res, err
 }
 
-func (w *simStore) admit(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
+func (w *simStore) Admit(ctx context.Context, rs []*store.StoreClaim, waiterTTL time.Duration, fenceFloor int64) ([]store.AdmitRes, error) {
 	// As claim's: the call works on copies, rs get their slots back.
-	sent := make([]*storeClaim, len(rs))
+	sent := make([]*store.StoreClaim, len(rs))
 	for i, r := range rs {
 		c := *r
 		sent[i] = &c
 	}
 	key := ""
 	for i, r := range rs {
-		if i == 0 || r.id < key {
-			key = r.id // the batch's name: its order may vary
+		if i == 0 || r.ID < key {
+			key = r.ID // the batch's name: its order may vary
 		}
 	}
-	res, err := simCall(w, ctx, "admit", key, func(ctx context.Context) ([]admitRes, error) {
-		res, err := w.backend.admit(ctx, sent, waiterTTL, fenceFloor)
+	res, err := simCall(w, ctx, "admit", key, func(ctx context.Context) ([]store.AdmitRes, error) {
+		res, err := w.Backend.Admit(ctx, sent, waiterTTL, fenceFloor)
 		// One line per admission, as renew's: which runs share a poll
 		// depends on the order their waiters woke.
 		for i := range sent {
 			w.traceCall("admit", err, func(b *strings.Builder) {
 				if err == nil {
-					fmt.Fprintf(b, " %s %s %d slot %d", sent[i].id, res[i].status, res[i].n, sent[i].slot)
+					fmt.Fprintf(b, " %s %s %d slot %d", sent[i].ID, res[i].Status, res[i].N, sent[i].Slot)
 				} else {
-					fmt.Fprintf(b, " %s", sent[i].id)
+					fmt.Fprintf(b, " %s", sent[i].ID)
 				}
 			})
 		}
 		if err == nil {
 			for i, a := range res {
-				w.in.r.w.noteAdmit(w.in, sent[i], a.status, a.n)
-				if a.status == "started" {
-					w.noteLease(sent[i], sent[i].slot, a.n)
+				w.in.r.w.noteAdmit(w.in, sent[i], a.Status, a.N)
+				if a.Status == "started" {
+					w.noteLease(sent[i], sent[i].Slot, a.N)
 				}
 			}
 		}
@@ -357,34 +359,34 @@ func (w *simStore) admit(ctx context.Context, rs []*storeClaim, waiterTTL time.D
 	})
 	if err == nil {
 		for i, a := range res {
-			rs[i].slot = sent[i].slot
-			if a.status == "started" {
-				w.in.r.w.noteDelivered(rs[i].id, rs[i].owner)
+			rs[i].Slot = sent[i].Slot
+			if a.Status == "started" {
+				w.in.r.w.noteDelivered(rs[i].ID, rs[i].Owner)
 			}
 		}
 	}
 	return res, err
 }
 
-func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
+func (w *simStore) Renew(ctx context.Context, reqs []store.RenewReq) ([]store.LeaseAnswer, error) {
 	key := ""
 	for i, r := range reqs {
-		if i == 0 || r.id < key {
-			key = r.id // the batch's name: its order may vary
+		if i == 0 || r.ID < key {
+			key = r.ID // the batch's name: its order may vary
 		}
 	}
-	return simCall(w, ctx, "renew", key, func(ctx context.Context) ([]leaseAnswer, error) {
-		res, err := w.backend.renew(ctx, reqs)
+	return simCall(w, ctx, "renew", key, func(ctx context.Context) ([]store.LeaseAnswer, error) {
+		res, err := w.Backend.Renew(ctx, reqs)
 		// One line per renewal: which renewals share a call depends on
 		// the order the runs' watchdogs woke at one instant, and each is
 		// answered on its own.
 		for i := range reqs {
-			w.traceCall("renew", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s:%s", reqs[i].id, res[i]) })
+			w.traceCall("renew", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s:%s", reqs[i].ID, res[i]) })
 		}
 		if err == nil {
 			for i, v := range res {
 				if v == "ok" {
-					w.noteRenewed(reqs[i].job, reqs[i].id, reqs[i].owner)
+					w.noteRenewed(reqs[i].Job, reqs[i].ID, reqs[i].Owner)
 				}
 			}
 		}
@@ -392,9 +394,9 @@ func (w *simStore) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 	})
 }
 
-func (w *simStore) attempt(ctx context.Context, j *jobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
+func (w *simStore) Attempt(ctx context.Context, j *store.JobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
 	return simCall(w, ctx, "attempt", id, func(ctx context.Context) (int64, error) {
-		t, err := w.backend.attempt(ctx, j, id, owner, n, fenceFloor)
+		t, err := w.Backend.Attempt(ctx, j, id, owner, n, fenceFloor)
 		w.traceCall("attempt", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s #%d token %d", id, n, t) })
 		if err == nil && t > 0 {
 			w.in.r.w.noteToken(w.in, j.Name, id, t, fmt.Sprintf("attempt %d", n))
@@ -403,43 +405,43 @@ func (w *simStore) attempt(ctx context.Context, j *jobSpec, id, owner string, n 
 	})
 }
 
-func (w *simStore) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
+func (w *simStore) Complete(ctx context.Context, reqs []store.CompleteReq) ([]store.CloseAnswer, error) {
 	key := ""
 	for i, r := range reqs {
-		if i == 0 || r.r.id < key {
-			key = r.r.id // the batch's name: its order may vary
+		if i == 0 || r.R.ID < key {
+			key = r.R.ID // the batch's name: its order may vary
 		}
 	}
-	return simCall(w, ctx, "complete", key, func(ctx context.Context) ([]closeAnswer, error) {
-		res, err := w.backend.complete(ctx, reqs)
+	return simCall(w, ctx, "complete", key, func(ctx context.Context) ([]store.CloseAnswer, error) {
+		res, err := w.Backend.Complete(ctx, reqs)
 		for i, c := range reqs { // one line per close, as renewals
-			w.traceCall("complete", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s:%s:%s", c.r.id, c.outcome, res[i]) })
+			w.traceCall("complete", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s:%s:%s", c.R.ID, c.Outcome, res[i]) })
 		}
 		if err == nil {
 			for i, c := range reqs {
-				w.in.r.w.notef(c.r.id, "%s complete %s (%s): %s", w.in, c.outcome, c.errText, res[i])
-				if c.outcome == Missed {
-					w.in.r.w.noteNeverStarted(c.r.id, c.r.owner)
+				w.in.r.w.notef(c.R.ID, "%s complete %s (%s): %s", w.in, c.Outcome, c.ErrText, res[i])
+				if c.Outcome == Missed {
+					w.in.r.w.noteNeverStarted(c.R.ID, c.R.Owner)
 				}
-				w.in.r.w.endLease(c.r.id, c.r.owner, "closed by its holder")
+				w.in.r.w.endLease(c.R.ID, c.R.Owner, "closed by its holder")
 			}
 		}
 		return res, err
 	})
 }
 
-// handBack gives a manual run back to the pending requests (a queued run,
+// HandBack gives a manual run back to the pending requests (a queued run,
 // or one won while its replica was stopping); the store then no longer
 // holds it for this claim, and another replica may be granted it.
-func (w *simStore) handBack(ctx context.Context, r *storeClaim, waiterTTL time.Duration) (bool, error) {
-	return simCall(w, ctx, "handback", r.id, func(ctx context.Context) (bool, error) {
-		ok, err := w.backend.handBack(ctx, r, waiterTTL)
-		w.traceCall("handback", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s %v", r.id, ok) })
+func (w *simStore) HandBack(ctx context.Context, r *store.StoreClaim, waiterTTL time.Duration) (bool, error) {
+	return simCall(w, ctx, "handback", r.ID, func(ctx context.Context) (bool, error) {
+		ok, err := w.Backend.HandBack(ctx, r, waiterTTL)
+		w.traceCall("handback", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s %v", r.ID, ok) })
 		if err == nil {
-			w.in.r.w.notef(r.id, "%s hand back -> %v", w.in, ok)
+			w.in.r.w.notef(r.ID, "%s hand back -> %v", w.in, ok)
 			if ok {
-				w.in.r.w.noteHandBack(r.id, r.owner)
-				w.in.r.w.endLease(r.id, r.owner, "handed back")
+				w.in.r.w.noteHandBack(r.ID, r.Owner)
+				w.in.r.w.endLease(r.ID, r.Owner, "handed back")
 			}
 		}
 		return ok, err
@@ -450,7 +452,7 @@ func (w *simStore) handBack(ctx context.Context, r *storeClaim, waiterTTL time.D
 // score in the job's slots), on the store's clock; ok is false when the
 // run holds no slot. Read right after the call that granted or renewed the
 // lease, with the operator's client (no faults).
-func (w *simStore) slotExpiry(j *jobSpec, id string) (time.Time, bool) {
+func (w *simStore) slotExpiry(j *store.JobSpec, id string) (time.Time, bool) {
 	key := strings.TrimSuffix(j.MetaKey, "meta") + "slots"
 	ms, err := w.in.r.w.admin.ZScore(context.Background(), key, id).Result()
 	if err != nil {
@@ -461,48 +463,48 @@ func (w *simStore) slotExpiry(j *jobSpec, id string) (time.Time, bool) {
 
 // noteLease notes a lease the store granted (or answered again to a
 // retried call): valid from now until the expiry the store keeps for it.
-func (w *simStore) noteLease(r *storeClaim, slot int, fence int64) {
-	until, ok := w.slotExpiry(r.job, r.id)
+func (w *simStore) noteLease(r *store.StoreClaim, slot int, fence int64) {
+	until, ok := w.slotExpiry(r.Job, r.ID)
 	if !ok {
 		until = time.Now()
 	}
-	w.in.r.w.noteLeaseSeg(w.in, r.job.Name, r.id, r.owner, slot, fence, until)
+	w.in.r.w.noteLeaseSeg(w.in, r.Job.Name, r.ID, r.Owner, slot, fence, until)
 	// A grant may take a slot from a run it replaces (overlap: replace):
 	// that lease ends now. Any lease of the job the store no longer keeps
 	// in its slots has ended by now.
-	key := strings.TrimSuffix(r.job.MetaKey, "meta") + "slots"
+	key := strings.TrimSuffix(r.Job.MetaKey, "meta") + "slots"
 	if ids, err := w.in.r.w.admin.ZRange(context.Background(), key, 0, -1).Result(); err == nil {
-		w.in.r.w.endLeasesBut(r.job.Name, ids)
+		w.in.r.w.endLeasesBut(r.Job.Name, ids)
 	}
 }
 
 // noteRenewed notes a renewal the store answered "ok": the lease is valid
 // from now until its new expiry.
-func (w *simStore) noteRenewed(j *jobSpec, id, owner string) {
+func (w *simStore) noteRenewed(j *store.JobSpec, id, owner string) {
 	if until, ok := w.slotExpiry(j, id); ok {
 		w.in.r.w.noteLeaseSeg(w.in, j.Name, id, owner, 0, 0, until)
 	}
 }
 
-func (w *simStore) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	return simCall(w, ctx, "sync", "", func(ctx context.Context) ([]syncRes, error) {
-		res, err := w.backend.sync(ctx, replica, skew, manualTTL, reqs)
+func (w *simStore) Sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []store.SyncReq) ([]store.SyncRes, error) {
+	return simCall(w, ctx, "sync", "", func(ctx context.Context) ([]store.SyncRes, error) {
+		res, err := w.Backend.Sync(ctx, replica, skew, manualTTL, reqs)
 		w.traceCall("sync", err, func(b *strings.Builder) {
 			for i, r := range res {
-				fmt.Fprintf(b, " %s:%d/%v/%s/%v", reqs[i].job.Name, r.fence, r.paused, r.last.UTC().Format(time.RFC3339), r.manual)
+				fmt.Fprintf(b, " %s:%d/%v/%s/%v", reqs[i].Job.Name, r.Fence, r.Paused, r.Last.UTC().Format(time.RFC3339), r.Manual)
 			}
 		})
 		return res, err
 	})
 }
 
-func (w *simStore) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
+func (w *simStore) ManualHints(ctx context.Context, h store.HintReq) (store.Hints, time.Time, error) {
 	type answer struct {
-		hints  hints
+		hints  store.Hints
 		server time.Time
 	}
 	a, err := simCall(w, ctx, "hints", "", func(ctx context.Context) (answer, error) {
-		hs, s, err := w.backend.manualHints(ctx, h)
+		hs, s, err := w.Backend.ManualHints(ctx, h)
 		w.traceCall("hints", err, func(b *strings.Builder) { fmt.Fprintf(b, " %v", hs) })
 		return answer{hs, s}, err
 	})
@@ -522,13 +524,13 @@ func (w *simStore) traceCall(op string, err error, what func(b *strings.Builder)
 	w.in.r.w.noteCall("%s", b.String())
 }
 
-func (w *simStore) backfill(ctx context.Context, job string, args []any) (string, *Backfill, error) {
+func (w *simStore) Backfill(ctx context.Context, job string, args []any) (string, *Backfill, error) {
 	type answer struct {
 		a  string
 		st *Backfill
 	}
 	v, err := simCall(w, ctx, "backfill", job, func(ctx context.Context) (answer, error) {
-		a, st, err := w.backend.backfill(ctx, job, args)
+		a, st, err := w.Backend.Backfill(ctx, job, args)
 		w.traceCall("backfill", err, func(b *strings.Builder) {
 			fmt.Fprintf(b, " %s %v %s", job, args[0], a)
 			if st != nil {
@@ -540,26 +542,26 @@ func (w *simStore) backfill(ctx context.Context, job string, args []any) (string
 	return v.a, v.st, err
 }
 
-func (w *simStore) backfillJobs(ctx context.Context) ([]backfillHint, error) {
-	return simCall(w, ctx, "backfilljobs", "", func(ctx context.Context) ([]backfillHint, error) {
-		hs, err := w.backend.backfillJobs(ctx)
+func (w *simStore) BackfillJobs(ctx context.Context) ([]store.BackfillHint, error) {
+	return simCall(w, ctx, "backfilljobs", "", func(ctx context.Context) ([]store.BackfillHint, error) {
+		hs, err := w.Backend.BackfillJobs(ctx)
 		// A set: its order is the store's.
-		slices.SortFunc(hs, func(a, b backfillHint) int {
-			return cmp.Or(strings.Compare(a.job, b.job), cmp.Compare(a.score, b.score))
+		slices.SortFunc(hs, func(a, b store.BackfillHint) int {
+			return cmp.Or(strings.Compare(a.Job, b.Job), cmp.Compare(a.Score, b.Score))
 		})
 		w.traceCall("backfilljobs", err, func(b *strings.Builder) {
 			for _, h := range hs {
-				fmt.Fprintf(b, " %s", h.job)
+				fmt.Fprintf(b, " %s", h.Job)
 			}
 		})
 		return hs, err
 	})
 }
 
-func (w *simStore) backfillForget(ctx context.Context, h backfillHint) error {
-	_, err := simCall(w, ctx, "backfillforget", h.job, func(ctx context.Context) (struct{}, error) {
-		err := w.backend.backfillForget(ctx, h)
-		w.traceCall("backfillforget", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s", h.job) })
+func (w *simStore) BackfillForget(ctx context.Context, h store.BackfillHint) error {
+	_, err := simCall(w, ctx, "backfillforget", h.Job, func(ctx context.Context) (struct{}, error) {
+		err := w.Backend.BackfillForget(ctx, h)
+		w.traceCall("backfillforget", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s", h.Job) })
 		return struct{}{}, err
 	})
 	return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // crc16 is CRC-16/XMODEM, Redis Cluster's key hash.
@@ -68,13 +69,13 @@ var (
 // read from the scripts themselves.
 func luaKinds(t *testing.T) []string {
 	t.Helper()
-	entries, err := luaFiles.ReadDir("lua")
+	entries, err := store.LuaFiles.ReadDir("lua")
 	if err != nil {
 		t.Fatal(err)
 	}
 	kinds := []string{"meta"}
 	for _, e := range entries {
-		src, err := luaFiles.ReadFile("lua/" + e.Name())
+		src, err := store.LuaFiles.ReadFile("lua/" + e.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,8 +146,8 @@ func TestEveryKeyOfAJobSharesItsSlot(t *testing.T) {
 			t.Errorf("generated invalid prefix %q: %v", prefix, err)
 			return false
 		}
-		s := &store{prefix: cfg.prefix}
-		meta := s.metaKey(job)
+		s := &store.Redis{Prefix: cfg.prefix}
+		meta := s.MetaKey(job)
 		want := keySlot(meta)
 		if want != keySlot(job) {
 			t.Errorf("meta key %q: slot %d, not its job's tag's %d", meta, want, keySlot(job))
@@ -154,11 +155,11 @@ func TestEveryKeyOfAJobSharesItsSlot(t *testing.T) {
 		}
 		at := time.Unix(int64(unix)*4, 0)
 		for _, kind := range kinds {
-			keys := []string{s.key(job, kind)}
+			keys := []string{s.Key(job, kind)}
 			if kind == "run:" {
 				keys = []string{
-					s.key(job, "run:"+runID(job, at)[len(job)+1:]),
-					s.key(job, "run:manual-"+strings.Repeat("z", int(unix%20))),
+					s.Key(job, "run:"+runID(job, at)[len(job)+1:]),
+					s.Key(job, "run:manual-"+strings.Repeat("z", int(unix%20))),
 				}
 			}
 			for _, k := range keys {
@@ -218,18 +219,18 @@ func TestKeysCreatedCarryTheirJobsTag(t *testing.T) {
 			// The one store-wide key: the hint set of jobs with manual
 			// requests, read and written with plain commands, never inside a
 			// script, so it needs no job's tag.
-			if k == s.store.(*store).hintKey() {
+			if k == s.store.(*store.Redis).HintKey() {
 				hint = true
 				continue
 			}
 			// The replica registry's two keys share a tag of their own and
 			// only replicas.lua touches them (replicas.go).
-			if slices.Contains(s.store.(*store).registryKeys(), k) {
+			if slices.Contains(s.store.(*store.Redis).RegistryKeys(), k) {
 				continue
 			}
 			// The set of jobs whose run statistics changed: store-wide
 			// too, with a tag of its own.
-			if k == s.store.(*store).changedKey() {
+			if k == s.store.(*store.Redis).ChangedKey() {
 				continue
 			}
 			i, j := strings.IndexByte(k, '{'), strings.IndexByte(k, '}')
@@ -238,7 +239,7 @@ func TestKeysCreatedCarryTheirJobsTag(t *testing.T) {
 				continue
 			}
 			job := k[i+1 : j]
-			if !slices.Contains(names, job) || keySlot(k) != keySlot(s.store.metaKey(job)) {
+			if !slices.Contains(names, job) || keySlot(k) != keySlot(s.store.MetaKey(job)) {
 				t.Errorf("key %q: tag %q is not one job's, or its slot differs from the job's meta key", k, job)
 			}
 			kind := k[j+2:]

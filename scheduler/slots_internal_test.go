@@ -10,13 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/solocron/solocron/internal/redistest"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // slotStore is a store on a fresh real redis-server, and Redis' time now.
-func slotStore(t *testing.T) (*store, *redis.Client, time.Time) {
+func slotStore(t *testing.T) (*store.Redis, *redis.Client, time.Time) {
 	t.Helper()
 	c := redistest.Start(t).Client(t, nil)
-	s, err := newStore(c, config{prefix: "sl"})
+	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "sl"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestClaimBatchIsolatesAFailingRun(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) { // the embedded store's engine
 		m := miniredis.RunT(t)
 		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		s, err := newStore(c, config{prefix: "sl"})
+		s, err := store.NewRedis(c, store.BackendConfig{Prefix: "sl"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func TestClaimBatchIsolatesAFailingRun(t *testing.T) {
 	})
 }
 
-func batchWithAFailingRun(t *testing.T, s *store, c *redis.Client, now time.Time) {
+func batchWithAFailingRun(t *testing.T, s *store.Redis, c *redis.Client, now time.Time) {
 	ctx := context.Background()
 	var js []*jobState
 	for _, name := range []string{"normal", "bad", "other"} {
@@ -63,18 +64,18 @@ func batchWithAFailingRun(t *testing.T, s *store, c *redis.Client, now time.Time
 		t.Fatal(err)
 	}
 	at := now.Add(-time.Second)
-	reqs := []claimReq{claimOf(js[0], at, kindScheduled, "o1"), claimOf(js[1], at, kindScheduled, "o2"), claimOf(js[2], at, kindScheduled, "o3")}
-	res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(reqs...))
+	reqs := []claimReq{claimOf(js[0], at, store.RunScheduled, "o1"), claimOf(js[1], at, store.RunScheduled, "o2"), claimOf(js[2], at, store.RunScheduled, "o3")}
+	res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(reqs...))
 	if err != nil {
 		t.Fatalf("the batch failed as a whole: %v", err)
 	}
-	if res[0].status != answerStarted || res[2].status != answerStarted {
+	if res[0].Status != store.AnswerStarted || res[2].Status != store.AnswerStarted {
 		t.Errorf("the good runs of the batch: %+v, %+v; want both started", res[0], res[2])
 	}
-	if res[1].status != answerRefused || !strings.Contains(res[1].reason, "WRONGTYPE") {
+	if res[1].Status != store.AnswerRefused || !strings.Contains(res[1].Reason, "WRONGTYPE") {
 		t.Errorf("the failing run: %+v; want refused, saying why", res[1])
 	}
-	if n := c.Exists(ctx, s.key("bad", "run:"+reqs[1].suffix), s.key("bad", "slots")).Val(); n != 0 {
+	if n := c.Exists(ctx, s.Key("bad", "run:"+reqs[1].Suffix), s.Key("bad", "slots")).Val(); n != 0 {
 		t.Errorf("the failing run left %d keys behind", n)
 	}
 }
@@ -98,26 +99,26 @@ func TestSlotNumbersAcrossLimitChanges(t *testing.T) {
 	held := map[int]string{}
 	top := map[int]int64{}
 	var reqs []claimReq
-	claim := func(limit, k int, want answer) claimRes {
+	claim := func(limit, k int, want store.Answer) store.ClaimRes {
 		t.Helper()
-		r := claimOf(at(limit), now.Add(time.Duration(k-100)*time.Second), kindScheduled, "o"+time.Duration(k).String())
-		res, err := s.claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+		r := claimOf(at(limit), now.Add(time.Duration(k-100)*time.Second), store.RunScheduled, "o"+time.Duration(k).String())
+		res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(r))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := res[0]
-		if got.status != want {
+		if got.Status != want {
 			t.Fatalf("claim %d at limit %d: %+v, want %s", k, limit, got, want)
 		}
-		if got.status == answerStarted {
-			if other, ok := held[got.slot]; ok {
-				t.Errorf("claim %d at limit %d: slot %d, held by %s", k, limit, got.slot, other)
+		if got.Status == store.AnswerStarted {
+			if other, ok := held[got.Slot]; ok {
+				t.Errorf("claim %d at limit %d: slot %d, held by %s", k, limit, got.Slot, other)
 			}
-			if got.fence <= top[got.slot] {
-				t.Errorf("slot %d: token %d not above %d", got.slot, got.fence, top[got.slot])
+			if got.Fence <= top[got.Slot] {
+				t.Errorf("slot %d: token %d not above %d", got.Slot, got.Fence, top[got.Slot])
 			}
-			held[got.slot], top[got.slot] = r.id, got.fence
-			r.slot = got.slot
+			held[got.Slot], top[got.Slot] = r.ID, got.Fence
+			r.Slot = got.Slot
 			reqs = append(reqs, r)
 		}
 		return got
@@ -125,8 +126,8 @@ func TestSlotNumbersAcrossLimitChanges(t *testing.T) {
 	end := func(slot int) {
 		t.Helper()
 		for i, r := range reqs {
-			if r.slot == slot && held[slot] == r.id {
-				if _, err := s.complete(ctx, []completeReq{{r: &reqs[i].storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
+			if r.Slot == slot && held[slot] == r.ID {
+				if _, err := s.Complete(ctx, []store.CompleteReq{{R: &reqs[i].StoreClaim, Replica: "r1", Outcome: Succeeded, Attempts: 1}}); err != nil {
 					t.Fatal(err)
 				}
 				delete(held, slot)
@@ -135,33 +136,33 @@ func TestSlotNumbersAcrossLimitChanges(t *testing.T) {
 		}
 		t.Fatalf("no run holds slot %d", slot)
 	}
-	if r := claim(1, 1, answerStarted); r.slot != 1 {
-		t.Errorf("first run: slot %d", r.slot)
+	if r := claim(1, 1, store.AnswerStarted); r.Slot != 1 {
+		t.Errorf("first run: slot %d", r.Slot)
 	}
-	claim(1, 2, answerSkippedOverlap)
-	if r := claim(2, 3, answerStarted); r.slot != 2 { // 1→2 while slot 1 is held
-		t.Errorf("after raising the limit to 2 while slot 1 is held: slot %d, want 2", r.slot)
+	claim(1, 2, store.AnswerSkippedOverlap)
+	if r := claim(2, 3, store.AnswerStarted); r.Slot != 2 { // 1→2 while slot 1 is held
+		t.Errorf("after raising the limit to 2 while slot 1 is held: slot %d, want 2", r.Slot)
 	}
-	claim(1, 4, answerSkippedOverlap) // a replica still at 1
-	if r := claim(3, 5, answerStarted); r.slot != 3 {
-		t.Errorf("limit 3: slot %d, want 3", r.slot)
+	claim(1, 4, store.AnswerSkippedOverlap) // a replica still at 1
+	if r := claim(3, 5, store.AnswerStarted); r.Slot != 3 {
+		t.Errorf("limit 3: slot %d, want 3", r.Slot)
 	}
 	end(1)
-	claim(1, 6, answerSkippedOverlap) // 2 held, limit 1
-	if r := claim(3, 7, answerStarted); r.slot != 1 {
-		t.Errorf("slot 1 free again: slot %d, want the lowest free, 1", r.slot)
+	claim(1, 6, store.AnswerSkippedOverlap) // 2 held, limit 1
+	if r := claim(3, 7, store.AnswerStarted); r.Slot != 1 {
+		t.Errorf("slot 1 free again: slot %d, want the lowest free, 1", r.Slot)
 	}
 	end(2)
 	end(3)
-	if r := claim(1000000, 8, answerStarted); r.slot != 2 {
-		t.Errorf("limit 1000000: slot %d, want 2", r.slot)
+	if r := claim(1000000, 8, store.AnswerStarted); r.Slot != 2 {
+		t.Errorf("limit 1000000: slot %d, want 2", r.Slot)
 	}
 	end(1)
 	end(2)
-	if n := c.Exists(ctx, s.key("slow", "nums"), s.key("slow", "slots")).Val(); n != 0 {
+	if n := c.Exists(ctx, s.Key("slow", "nums"), s.Key("slow", "slots")).Val(); n != 0 {
 		t.Errorf("%d slot keys left once no run holds a slot", n)
 	}
-	if r := claim(2, 9, answerStarted); r.slot != 1 {
-		t.Errorf("numbers start again from 1 once no run holds a slot: slot %d", r.slot)
+	if r := claim(2, 9, store.AnswerStarted); r.Slot != 1 {
+		t.Errorf("numbers start again from 1 once no run holds a slot: slot %d", r.Slot)
 	}
 }

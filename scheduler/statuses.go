@@ -28,5 +28,5 @@ func (c *Control) Statuses(ctx context.Context, jobs []string, limit int) ([]*St
 	if len(jobs) == 0 {
 		return []*Status{}, nil
 	}
-	return c.store.statuses(ctx, jobs, limit)
+	return c.store.Statuses(ctx, jobs, limit)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // Store is where the replicas of one cluster coordinate: one Redis
@@ -29,7 +31,7 @@ type storeConfig struct {
 	minAck         int
 	ackTimeout     time.Duration
 	redlockTimeout time.Duration
-	pools          *poolPlace
+	pools          *store.PoolPlace
 	ephemeral      bool
 }
 
@@ -73,7 +75,7 @@ func WithRedlockTimeout(d time.Duration) StoreOption {
 func WithEphemeralStore() StoreOption { return func(c *storeConfig) { c.ephemeral = true } }
 
 func newStoreConfig(opts []StoreOption) (storeConfig, error) {
-	c := storeConfig{prefix: "solocron", pools: &poolPlace{}}
+	c := storeConfig{prefix: "solocron", pools: &store.PoolPlace{}}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -116,7 +118,7 @@ func NewRedisStore(client redis.UniversalClient, opts ...StoreOption) (*Store, e
 	if cfg.redlockTimeout != 0 {
 		return nil, errors.New("scheduler: WithRedlockTimeout is for NewRedlockStore")
 	}
-	if _, err := newRedisConn(client, cfg.minAck, cfg.ackTimeout); err != nil {
+	if _, err := store.NewRedisConn(client, cfg.minAck, cfg.ackTimeout); err != nil {
 		return nil, err
 	}
 	return &Store{clients: []redis.UniversalClient{client}, cfg: cfg}, nil
@@ -174,7 +176,7 @@ func (st *Store) Control() *Control {
 // open returns the backend of one scheduler (or Control) with cfg, and
 // the store's options; acks: it waits for replicas (WithMinReplicasAck).
 // Each gets its own: a Redlock combinator keeps what it learns per replica.
-func (st *Store) open(cfg config, acks bool) (backend, error) {
+func (st *Store) open(cfg config, acks bool) (store.Backend, error) {
 	cfg.prefix, cfg.pools = st.cfg.prefix, st.cfg.pools
 	cfg.ackTimeout, cfg.redlockTimeout = st.cfg.ackTimeout, st.cfg.redlockTimeout
 	cfg.ephemeral = st.cfg.ephemeral
@@ -183,7 +185,13 @@ func (st *Store) open(cfg config, acks bool) (backend, error) {
 		cfg.minAck = st.cfg.minAck
 	}
 	if st.redlock {
-		return newRedlock(st.clients, cfg)
+		return store.NewRedlock(st.clients, cfg.backend())
 	}
-	return newStore(st.clients[0], cfg)
+	return store.NewRedis(st.clients[0], cfg.backend())
+}
+
+// backend is what the store reads of cfg.
+func (c config) backend() store.BackendConfig {
+	return store.BackendConfig{Prefix: c.prefix, Pools: c.pools, Skew: c.skew, MaxAhead: c.maxAhead, MinAck: c.minAck,
+		AckTimeout: c.ackTimeout, RedlockTimeout: c.redlockTimeout, Ephemeral: c.ephemeral}
 }

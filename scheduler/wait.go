@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // waiters are the runs this replica has queued for a slot, per job state:
@@ -84,16 +86,16 @@ func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) 
 			w.r.setJob(cur)
 		}
 		s.waiters.mu.Unlock()
-		reqs := make([]*storeClaim, len(runs))
+		reqs := make([]*store.StoreClaim, len(runs))
 		for i, w := range runs {
-			reqs[i] = &w.r.storeClaim
+			reqs[i] = &w.r.StoreClaim
 		}
 		_, floor := cur.memo.snapshot()
 		start := time.Now()
 		// As a claim's, an admission's round trip finishes whatever
 		// happens to ctx: its answer may be a start.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
-		res, err := s.store.admit(actx, reqs, s.cfg.waiterTTL, floor)
+		res, err := s.store.Admit(actx, reqs, s.cfg.waiterTTL, floor)
 		cancel()
 		done := map[*waiter]bool{}
 		for i, w := range runs {
@@ -102,7 +104,7 @@ func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) 
 				if w.unanswered.IsZero() {
 					w.unanswered = start
 				}
-				if !sentNothing(err) {
+				if !store.SentNothing(err) {
 					w.uncertain = true
 				}
 				continue
@@ -126,7 +128,7 @@ func (s *Scheduler) pollQueued(ctx context.Context, j *jobState, g *jobWaiters) 
 // run goes back to the pending requests, any other is recorded missed.
 func (s *Scheduler) stopWaiting(ctx context.Context, w *waiter) {
 	r := w.r
-	if r.kind == kindManual {
+	if r.Kind == store.RunManual {
 		s.handBackManual(ctx, r, w.uncertain)
 		return
 	}
@@ -136,56 +138,56 @@ func (s *Scheduler) stopWaiting(ctx context.Context, w *waiter) {
 
 // admitted handles one run's answer to a poll sent at start; it reports
 // whether the run left the queue.
-func (s *Scheduler) admitted(ctx context.Context, w *waiter, a admitRes, start time.Time) bool {
+func (s *Scheduler) admitted(ctx context.Context, w *waiter, a store.AdmitRes, start time.Time) bool {
 	r := w.r
 	sent := start
 	if !w.unanswered.IsZero() {
 		sent = w.unanswered
 	}
 	w.unanswered, w.uncertain = time.Time{}, false
-	if a.status == answerStarted && r.kind == kindManual && ctx.Err() != nil {
+	if a.Status == store.AnswerStarted && r.Kind == store.RunManual && ctx.Err() != nil {
 		s.handBackManual(ctx, r, true)
 		return true
 	}
 	waited := time.Since(w.claimed).Round(time.Millisecond)
-	switch a.status {
-	case answerWaiting:
+	switch a.Status {
+	case store.AnswerWaiting:
 		return false
-	case answerStarted:
-		s.manual.Delete(r.id)
+	case store.AnswerStarted:
+		s.manual.Delete(r.ID)
 		s.tel.decided(ctx, r.j, Started)
 		// The lease was granted by this admission (or by an earlier
 		// poll whose answer was lost), not by the claim that queued the
 		// run (long ago, perhaps longer than a lease): it counts from
 		// that poll's send time. An answer past the lease is handled as
 		// a late claim's (execute).
-		r.sent = sent
-		s.start(r, a.n, start, time.Now())
-	case answerSkippedOverlap:
-		s.manual.Delete(r.id)
+		r.Sent = sent
+		s.start(r, a.N, start, time.Now())
+	case store.AnswerSkippedOverlap:
+		s.manual.Delete(r.ID)
 		s.tel.decided(ctx, r.j, SkippedOverlap)
 		s.statsChanged(r.j.Name)
-		s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedOverlap, "waited", waited)
-	case answerSkippedPaused:
+		s.log.Info("run decided", "job", r.j.Name, "run_id", r.ID, "outcome", SkippedOverlap, "waited", waited)
+	case store.AnswerSkippedPaused:
 		s.tel.decided(ctx, r.j, SkippedPaused)
 		s.statsChanged(r.j.Name)
-		s.log.Info("run decided", "job", r.j.Name, "run_id", r.id, "outcome", SkippedPaused, "waited", waited)
-	case answerMissed:
+		s.log.Info("run decided", "job", r.j.Name, "run_id", r.ID, "outcome", SkippedPaused, "waited", waited)
+	case store.AnswerMissed:
 		// An earlier poll admitted it, but its answer came after the
 		// client's deadline and the lease ran out before this one:
 		// recorded missed, never started.
-		s.manual.Delete(r.id)
+		s.manual.Delete(r.ID)
 		s.tel.decided(ctx, r.j, Missed)
-		s.log.Warn("run not started: its admission was answered after its lease ran out", "job", r.j.Name, "run_id", r.id)
-	case answerExpired:
+		s.log.Warn("run not started: its admission was answered after its lease ran out", "job", r.j.Name, "run_id", r.ID)
+	case store.AnswerExpired:
 		// Admitted by a poll whose answer was lost, and closed since
 		// (its lease ran out): it never started. Back to the pending
 		// requests, its close taken back.
-		s.log.Warn("manual run not started: its admission was answered after its lease ran out; handing it back", "job", r.j.Name, "run_id", r.id)
+		s.log.Warn("manual run not started: its admission was answered after its lease ran out; handing it back", "job", r.j.Name, "run_id", r.ID)
 		s.loops.Go(func() { s.handBackLate(ctx, r) })
 	default: // answerLost
-		s.manual.Delete(r.id)
-		s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.id)
+		s.manual.Delete(r.ID)
+		s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.ID)
 	}
 	return true
 }
@@ -195,9 +197,9 @@ func (s *Scheduler) admitted(ctx context.Context, w *waiter, a admitRes, start t
 // answer and the request lives: unlike a queue place, a slot whose lease
 // runs out is closed lease_lost, and only its holder can take that back.
 func (s *Scheduler) handBackLate(ctx context.Context, r claimReq) {
-	defer s.manual.Delete(r.id)
-	log := s.log.With("job", r.j.Name, "run_id", r.id)
-	ok, err := s.handBack(ctx, r, s.now, r.sched.Add(s.cfg.manualTTL), time.Second)
+	defer s.manual.Delete(r.ID)
+	log := s.log.With("job", r.j.Name, "run_id", r.ID)
+	ok, err := s.handBack(ctx, r, s.now, r.Sched.Add(s.cfg.manualTTL), time.Second)
 	switch {
 	case err != nil:
 		log.Warn("manual run not handed back: the store did not answer", "err", err)
@@ -218,8 +220,8 @@ func (s *Scheduler) handBackLate(ctx context.Context, r claimReq) {
 // is asked for once: if Redis does not answer, its queue place expires within
 // the waiter TTL and the store hands it back then.
 func (s *Scheduler) handBackManual(ctx context.Context, r claimReq, held bool) {
-	defer s.manual.Delete(r.id)
-	log := s.log.With("job", r.j.Name, "run_id", r.id)
+	defer s.manual.Delete(r.ID)
+	log := s.log.With("job", r.j.Name, "run_id", r.ID)
 	until := time.Now()
 	if held {
 		until = s.stoppingUntil()
@@ -242,7 +244,7 @@ func (s *Scheduler) handBack(ctx context.Context, r claimReq, now func() time.Ti
 	ctx = context.WithoutCancel(ctx)
 	for {
 		hctx, cancel := context.WithTimeout(ctx, s.cfg.closeTimeout)
-		ok, err := s.store.handBack(hctx, &r.storeClaim, s.cfg.waiterTTL)
+		ok, err := s.store.HandBack(hctx, &r.StoreClaim, s.cfg.waiterTTL)
 		cancel()
 		if err == nil || !now().Add(pause).Before(until) || !sleep(ctx, pause) {
 			return ok, err

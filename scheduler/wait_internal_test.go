@@ -13,14 +13,15 @@ import (
 
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
 // manualClaim is the claim of manual request id of j as a replica makes it
 // from the pending requests (request time at).
 func manualClaim(j *jobState, id, owner string, at time.Time) claimReq {
-	r := newClaimReq(j, storeClaim{id: id, suffix: id[len(j.Name)+1:], kind: kindManual, sched: at, fire: at, owner: owner,
-		overlap: OverlapWait, maxWait: time.Hour})
-	r.known, r.fenceFloor = j.memo.snapshot()
+	r := newClaimReq(j, store.StoreClaim{ID: id, Suffix: id[len(j.Name)+1:], Kind: store.RunManual, Sched: at, Fire: at, Owner: owner,
+		Overlap: OverlapWait, MaxWait: time.Hour})
+	r.Known, r.FenceFloor = j.memo.snapshot()
 	return r
 }
 
@@ -32,7 +33,7 @@ func manualClaim(j *jobState, id, owner string, at time.Time) claimReq {
 func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "wx"})
+	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "wx"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 		j.Lease, j.StartingDeadline, j.Concurrency = 300*time.Millisecond, time.Minute, 1
 	})
 	seed(t, c, j)
-	if err := c.Set(ctx, s.key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
+	if err := c.Set(ctx, s.Key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	// A scheduled run holds the only slot.
@@ -50,55 +51,55 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	busy := claimOf(j, now.Truncate(time.Millisecond), kindScheduled, "o-busy")
-	if res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(busy)); err != nil || res[0].status != answerStarted {
+	busy := claimOf(j, now.Truncate(time.Millisecond), store.RunScheduled, "o-busy")
+	if res, err := s.Claim(ctx, "r1", skew, ttl, storeClaims(busy)); err != nil || res[0].Status != store.AnswerStarted {
 		t.Fatalf("scheduled claim: %+v, %v", res, err)
 	}
 	const id = "mj@manual-1"
-	if err := s.trigger(ctx, j.Name, id); err != nil {
+	if err := s.Trigger(ctx, j.Name, id); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := c.ZScore(ctx, s.key(j.Name, "manual"), id).Result()
+	ms, err := c.ZScore(ctx, s.Key(j.Name, "manual"), id).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := manualClaim(j, id, "o-m", time.UnixMilli(int64(ms)))
-	if res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(m)); err != nil || res[0].status != answerWaiting {
+	if res, err := s.Claim(ctx, "r1", skew, ttl, storeClaims(m)); err != nil || res[0].Status != store.AnswerWaiting {
 		t.Fatalf("manual claim with the slot busy: %+v, %v, want waiting", res, err)
 	}
-	if _, err := s.complete(ctx, []completeReq{{r: &busy.storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
+	if _, err := s.Complete(ctx, []store.CompleteReq{{R: &busy.StoreClaim, Replica: "r1", Outcome: Succeeded, Attempts: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	// The admission whose answer is lost.
-	if st, _, err := admitOne(s, ctx, &m, ttl, 0); err != nil || st != answerStarted {
+	if st, _, err := admitOne(s, ctx, &m, ttl, 0); err != nil || st != store.AnswerStarted {
 		t.Fatalf("admission: %q, %v", st, err)
 	}
 	// Its lease runs out; the next poll reaps it, closed lease_lost.
 	deadline := time.Now().Add(5 * time.Second)
-	var st answer
+	var st store.Answer
 	for time.Now().Before(deadline) {
 		if st, _, err = admitOne(s, ctx, &m, ttl, 0); err != nil {
 			t.Fatal(err)
 		}
-		if st != answerStarted {
+		if st != store.AnswerStarted {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if st != answerExpired {
-		t.Fatalf("poll after the lease ran out: %q, want %q", st, answerExpired)
+	if st != store.AnswerExpired {
+		t.Fatalf("poll after the lease ran out: %q, want %q", st, store.AnswerExpired)
 	}
-	ok, err := s.handBack(ctx, &m.storeClaim, ttl)
+	ok, err := s.HandBack(ctx, &m.StoreClaim, ttl)
 	if err != nil || !ok {
 		t.Fatalf("hand back: %v, %v", ok, err)
 	}
-	if n, _ := c.Exists(ctx, s.key(j.Name, "run:manual-1")).Result(); n != 0 {
+	if n, _ := c.Exists(ctx, s.Key(j.Name, "run:manual-1")).Result(); n != 0 {
 		t.Errorf("the run's record is still there")
 	}
-	if _, err := c.ZScore(ctx, s.key(j.Name, "manual"), id).Result(); err != nil {
+	if _, err := c.ZScore(ctx, s.Key(j.Name, "manual"), id).Result(); err != nil {
 		t.Errorf("the request is not pending again: %v", err)
 	}
-	hist, err := c.LRange(ctx, s.key(j.Name, "history"), 0, -1).Result()
+	hist, err := c.LRange(ctx, s.Key(j.Name, "history"), 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 	if f, _ := c.HGet(ctx, j.metaKey, "fails").Int(); f != 0 {
 		t.Errorf("failure streak %d, want 0", f)
 	}
-	q, err := c.ZRange(ctx, s.key(j.Name, "notify:q"), 0, -1).Result()
+	q, err := c.ZRange(ctx, s.Key(j.Name, "notify:q"), 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 	}
 	// Claimed again, it runs.
 	m2 := manualClaim(j, id, "o-m2", time.UnixMilli(int64(ms)))
-	if res, err := s.claim(ctx, "r2", skew, ttl, storeClaims(m2)); err != nil || res[0].status != answerStarted {
+	if res, err := s.Claim(ctx, "r2", skew, ttl, storeClaims(m2)); err != nil || res[0].Status != store.AnswerStarted {
 		t.Fatalf("the request claimed again: %+v, %v, want started", res, err)
 	}
 }
@@ -133,7 +134,7 @@ func TestWaitExpiredManualAdmissionHandedBack(t *testing.T) {
 func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "wn"})
+	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "wn"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
 		j.Overlap, j.MaxWait = OverlapWait, time.Minute
 	})
 	seed(t, c, j)
-	if err := c.Set(ctx, s.key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
+	if err := c.Set(ctx, s.Key(j.Name, "notify:on"), `{"on":{"lease_lost":["ops"],"missed":["ops"]},"max":100}`, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	now, err := c.Time(ctx).Result()
@@ -152,54 +153,54 @@ func TestNeverStartedRunNotifiesMissedOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := now.Truncate(time.Second)
-	busy := claimOf(j, at.Add(-time.Second), kindScheduled, "o-busy")
-	queued := claimOf(j, at, kindScheduled, "o-q")
-	res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(busy, queued))
-	if err != nil || res[0].status != answerStarted || res[1].status != answerWaiting {
+	busy := claimOf(j, at.Add(-time.Second), store.RunScheduled, "o-busy")
+	queued := claimOf(j, at, store.RunScheduled, "o-q")
+	res, err := s.Claim(ctx, "r1", skew, ttl, storeClaims(busy, queued))
+	if err != nil || res[0].Status != store.AnswerStarted || res[1].Status != store.AnswerWaiting {
 		t.Fatalf("claims: %+v, %v, want started and waiting", res, err)
 	}
 	// Subscribed: notify.go writes the meta's flag with the subscription,
 	// once the job's state exists (the claim above created it).
-	if err := c.HSet(ctx, s.metaKey(j.Name), "notify", "1").Err(); err != nil {
+	if err := c.HSet(ctx, s.MetaKey(j.Name), "notify", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.complete(ctx, []completeReq{{r: &busy.storeClaim, replica: "r1", outcome: Succeeded, attempts: 1}}); err != nil {
+	if _, err := s.Complete(ctx, []store.CompleteReq{{R: &busy.StoreClaim, Replica: "r1", Outcome: Succeeded, Attempts: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if st, _, err := admitOne(s, ctx, &queued, ttl, 0); err != nil || st != answerStarted {
+	if st, _, err := admitOne(s, ctx, &queued, ttl, 0); err != nil || st != store.AnswerStarted {
 		t.Fatalf("admission: %q, %v", st, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	var st answer
+	var st store.Answer
 	for time.Now().Before(deadline) {
 		if st, _, err = admitOne(s, ctx, &queued, ttl, 0); err != nil {
 			t.Fatal(err)
 		}
-		if st != answerStarted {
+		if st != store.AnswerStarted {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if st != answerMissed {
-		t.Fatalf("poll after the lease ran out: %q, want %q", st, answerMissed)
+	if st != store.AnswerMissed {
+		t.Fatalf("poll after the lease ran out: %q, want %q", st, store.AnswerMissed)
 	}
-	q, err := c.ZRange(ctx, s.key(j.Name, "notify:q"), 0, -1).Result()
+	q, err := c.ZRange(ctx, s.Key(j.Name, "notify:q"), 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "ops " + queued.id + ":missed"
+	want := "ops " + queued.ID + ":missed"
 	if len(q) != 1 || q[0] != want {
 		t.Fatalf("queued events %q, want only %q", q, want)
 	}
 }
 
 // admitOne polls one queued run.
-func admitOne(s *store, ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
-	res, err := s.admit(ctx, []*storeClaim{&r.storeClaim}, waiterTTL, fenceFloor)
+func admitOne(s *store.Redis, ctx context.Context, r *claimReq, waiterTTL time.Duration, fenceFloor int64) (store.Answer, int64, error) {
+	res, err := s.Admit(ctx, []*store.StoreClaim{&r.StoreClaim}, waiterTTL, fenceFloor)
 	if err != nil {
 		return "", 0, err
 	}
-	return res[0].status, res[0].n, nil
+	return res[0].Status, res[0].N, nil
 }
 
 // admitCounter counts the admit.lua calls a client sends, pipelined or not.
@@ -207,7 +208,7 @@ type admitCounter struct{ n atomic.Int64 }
 
 func (a *admitCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (a *admitCounter) count(cmd redis.Cmder) {
-	if args := cmd.Args(); len(args) > 1 && cmd.Name() == "evalsha" && args[1] == admitScript.Hash() {
+	if args := cmd.Args(); len(args) > 1 && cmd.Name() == "evalsha" && args[1] == store.AdmitScript.Hash() {
 		a.n.Add(1)
 	}
 }
@@ -289,7 +290,7 @@ func TestManualRunsWaitBoundedAndCheaply(t *testing.T) {
 	if got := trigger(60); got != 60 {
 		t.Fatalf("%d of 60 triggers accepted, want all", got)
 	}
-	mqueue := ctl.store.(*store).key(job.Name, "mqueue")
+	mqueue := ctl.store.(*store.Redis).Key(job.Name, "mqueue")
 	waitFor("60 manual runs queued for the slot", func() bool { return c.ZCard(ctx, mqueue).Val() == 60 })
 	if got := trigger(100); got != MaxPendingManual-60 {
 		t.Errorf("%d more triggers accepted with 60 queued, want %d: at most %d wait", got, MaxPendingManual-60, MaxPendingManual)
@@ -312,7 +313,7 @@ func TestManualRunsWaitBoundedAndCheaply(t *testing.T) {
 func TestClaimExpiredManualRunHandedBack(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
-	s, err := newStore(c, config{prefix: "cx"})
+	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "cx"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,38 +322,38 @@ func TestClaimExpiredManualRunHandedBack(t *testing.T) {
 	j := testJob(t, s, "mj", "@every 1h", func(j *Job) { j.Lease = 300 * time.Millisecond })
 	seed(t, c, j)
 	const id = "mj@manual-1"
-	if err := s.trigger(ctx, j.Name, id); err != nil {
+	if err := s.Trigger(ctx, j.Name, id); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := c.ZScore(ctx, s.key(j.Name, "manual"), id).Result()
+	ms, err := c.ZScore(ctx, s.Key(j.Name, "manual"), id).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := manualClaim(j, id, "o-m", time.UnixMilli(int64(ms)))
-	if res, err := s.claim(ctx, "r1", skew, ttl, storeClaims(m)); err != nil || res[0].status != answerStarted {
+	if res, err := s.Claim(ctx, "r1", skew, ttl, storeClaims(m)); err != nil || res[0].Status != store.AnswerStarted {
 		t.Fatalf("manual claim: %+v, %v", res, err)
 	}
 	// Its answer lost, its lease runs out; another replica's poll reaps it.
-	var res []claimRes
+	var res []store.ClaimRes
 	for limit := time.Now().Add(5 * time.Second); time.Now().Before(limit); time.Sleep(50 * time.Millisecond) {
 		other := manualClaim(j, "mj@manual-none", "o-x", time.Now())
 		if _, _, err := admitOne(s, ctx, &other, ttl, 0); err != nil {
 			t.Fatal(err)
 		}
-		if res, err = s.claim(ctx, "r1", skew, ttl, storeClaims(m)); err != nil {
+		if res, err = s.Claim(ctx, "r1", skew, ttl, storeClaims(m)); err != nil {
 			t.Fatal(err)
 		}
-		if res[0].status != answerStarted {
+		if res[0].Status != store.AnswerStarted {
 			break
 		}
 	}
-	if res[0].status != answerExpired {
-		t.Fatalf("claim asked again after the lease ran out: %q, want %q", res[0].status, answerExpired)
+	if res[0].Status != store.AnswerExpired {
+		t.Fatalf("claim asked again after the lease ran out: %q, want %q", res[0].Status, store.AnswerExpired)
 	}
-	if ok, err := s.handBack(ctx, &m.storeClaim, ttl); err != nil || !ok {
+	if ok, err := s.HandBack(ctx, &m.StoreClaim, ttl); err != nil || !ok {
 		t.Fatalf("hand back: %v, %v", ok, err)
 	}
-	if _, err := c.ZScore(ctx, s.key(j.Name, "manual"), id).Result(); err != nil {
+	if _, err := c.ZScore(ctx, s.Key(j.Name, "manual"), id).Result(); err != nil {
 		t.Errorf("the request is not pending again: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -108,14 +109,36 @@ func TestWithoutSolocronEveryReplicaDraws(t *testing.T) {
 }
 
 // build compiles the lottery program into a temporary directory.
+// build builds the program once for the package's tests (each link takes
+// seconds); the binary is removed when the last test's cleanup runs.
 func build(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lottery")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "lottery-test-")
+		if built.err == nil {
+			built.bin = filepath.Join(built.dir, "lottery")
+			built.out, built.err = exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput()
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("go build: %v\n%s", built.err, built.out)
 	}
-	return bin
+	return built.bin
+}
+
+var built struct {
+	once     sync.Once
+	dir, bin string
+	out      []byte
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // replica is one running lottery process.

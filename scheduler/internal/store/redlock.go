@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"cmp"
@@ -38,7 +38,7 @@ import (
 //   - Each master keeps its own epoch (data-loss detection): this replica
 //     remembers one per master and per job.
 type redlock struct {
-	masters []*store
+	masters []*Redis
 	quorum  int
 	timeout time.Duration
 
@@ -54,14 +54,14 @@ type masterEpochs struct {
 	gen   int
 }
 
-func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
+func NewRedlock(clients []redis.UniversalClient, cfg BackendConfig) (*redlock, error) {
 	if len(clients) < 3 {
 		return nil, fmt.Errorf("scheduler: Redlock needs at least 3 independent masters, got %d", len(clients))
 	}
-	if cfg.minAck != 0 {
+	if cfg.MinAck != 0 {
 		return nil, errors.New("scheduler: WithMinReplicasAck is not for Redlock: its masters have no replicas; a quorum of masters is its acknowledgement")
 	}
-	rl := &redlock{quorum: quorum.Quorum(len(clients)), timeout: cfg.redlockTimeout, epochs: map[string]*masterEpochs{}}
+	rl := &redlock{quorum: quorum.Quorum(len(clients)), timeout: cfg.RedlockTimeout, epochs: map[string]*masterEpochs{}}
 	if rl.timeout == 0 {
 		rl.timeout = time.Second
 	}
@@ -72,7 +72,7 @@ func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 		case *redis.ClusterClient:
 			return nil, fmt.Errorf("scheduler: Redlock master %d: a Redlock master is one server, not a cluster", i)
 		}
-		st, err := newStore(c, cfg)
+		st, err := NewRedis(c, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -82,11 +82,11 @@ func newRedlock(clients []redis.UniversalClient, cfg config) (*redlock, error) {
 	return rl, nil
 }
 
-func (rl *redlock) metaKey(job string) string { return rl.masters[0].metaKey(job) }
+func (rl *redlock) MetaKey(job string) string { return rl.masters[0].MetaKey(job) }
 
-// placePools: the masters share one placement (a Redlock scheduler refuses
+// PlacePools: the masters share one placement (a Redlock scheduler refuses
 // pools; a Control may still be told of a table's).
-func (rl *redlock) placePools(jobs []Job) { rl.masters[0].placePools(jobs) }
+func (rl *redlock) PlacePools(jobs []PoolJob) { rl.masters[0].PlacePools(jobs) }
 
 // each calls fn on every master in parallel and returns their answers. A
 // master that has not answered within the Redlock timeout counts as failed
@@ -96,7 +96,7 @@ func (rl *redlock) placePools(jobs []Job) { rl.masters[0].placePools(jobs) }
 // hold a slot there for a whole lease. The error is a QuorumError naming
 // op when fewer than a quorum of masters answered; the answers of those
 // that did come with it (a caller may have to take them back).
-func each[T any](ctx context.Context, rl *redlock, op string, fn func(ctx context.Context, i int, m *store) (T, error)) ([]T, []error, error) {
+func each[T any](ctx context.Context, rl *redlock, op string, fn func(ctx context.Context, i int, m *Redis) (T, error)) ([]T, []error, error) {
 	n := len(rl.masters)
 	vals, errs := make([]T, n), make([]error, n)
 	type answer struct {
@@ -196,9 +196,9 @@ func (rl *redlock) known(job string, i int) string {
 	return rl.epochsOf(job).known[i]
 }
 
-func (rl *redlock) preload(ctx context.Context) error {
-	_, _, err := each(ctx, rl, "preload", func(ctx context.Context, _ int, m *store) (struct{}, error) {
-		return struct{}{}, m.preload(ctx)
+func (rl *redlock) Preload(ctx context.Context) error {
+	_, _, err := each(ctx, rl, "preload", func(ctx context.Context, _ int, m *Redis) (struct{}, error) {
+		return struct{}{}, m.Preload(ctx)
 	})
 	return err
 }
@@ -208,45 +208,45 @@ func (rl *redlock) preload(ctx context.Context) error {
 // a hash of its id. Arrival order would differ from master to master, and
 // waiters first in line on different masters could each hold a minority for
 // ever.
-func queueTicket(r storeClaim) string {
+func queueTicket(r StoreClaim) string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(r.id))
-	return strconv.FormatInt(r.sched.UnixMilli()*1000+int64(h.Sum32()%1000), 10)
+	_, _ = h.Write([]byte(r.ID))
+	return strconv.FormatInt(r.Sched.UnixMilli()*1000+int64(h.Sum32()%1000), 10)
 }
 
-func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []storeClaim) ([]claimRes, error) {
+func (rl *redlock) Claim(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []StoreClaim) ([]ClaimRes, error) {
 	for i := range reqs {
 		reqs[i].ticket = queueTicket(reqs[i])
 	}
 	sent := time.Now()
-	per, errs, qerr := each(ctx, rl, "claim", func(ctx context.Context, i int, m *store) ([]claimRes, error) {
+	per, errs, qerr := each(ctx, rl, "claim", func(ctx context.Context, i int, m *Redis) ([]ClaimRes, error) {
 		mine := slices.Clone(reqs)
 		for k := range mine {
-			mine[k].known = rl.known(mine[k].job.Name, i)
+			mine[k].Known = rl.known(mine[k].Job.Name, i)
 		}
-		return m.claim(ctx, replica, skew, waiterTTL, mine)
+		return m.Claim(ctx, replica, skew, waiterTTL, mine)
 	})
 	elapsed := time.Since(sent)
 	for i, res := range per {
 		if errs[i] == nil {
 			for k, r := range res {
-				rl.learn(reqs[k].job.Name, i, r.epoch)
+				rl.learn(reqs[k].Job.Name, i, r.Epoch)
 			}
 		}
 	}
-	undo := make([][]undoReq, len(rl.masters))
+	undo := make([][]UndoReq, len(rl.masters))
 	if qerr != nil {
 		for i, res := range per {
 			for k, r := range res {
-				if errs[i] == nil && (r.status == answerStarted || r.status == answerWaiting) {
-					undo[i] = append(undo[i], undoReq{job: reqs[k].job, id: reqs[k].id, owner: reqs[k].owner, mode: undoDrop})
+				if errs[i] == nil && (r.Status == AnswerStarted || r.Status == AnswerWaiting) {
+					undo[i] = append(undo[i], UndoReq{Job: reqs[k].Job, ID: reqs[k].ID, Owner: reqs[k].Owner, Mode: UndoDrop})
 				}
 			}
 		}
 		rl.undo(ctx, waiterTTL, undo)
 		return nil, qerr
 	}
-	out := make([]claimRes, len(reqs))
+	out := make([]ClaimRes, len(reqs))
 	for k := range reqs {
 		out[k] = rl.combineClaim(reqs[k], k, per, errs, elapsed, undo)
 	}
@@ -256,7 +256,7 @@ func (rl *redlock) claim(ctx context.Context, replica string, skew, waiterTTL ti
 
 // combineClaim turns the masters' answers about run k into one, and lists
 // in undo what must be taken back where.
-func (rl *redlock) combineClaim(r storeClaim, k int, per [][]claimRes, errs []error, elapsed time.Duration, undo [][]undoReq) claimRes {
+func (rl *redlock) combineClaim(r StoreClaim, k int, per [][]ClaimRes, errs []error, elapsed time.Duration, undo [][]UndoReq) ClaimRes {
 	var started, waiting, early, later, refused, ours, others []int
 	var fence int64
 	for i := range per {
@@ -264,68 +264,68 @@ func (rl *redlock) combineClaim(r storeClaim, k int, per [][]claimRes, errs []er
 			continue
 		}
 		a := per[i][k]
-		fence = max(fence, a.fence)
+		fence = max(fence, a.Fence)
 		switch {
-		case a.status == answerStarted:
+		case a.Status == AnswerStarted:
 			started = append(started, i)
-		case a.status == answerWaiting:
+		case a.Status == AnswerWaiting:
 			waiting = append(waiting, i)
-		case a.status == answerEarly:
+		case a.Status == AnswerEarly:
 			early = append(early, i)
-		case a.status == answerLater:
+		case a.Status == AnswerLater:
 			later = append(later, i)
-		case a.status == answerRefused:
+		case a.Status == AnswerRefused:
 			refused = append(refused, i)
-		case a.status == answerDecided:
+		case a.Status == AnswerDecided:
 			others = append(others, i)
-		case a.status.decidedByUs():
+		case a.Status.decidedByUs():
 			ours = append(ours, i)
 		}
 	}
-	res := claimRes{epoch: rl.epoch(r.job.Name), fence: fence}
+	res := ClaimRes{Epoch: rl.epoch(r.Job.Name), Fence: fence}
 	take := func(mode undoMode, masters ...[]int) {
 		for _, ms := range masters {
 			for _, i := range ms {
-				undo[i] = append(undo[i], undoReq{job: r.job, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
+				undo[i] = append(undo[i], UndoReq{Job: r.Job, ID: r.ID, Owner: r.Owner, Mode: mode, maxWait: r.MaxWait})
 			}
 		}
 	}
 	switch {
-	case len(started) >= rl.quorum && quorum.Validity(r.job.Lease, elapsed) > 0:
-		take(undoDrop, waiting) // it runs; no need to queue anywhere
-		res.status = answerStarted
+	case len(started) >= rl.quorum && quorum.Validity(r.Job.Lease, elapsed) > 0:
+		take(UndoDrop, waiting) // it runs; no need to queue anywhere
+		res.Status = AnswerStarted
 		for _, i := range started {
-			res.fence = max(res.fence, per[i][k].fence)
-			if per[i][k].server.After(res.server) {
-				res.server = per[i][k].server
+			res.Fence = max(res.Fence, per[i][k].Fence)
+			if per[i][k].Server.After(res.Server) {
+				res.Server = per[i][k].Server
 			}
 		}
 		return res
 	case len(waiting) > 0 && len(started)+len(waiting) >= rl.quorum:
 		// A quorum has it running or queued: it waits, on every master.
 		take(undoRequeue, started)
-		res.status = answerWaiting
+		res.Status = AnswerWaiting
 		for _, i := range waiting {
-			res.place = max(res.place, per[i][k].place)
+			res.Place = max(res.Place, per[i][k].Place)
 		}
 		return res
 	}
-	take(undoDrop, started, waiting)
+	take(UndoDrop, started, waiting)
 	// Another replica won if one decision of its holds a quorum. Its
 	// records on fewer masters may be a minority it is about to take back,
 	// like ours: those are not final unless the run is closed there.
 	winner, wins := -1, 0
 	if len(others) > 0 {
-		winner = mostCommonAt(others, func(i int) string { return per[i][k].outcome + "\x00" + per[i][k].replica })
+		winner = mostCommonAt(others, func(i int) string { return per[i][k].Outcome + "\x00" + per[i][k].Replica })
 		for _, i := range others {
-			if per[i][k].outcome == per[winner][k].outcome && per[i][k].replica == per[winner][k].replica {
+			if per[i][k].Outcome == per[winner][k].Outcome && per[i][k].Replica == per[winner][k].Replica {
 				wins++
 			}
 		}
 	}
 	final := len(refused) + len(ours)
 	for _, i := range others {
-		if o := per[i][k].outcome; o != string(Running) && o != string(Waiting) {
+		if o := per[i][k].Outcome; o != string(Running) && o != string(Waiting) {
 			final++
 		}
 	}
@@ -334,33 +334,33 @@ func (rl *redlock) combineClaim(r storeClaim, k int, per [][]claimRes, errs []er
 	impossible := quorum.Hopeless(len(rl.masters), final)
 	switch {
 	case len(started) >= rl.quorum:
-		res.status, res.reason = answerRetry, fmt.Sprintf("a quorum of masters granted it only after %s, past its lease's validity", elapsed.Round(time.Millisecond))
+		res.Status, res.Reason = AnswerRetry, fmt.Sprintf("a quorum of masters granted it only after %s, past its lease's validity", elapsed.Round(time.Millisecond))
 	case len(ours) >= rl.quorum:
-		res.status = answer(mostCommon(ours, func(i int) string { return string(per[i][k].status) }))
+		res.Status = Answer(mostCommon(ours, func(i int) string { return string(per[i][k].Status) }))
 	case wins >= rl.quorum || impossible && winner >= 0:
-		res.status, res.outcome, res.replica = answerDecided, per[winner][k].outcome, per[winner][k].replica
+		res.Status, res.Outcome, res.Replica = AnswerDecided, per[winner][k].Outcome, per[winner][k].Replica
 	case len(refused) >= rl.quorum || impossible && len(ours) == 0:
-		res.status, res.reason = answerRefused, per[refused[0]][k].reason
+		res.Status, res.Reason = AnswerRefused, per[refused[0]][k].Reason
 	case impossible:
-		res.status = answer(mostCommon(ours, func(i int) string { return string(per[i][k].status) }))
+		res.Status = Answer(mostCommon(ours, func(i int) string { return string(per[i][k].Status) }))
 	case len(early) > 0 || len(later) > 0:
-		res.status = answerEarly
+		res.Status = AnswerEarly
 		ask := early
 		if len(early) == 0 {
-			res.status, ask = answerLater, later
+			res.Status, ask = AnswerLater, later
 		}
-		res.server = per[ask[0]][k].server
+		res.Server = per[ask[0]][k].Server
 		for _, i := range ask {
-			if per[i][k].server.Before(res.server) {
-				res.server = per[i][k].server
+			if per[i][k].Server.Before(res.Server) {
+				res.Server = per[i][k].Server
 			}
 		}
-	case r.kind == kindMiss || r.kind == kindOutage:
+	case r.Kind == RunMiss || r.Kind == RunOutage:
 		// Recording a miss never starts anything: a split here is other
 		// replicas' claims in flight. Ask again later.
-		res.status, res.reason = answerRetry, "no quorum agrees yet on how the run was decided"
+		res.Status, res.Reason = AnswerRetry, "no quorum agrees yet on how the run was decided"
 	default:
-		res.status, res.reason = answerRetry, fmt.Sprintf("no quorum: started on %d and queued on %d of %d masters, %d needed (other replicas hold the others, or they did not answer)",
+		res.Status, res.Reason = AnswerRetry, fmt.Sprintf("no quorum: started on %d and queued on %d of %d masters, %d needed (other replicas hold the others, or they did not answer)",
 			len(started), len(waiting), len(rl.masters), rl.quorum)
 	}
 	return res
@@ -385,61 +385,61 @@ func mostCommon(idx []int, key func(int) string) string { return key(mostCommonA
 // undo takes back, on each master, what undo lists for it; best effort: a
 // master that does not answer keeps a minority record whose slot expires
 // with its lease.
-func (rl *redlock) undo(ctx context.Context, waiterTTL time.Duration, undo [][]undoReq) {
-	if !slices.ContainsFunc(undo, func(u []undoReq) bool { return len(u) > 0 }) {
+func (rl *redlock) undo(ctx context.Context, waiterTTL time.Duration, undo [][]UndoReq) {
+	if !slices.ContainsFunc(undo, func(u []UndoReq) bool { return len(u) > 0 }) {
 		return
 	}
-	_, _, _ = each(ctx, rl, "undo", func(ctx context.Context, i int, m *store) (struct{}, error) {
+	_, _, _ = each(ctx, rl, "undo", func(ctx context.Context, i int, m *Redis) (struct{}, error) {
 		if len(undo[i]) == 0 {
 			return struct{}{}, nil
 		}
-		_, err := m.undo(ctx, waiterTTL, undo[i])
+		_, err := m.Undo(ctx, waiterTTL, undo[i])
 		return struct{}{}, err
 	})
 }
 
 type admitted struct {
-	status answer
+	status Answer
 	n      int64
 }
 
-// admit polls each run on every master (a quorum's admission per run).
-func (rl *redlock) admit(ctx context.Context, rs []*storeClaim, waiterTTL time.Duration, fenceFloor int64) ([]admitRes, error) {
-	out := make([]admitRes, len(rs))
+// Admit polls each run on every master (a quorum's admission per run).
+func (rl *redlock) Admit(ctx context.Context, rs []*StoreClaim, waiterTTL time.Duration, fenceFloor int64) ([]AdmitRes, error) {
+	out := make([]AdmitRes, len(rs))
 	for i, r := range rs {
 		st, n, err := rl.admitOne(ctx, r, waiterTTL, fenceFloor)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = admitRes{st, n}
+		out[i] = AdmitRes{st, n}
 	}
 	return out, nil
 }
 
-func (rl *redlock) admitOne(ctx context.Context, r *storeClaim, waiterTTL time.Duration, fenceFloor int64) (answer, int64, error) {
+func (rl *redlock) admitOne(ctx context.Context, r *StoreClaim, waiterTTL time.Duration, fenceFloor int64) (Answer, int64, error) {
 	sent := time.Now()
-	per, errs, qerr := each(ctx, rl, "admit", func(ctx context.Context, _ int, m *store) (admitted, error) {
+	per, errs, qerr := each(ctx, rl, "admit", func(ctx context.Context, _ int, m *Redis) (admitted, error) {
 		own := *r // each master's answer sets its slot: not on the shared request
-		res, err := m.admit(ctx, []*storeClaim{&own}, waiterTTL, fenceFloor)
+		res, err := m.Admit(ctx, []*StoreClaim{&own}, waiterTTL, fenceFloor)
 		if err != nil {
 			return admitted{}, err
 		}
-		return admitted{res[0].status, res[0].n}, nil
+		return admitted{res[0].Status, res[0].N}, nil
 	})
 	elapsed := time.Since(sent)
 	var started, waiting, skipped, lost []int
-	skipStatus := answerSkippedOverlap
+	skipStatus := AnswerSkippedOverlap
 	for i, a := range per {
 		if errs[i] != nil {
 			continue
 		}
 		switch a.status {
-		case answerStarted:
+		case AnswerStarted:
 			started = append(started, i)
-		case answerWaiting:
+		case AnswerWaiting:
 			waiting = append(waiting, i)
-		case answerSkippedOverlap, answerSkippedPaused:
-			if a.status == answerSkippedPaused {
+		case AnswerSkippedOverlap, AnswerSkippedPaused:
+			if a.status == AnswerSkippedPaused {
 				skipStatus = a.status
 			}
 			skipped = append(skipped, i)
@@ -447,11 +447,11 @@ func (rl *redlock) admitOne(ctx context.Context, r *storeClaim, waiterTTL time.D
 			lost = append(lost, i)
 		}
 	}
-	undo := make([][]undoReq, len(rl.masters))
+	undo := make([][]UndoReq, len(rl.masters))
 	take := func(mode undoMode, masters ...[]int) {
 		for _, ms := range masters {
 			for _, i := range ms {
-				undo[i] = append(undo[i], undoReq{job: r.job, id: r.id, owner: r.owner, mode: mode, maxWait: r.maxWait})
+				undo[i] = append(undo[i], UndoReq{Job: r.Job, ID: r.ID, Owner: r.Owner, Mode: mode, maxWait: r.MaxWait})
 			}
 		}
 	}
@@ -460,28 +460,28 @@ func (rl *redlock) admitOne(ctx context.Context, r *storeClaim, waiterTTL time.D
 		rl.undo(ctx, waiterTTL, undo)
 		return "", 0, qerr
 	}
-	if len(started) >= rl.quorum && quorum.Validity(r.job.Lease, elapsed) > 0 {
-		take(undoDrop, waiting)
+	if len(started) >= rl.quorum && quorum.Validity(r.Job.Lease, elapsed) > 0 {
+		take(UndoDrop, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		var fence int64
 		for _, i := range started {
 			fence = max(fence, per[i].n)
 		}
-		return answerStarted, fence, nil
+		return AnswerStarted, fence, nil
 	}
 	if quorum.Hopeless(len(rl.masters), len(skipped)+len(lost)) {
 		// No quorum can admit it any more: its wait is over.
-		take(undoDrop, started, waiting)
+		take(UndoDrop, started, waiting)
 		rl.undo(ctx, waiterTTL, undo)
 		if len(skipped) > 0 {
 			return skipStatus, 0, nil
 		}
 		for _, i := range lost {
-			if per[i].status == answerMissed {
-				return answerMissed, 0, nil // it never started: recorded so
+			if per[i].status == AnswerMissed {
+				return AnswerMissed, 0, nil // it never started: recorded so
 			}
 		}
-		return answerLost, 0, nil
+		return AnswerLost, 0, nil
 	}
 	take(undoRequeue, started)
 	rl.undo(ctx, waiterTTL, undo)
@@ -489,12 +489,12 @@ func (rl *redlock) admitOne(ctx context.Context, r *storeClaim, waiterTTL time.D
 	for _, i := range waiting {
 		place = max(place, per[i].n)
 	}
-	return answerWaiting, place, nil
+	return AnswerWaiting, place, nil
 }
 
-func (rl *redlock) handBack(ctx context.Context, r *storeClaim, waiterTTL time.Duration) (bool, error) {
-	per, errs, err := each(ctx, rl, "hand back", func(ctx context.Context, _ int, m *store) (bool, error) {
-		return m.handBack(ctx, r, waiterTTL)
+func (rl *redlock) HandBack(ctx context.Context, r *StoreClaim, waiterTTL time.Duration) (bool, error) {
+	per, errs, err := each(ctx, rl, "hand back", func(ctx context.Context, _ int, m *Redis) (bool, error) {
+		return m.HandBack(ctx, r, waiterTTL)
 	})
 	dropped := 0
 	for i, ok := range per {
@@ -505,14 +505,14 @@ func (rl *redlock) handBack(ctx context.Context, r *storeClaim, waiterTTL time.D
 	return dropped > 0, err
 }
 
-func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, error) {
-	per, errs, err := each(ctx, rl, "renew", func(ctx context.Context, _ int, m *store) ([]leaseAnswer, error) {
-		return m.renew(ctx, reqs)
+func (rl *redlock) Renew(ctx context.Context, reqs []RenewReq) ([]LeaseAnswer, error) {
+	per, errs, err := each(ctx, rl, "renew", func(ctx context.Context, _ int, m *Redis) ([]LeaseAnswer, error) {
+		return m.Renew(ctx, reqs)
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]leaseAnswer, len(reqs))
+	out := make([]LeaseAnswer, len(reqs))
 	for k := range reqs {
 		var ok, replaced, cancelled, lost int
 		for i, res := range per {
@@ -520,11 +520,11 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 				continue
 			}
 			switch res[k] {
-			case leaseOK:
+			case LeaseOK:
 				ok++
-			case leaseReplaced:
+			case LeaseReplaced:
 				replaced++
-			case leaseCancelled:
+			case LeaseCancelled:
 				// Renewed on that master: it counts toward the lease.
 				ok++
 				cancelled++
@@ -534,25 +534,25 @@ func (rl *redlock) renew(ctx context.Context, reqs []renewReq) ([]leaseAnswer, e
 		}
 		switch {
 		case ok >= rl.quorum && cancelled > 0:
-			out[k] = leaseCancelled
+			out[k] = LeaseCancelled
 		case ok >= rl.quorum:
-			out[k] = leaseOK
+			out[k] = LeaseOK
 		case quorum.Hopeless(len(rl.masters), replaced+lost) && replaced > 0:
-			out[k] = leaseReplaced
+			out[k] = LeaseReplaced
 		case quorum.Hopeless(len(rl.masters), replaced+lost):
-			out[k] = leaseLost
+			out[k] = LeaseLostAnswer
 		default:
-			out[k] = leaseUnacked
+			out[k] = LeaseUnacked
 		}
 	}
 	return out, nil
 }
 
-func (rl *redlock) attempt(ctx context.Context, j *jobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
+func (rl *redlock) Attempt(ctx context.Context, j *JobSpec, id, owner string, n int, fenceFloor int64) (int64, error) {
 	// Its own quorum rule: a run no longer held on enough masters is an
 	// answer (0), not an error.
-	per, errs, _ := each(ctx, rl, "attempt", func(ctx context.Context, _ int, m *store) (int64, error) {
-		return m.attempt(ctx, j, id, owner, n, fenceFloor)
+	per, errs, _ := each(ctx, rl, "attempt", func(ctx context.Context, _ int, m *Redis) (int64, error) {
+		return m.Attempt(ctx, j, id, owner, n, fenceFloor)
 	})
 	var fence int64
 	held, gone := 0, 0
@@ -575,24 +575,24 @@ func (rl *redlock) attempt(ctx context.Context, j *jobSpec, id, owner string, n 
 	return 0, rl.quorumErr("attempt", held, errs)
 }
 
-func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]closeAnswer, error) {
+func (rl *redlock) Complete(ctx context.Context, reqs []CompleteReq) ([]CloseAnswer, error) {
 	// complete is idempotent: the caller retries until a quorum has the end.
-	per, errs, err := each(ctx, rl, "complete", func(ctx context.Context, _ int, m *store) ([]closeAnswer, error) {
-		return m.complete(ctx, reqs)
+	per, errs, err := each(ctx, rl, "complete", func(ctx context.Context, _ int, m *Redis) ([]CloseAnswer, error) {
+		return m.Complete(ctx, reqs)
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]closeAnswer, len(reqs))
+	out := make([]CloseAnswer, len(reqs))
 	for k := range reqs {
-		n := map[closeAnswer]int{}
+		n := map[CloseAnswer]int{}
 		for i, res := range per {
 			if errs[i] == nil {
 				n[res[k]]++
 			}
 		}
-		best := closeOK
-		for _, s := range []closeAnswer{closeClosed, closeLost} {
+		best := CloseOK
+		for _, s := range []CloseAnswer{CloseClosed, CloseLost} {
 			if n[s] > n[best] {
 				best = s
 			}
@@ -602,18 +602,18 @@ func (rl *redlock) complete(ctx context.Context, reqs []completeReq) ([]closeAns
 	return out, nil
 }
 
-func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []syncReq) ([]syncRes, error) {
-	per, errs, qerr := each(ctx, rl, "sync", func(ctx context.Context, i int, m *store) ([]syncRes, error) {
+func (rl *redlock) Sync(ctx context.Context, replica string, skew, manualTTL time.Duration, reqs []SyncReq) ([]SyncRes, error) {
+	per, errs, qerr := each(ctx, rl, "sync", func(ctx context.Context, i int, m *Redis) ([]SyncRes, error) {
 		mine := slices.Clone(reqs)
 		for k := range mine {
-			mine[k].known = rl.known(mine[k].job.Name, i)
+			mine[k].Known = rl.known(mine[k].Job.Name, i)
 		}
-		return m.sync(ctx, replica, skew, manualTTL, mine)
+		return m.Sync(ctx, replica, skew, manualTTL, mine)
 	})
 	for i, res := range per {
 		if errs[i] == nil {
 			for k, r := range res {
-				rl.learn(reqs[k].job.Name, i, r.epoch)
+				rl.learn(reqs[k].Job.Name, i, r.Epoch)
 			}
 		}
 	}
@@ -621,11 +621,11 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 		return nil, qerr
 	}
 	ok := answered(errs)
-	out := make([]syncRes, len(reqs))
+	out := make([]SyncRes, len(reqs))
 	for k := range reqs {
-		r := syncRes{epoch: rl.epoch(reqs[k].job.Name)}
+		r := SyncRes{Epoch: rl.epoch(reqs[k].Job.Name)}
 		paused := 0
-		var stats []jobStats
+		var stats []JobStats
 		manual := map[string]int{}
 		at := map[string]string{}
 		var order []string
@@ -634,33 +634,33 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 				continue
 			}
 			a := res[k]
-			if a.paused {
+			if a.Paused {
 				paused++
 			}
-			if a.last.After(r.last) {
-				r.last = a.last
+			if a.Last.After(r.Last) {
+				r.Last = a.Last
 			}
-			if a.floor.After(r.floor) {
-				r.floor = a.floor
+			if a.Floor.After(r.Floor) {
+				r.Floor = a.Floor
 			}
-			r.fence = max(r.fence, a.fence)
-			stats = append(stats, a.stats)
-			for m := 0; m+1 < len(a.manual); m += 2 {
-				id := a.manual[m]
+			r.Fence = max(r.Fence, a.Fence)
+			stats = append(stats, a.Stats)
+			for m := 0; m+1 < len(a.Manual); m += 2 {
+				id := a.Manual[m]
 				if manual[id] == 0 {
 					order = append(order, id)
-					at[id] = a.manual[m+1]
+					at[id] = a.Manual[m+1]
 				}
 				manual[id]++
 			}
 		}
-		r.paused = 2*paused > ok
-		r.stats = mergeStats(stats)
+		r.Paused = 2*paused > ok
+		r.Stats = MergeStats(stats)
 		// A manual run only a minority of masters has heard of cannot win a
 		// quorum: it is not offered.
 		for _, id := range order {
 			if manual[id] >= rl.quorum {
-				r.manual = append(r.manual, id, at[id])
+				r.Manual = append(r.Manual, id, at[id])
 			}
 		}
 		out[k] = r
@@ -669,53 +669,53 @@ func (rl *redlock) sync(ctx context.Context, replica string, skew, manualTTL tim
 }
 
 // write runs a Control write on every master; it holds when a quorum took it.
-func (rl *redlock) write(ctx context.Context, op string, fn func(ctx context.Context, m *store) error) error {
-	_, _, err := each(ctx, rl, op, func(ctx context.Context, _ int, m *store) (struct{}, error) {
+func (rl *redlock) write(ctx context.Context, op string, fn func(ctx context.Context, m *Redis) error) error {
+	_, _, err := each(ctx, rl, op, func(ctx context.Context, _ int, m *Redis) (struct{}, error) {
 		return struct{}{}, fn(ctx, m)
 	})
 	return err
 }
 
-func (rl *redlock) setPaused(ctx context.Context, job string, paused bool, why string) error {
-	return rl.write(ctx, "pause", func(ctx context.Context, m *store) error { return m.setPaused(ctx, job, paused, why) })
+func (rl *redlock) SetPaused(ctx context.Context, job string, paused bool, why string) error {
+	return rl.write(ctx, "pause", func(ctx context.Context, m *Redis) error { return m.SetPaused(ctx, job, paused, why) })
 }
 
-func (rl *redlock) trigger(ctx context.Context, job, id string) error {
-	return rl.write(ctx, "trigger", func(ctx context.Context, m *store) error { return m.trigger(ctx, job, id) })
+func (rl *redlock) Trigger(ctx context.Context, job, id string) error {
+	return rl.write(ctx, "trigger", func(ctx context.Context, m *Redis) error { return m.Trigger(ctx, job, id) })
 }
 
-// cancel asks every master: the run stops when a quorum's renewals say so,
+// Cancel asks every master: the run stops when a quorum's renewals say so,
 // and any one master's answer that it is running is enough to ask.
-func (rl *redlock) cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error) {
+func (rl *redlock) Cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error) {
 	type res struct {
 		a cancelAnswer
 		o Outcome
 	}
-	per, errs, err := each(ctx, rl, "cancel", func(ctx context.Context, _ int, m *store) (res, error) {
-		a, o, err := m.cancel(ctx, job, id, who)
+	per, errs, err := each(ctx, rl, "cancel", func(ctx context.Context, _ int, m *Redis) (res, error) {
+		a, o, err := m.Cancel(ctx, job, id, who)
 		return res{a, o}, err
 	})
 	if err != nil {
 		return "", "", err
 	}
-	out := res{a: cancelNone}
+	out := res{a: CancelNone}
 	for i, r := range per {
 		switch {
 		case errs[i] != nil:
-		case r.a == cancelAsked:
-			return cancelAsked, "", nil
-		case r.a == cancelEnded:
+		case r.a == CancelAsked:
+			return CancelAsked, "", nil
+		case r.a == CancelEnded:
 			out = r
 		}
 	}
 	return out.a, out.o, nil
 }
 
-// retry queues the retry on every master, as trigger does; a master that
+// Retry queues the retry on every master, as trigger does; a master that
 // lacks the run's record (it missed its close) follows the others.
-func (rl *redlock) retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error) {
-	per, errs, err := each(ctx, rl, "retry", func(ctx context.Context, _ int, m *store) (retryAnswer, error) {
-		return m.retry(ctx, job, id, newID, who, ended)
+func (rl *redlock) Retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error) {
+	per, errs, err := each(ctx, rl, "retry", func(ctx context.Context, _ int, m *Redis) (retryAnswer, error) {
+		return m.Retry(ctx, job, id, newID, who, ended)
 	})
 	if err != nil {
 		return "", err
@@ -726,24 +726,24 @@ func (rl *redlock) retry(ctx context.Context, job, id, newID, who string, ended 
 			n[a]++
 		}
 	}
-	for _, a := range []retryAnswer{retryRunning, retryFull, retryQueued} {
+	for _, a := range []retryAnswer{RetryRunning, RetryFull, retryQueued} {
 		if n[a] > 0 && (a != retryQueued || n[a] >= rl.quorum) {
 			return a, nil
 		}
 	}
-	return retryNone, nil
+	return RetryNone, nil
 }
 
-// retries is the union of the masters' lists.
-func (rl *redlock) retries(ctx context.Context, job string) ([]retryLink, error) {
-	per, errs, err := each(ctx, rl, "retries", func(ctx context.Context, _ int, m *store) ([]retryLink, error) {
-		return m.retries(ctx, job)
+// Retries is the union of the masters' lists.
+func (rl *redlock) Retries(ctx context.Context, job string) ([]RetryLink, error) {
+	per, errs, err := each(ctx, rl, "retries", func(ctx context.Context, _ int, m *Redis) ([]RetryLink, error) {
+		return m.Retries(ctx, job)
 	})
 	if err != nil {
 		return nil, err
 	}
-	seen := map[retryLink]bool{}
-	var out []retryLink
+	seen := map[RetryLink]bool{}
+	var out []RetryLink
 	for i, links := range per {
 		for _, l := range links {
 			if errs[i] == nil && !seen[l] {
@@ -755,22 +755,22 @@ func (rl *redlock) retries(ctx context.Context, job string) ([]retryLink, error)
 	return out, nil
 }
 
-// manualHints is the union of the masters' hints (any one may have a
+// ManualHints is the union of the masters' hints (any one may have a
 // request the others missed). Redis' clock is the median of the masters'
 // that answered: one master with a wrong clock does not move it.
-func (rl *redlock) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
+func (rl *redlock) ManualHints(ctx context.Context, h HintReq) (Hints, time.Time, error) {
 	type answer struct {
-		hints hints
+		hints Hints
 		at    time.Time
 	}
-	per, err := read(ctx, rl, "hints", func(ctx context.Context, m *store) (answer, error) {
-		hs, at, err := m.manualHints(ctx, h)
+	per, err := read(ctx, rl, "hints", func(ctx context.Context, m *Redis) (answer, error) {
+		hs, at, err := m.ManualHints(ctx, h)
 		return answer{hs, at}, err
 	})
 	if err != nil {
-		return hints{}, time.Time{}, err
+		return Hints{}, time.Time{}, err
 	}
-	var out hints
+	var out Hints
 	seen := map[string]bool{}
 	union := func(to *[]string, kind string, js []string) {
 		for _, j := range js {
@@ -783,16 +783,16 @@ func (rl *redlock) manualHints(ctx context.Context, h hintReq) (hints, time.Time
 	clocks := make([]time.Time, 0, len(per))
 	for _, a := range per {
 		clocks = append(clocks, a.at)
-		union(&out.manual, "m", a.hints.manual)
-		union(&out.changed, "c", a.hints.changed)
+		union(&out.Manual, "m", a.hints.Manual)
+		union(&out.Changed, "c", a.hints.Changed)
 	}
 	slices.SortFunc(clocks, time.Time.Compare)
 	return out, clocks[len(clocks)/2], nil
 }
 
 // read asks every master and needs a quorum of answers.
-func read[T any](ctx context.Context, rl *redlock, op string, fn func(ctx context.Context, m *store) (T, error)) ([]T, error) {
-	per, errs, err := each(ctx, rl, op, func(ctx context.Context, _ int, m *store) (T, error) { return fn(ctx, m) })
+func read[T any](ctx context.Context, rl *redlock, op string, fn func(ctx context.Context, m *Redis) (T, error)) ([]T, error) {
+	per, errs, err := each(ctx, rl, op, func(ctx context.Context, _ int, m *Redis) (T, error) { return fn(ctx, m) })
 	if err != nil {
 		return nil, err
 	}
@@ -805,8 +805,8 @@ func read[T any](ctx context.Context, rl *redlock, op string, fn func(ctx contex
 	return out, nil
 }
 
-func (rl *redlock) history(ctx context.Context, job string, limit int) ([]Run, error) {
-	lists, err := read(ctx, rl, "history", func(ctx context.Context, m *store) ([]Run, error) { return m.history(ctx, job, limit) })
+func (rl *redlock) History(ctx context.Context, job string, limit int) ([]Run, error) {
+	lists, err := read(ctx, rl, "history", func(ctx context.Context, m *Redis) ([]Run, error) { return m.History(ctx, job, limit) })
 	if err != nil {
 		return nil, err
 	}
@@ -817,9 +817,9 @@ func (rl *redlock) history(ctx context.Context, job string, limit int) ([]Run, e
 	return out, nil
 }
 
-func (rl *redlock) get(ctx context.Context, job, suffix string) (*Run, error) {
-	runs, err := read(ctx, rl, "get", func(ctx context.Context, m *store) ([]Run, error) {
-		r, err := m.get(ctx, job, suffix)
+func (rl *redlock) Get(ctx context.Context, job, suffix string) (*Run, error) {
+	runs, err := read(ctx, rl, "get", func(ctx context.Context, m *Redis) ([]Run, error) {
+		r, err := m.Get(ctx, job, suffix)
 		if r == nil {
 			return nil, err
 		}
@@ -835,8 +835,8 @@ func (rl *redlock) get(ctx context.Context, job, suffix string) (*Run, error) {
 	return &out[0], nil
 }
 
-func (rl *redlock) status(ctx context.Context, job string, limit int) (*Status, error) {
-	sts, err := read(ctx, rl, "status", func(ctx context.Context, m *store) (*Status, error) { return m.status(ctx, job, limit) })
+func (rl *redlock) Status(ctx context.Context, job string, limit int) (*Status, error) {
+	sts, err := read(ctx, rl, "status", func(ctx context.Context, m *Redis) (*Status, error) { return m.Status(ctx, job, limit) })
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,8 @@ local function close_one(i)
     end
     release(base, id)
     redis.call('HSET', rk, 'attempts', ARGV[a + 4], 'error', err, 'closed_by', 'holder')
-    if outcome == 'missed' and rec[2] == 'lease_lost' then
+    if outcome == 'missed' and rec[2] == 'lease_lost' and
+        not lease_lost_final(base, redis.call('HGET', rk, 'finished'), now) then
       -- The cluster closed it lease_lost, but its holder never started it
       -- (the claim's answer came after its lease): the record, and its
       -- history entry (a recent one), say it never ran.

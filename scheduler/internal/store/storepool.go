@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"context"
@@ -30,9 +30,16 @@ import (
 // keeps it). A queued run's admission holds "<run id>#a", which only its own
 // replica uses. Renewals renew both, a close frees both.
 
-// poolPlace says which pool each job's keys are under. One per Store, shared
+// PoolJob is what the pools' placement needs of a table's job (Job.Name,
+// Pool, PoolSize).
+type PoolJob struct {
+	Name, Pool string
+	PoolSize   int
+}
+
+// PoolPlace says which pool each job's keys are under. One per Store, shared
 // by every scheduler and Control it backs.
-type poolPlace struct {
+type PoolPlace struct {
 	mu   sync.RWMutex
 	of   map[string]string // job -> pool
 	size map[string]int    // pool -> size, as the table says
@@ -40,7 +47,7 @@ type poolPlace struct {
 
 // use is job's pool's PoolUse with holders (run ids, their leases
 // valid), or nil for a job in no pool.
-func (p *poolPlace) use(job string, holders []string) *PoolUse {
+func (p *PoolPlace) use(job string, holders []string) *PoolUse {
 	pool := p.pool(job)
 	if pool == "" {
 		return nil
@@ -53,7 +60,7 @@ func (p *poolPlace) use(job string, holders []string) *PoolUse {
 	return &PoolUse{Name: pool, Size: p.size[pool], Used: len(holders), Holders: holders}
 }
 
-func (p *poolPlace) pool(job string) string {
+func (p *PoolPlace) pool(job string) string {
 	if p == nil {
 		return ""
 	}
@@ -64,7 +71,7 @@ func (p *poolPlace) pool(job string) string {
 
 // set places the jobs of a table: the pooled ones under their pool, the
 // others (and jobs not in it) under their own tag.
-func (p *poolPlace) set(jobs []Job) {
+func (p *PoolPlace) set(jobs []PoolJob) {
 	m, sizes := make(map[string]string), make(map[string]int)
 	for _, j := range jobs {
 		if j.Pool != "" {
@@ -76,8 +83,8 @@ func (p *poolPlace) set(jobs []Job) {
 	p.mu.Unlock()
 }
 
-// poolKey is the pool's slots: run id -> lease expiry (common.lua pool_of).
-func (s *store) poolKey(pool string) string { return s.prefix + ":{pool:" + pool + "}:held" }
+// PoolKey is the pool's slots: run id -> lease expiry (common.lua pool_of).
+func (s *Redis) PoolKey(pool string) string { return s.Prefix + ":{pool:" + pool + "}:held" }
 
 // poolScript holds pool slots on Redis Cluster (pool.lua).
 var poolScript = script("pool")
@@ -102,25 +109,38 @@ func poolHolder(member string) string {
 
 // poolCall is one pool.lua call: op on pool's slot member, for the claim
 // (or admission) with owner token owner.
-func (s *store) poolCall(op, pool, member, owner string, size int, lease time.Duration) call {
-	return call{keys: []string{s.poolKey(pool)}, args: []any{op, member, owner, size, lease.Milliseconds()}}
+func (s *Redis) poolCall(op, pool, member, owner string, size int, lease time.Duration) call {
+	return call{keys: []string{s.PoolKey(pool)}, Args: []any{op, member, owner, size, lease.Milliseconds()}}
 }
 
-// takePools takes, on Redis Cluster, the pool slot of each pooled run of
+// TakePools takes, on Redis Cluster, the pool slot of each pooled run of
 // reqs (member names its hold) before its claim or admission, and sets its
 // pgrant for the script: '1' held, '0' the pool is full. Elsewhere, and for
 // jobs in no pool, pgrant stays 0: the script takes the slot itself.
-func (s *store) takePools(ctx context.Context, reqs []*storeClaim, member func(*storeClaim) string) error {
+func (s *Redis) TakePools(ctx context.Context, reqs []*StoreClaim, member func(*StoreClaim) string) error {
 	var calls []call
 	var idx []int
 	for i, r := range reqs {
-		r.pgrant = 0
-		if !s.cluster || r.job.Pool == "" {
+		r.Pgrant = 0
+		if !s.cluster || r.Job.Pool == "" {
 			continue
 		}
-		calls = append(calls, s.poolCall("take", r.job.Pool, member(r), r.owner, r.job.PoolSize, r.job.Lease))
+		calls = append(calls, s.poolCall("take", r.Job.Pool, member(r), r.Owner, r.Job.PoolSize, r.Job.Lease))
 		idx = append(idx, i)
 	}
+	return s.poolCalls(ctx, calls, idx, func(i int, held bool) {
+		if held {
+			reqs[i].Pgrant = '1'
+		} else {
+			reqs[i].Pgrant = '0'
+		}
+	})
+}
+
+// poolCalls runs pool.lua's calls (take or renew) in one round trip, and
+// tells each, by the index of its request (idx[k] for calls[k]), whether
+// its slot is held.
+func (s *Redis) poolCalls(ctx context.Context, calls []call, idx []int, each func(i int, held bool)) error {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -129,11 +149,8 @@ func (s *store) takePools(ctx context.Context, reqs []*storeClaim, member func(*
 		return err
 	}
 	for k, i := range idx {
-		if v, _ := replies[k].(string); v == poolOK {
-			reqs[i].pgrant = '1'
-		} else {
-			reqs[i].pgrant = '0'
-		}
+		v, _ := replies[k].(string)
+		each(i, v == poolOK)
 	}
 	return nil
 }
@@ -141,27 +158,27 @@ func (s *store) takePools(ctx context.Context, reqs []*storeClaim, member func(*
 // freePools gives pool holds back on Redis Cluster, best effort: a hold not
 // given back ends with its lease, holding the pool's slot till then (never
 // giving one away twice).
-func (s *store) freePools(ctx context.Context, calls []call) {
+func (s *Redis) freePools(ctx context.Context, calls []call) {
 	if len(calls) > 0 {
 		_, _ = s.exec(ctx, poolScript, calls)
 	}
 }
 
-// settlePools, after a claim on Redis Cluster, keeps the pool slot of each
+// SettlePools, after a claim on Redis Cluster, keeps the pool slot of each
 // run the claim started (res.pool names it), and gives back this replica's
 // share of the others' (a hold another replica's claim started stays its).
-func (s *store) settlePools(ctx context.Context, reqs []storeClaim, out []claimRes) {
+func (s *Redis) SettlePools(ctx context.Context, reqs []StoreClaim, out []ClaimRes) {
 	var free []call
 	for i := range reqs {
 		r := &reqs[i]
-		if r.pgrant != '1' {
+		if r.Pgrant != '1' {
 			continue
 		}
-		if out[i].status == answerStarted {
-			out[i].pool, out[i].poolMember = r.job.Pool, r.id
+		if out[i].Status == AnswerStarted {
+			out[i].Pool, out[i].PoolMember = r.Job.Pool, r.ID
 			continue
 		}
-		free = append(free, s.poolCall("release", r.job.Pool, r.id, r.owner, 0, 0))
+		free = append(free, s.poolCall("release", r.Job.Pool, r.ID, r.Owner, 0, 0))
 	}
 	s.freePools(ctx, free)
 }

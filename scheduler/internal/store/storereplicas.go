@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"cmp"
@@ -13,8 +13,8 @@ import (
 
 var replicasScript = script("replicas")
 
-// replicaRecord is a replica's record as the store keeps it.
-type replicaRecord struct {
+// ReplicaRecord is a replica's record as the store keeps it.
+type ReplicaRecord struct {
 	Version string `json:"v"`
 	Started int64  `json:"s"` // unix ms, the replica's clock
 	TTL     int64  `json:"ttl"`
@@ -26,17 +26,17 @@ type replicaRecord struct {
 
 // Registry modes, replicas.lua's ARGV[1].
 const (
-	registryBeat  = "beat"
-	registryLeave = "leave"
-	registryList  = "list"
+	RegistryBeat  = "beat"
+	RegistryLeave = "leave"
+	RegistryList  = "list"
 )
 
-func (s *store) registryKeys() []string {
-	return []string{s.prefix + ":{replicas}:ids", s.prefix + ":{replicas}:records"}
+func (s *Redis) RegistryKeys() []string {
+	return []string{s.Prefix + ":{replicas}:ids", s.Prefix + ":{replicas}:records"}
 }
 
-// registry runs replicas.lua once and decodes its answer.
-func (s *store) registry(ctx context.Context, mode, id string, rec *replicaRecord) ([]Replica, error) {
+// Registry runs replicas.lua once and decodes its answer.
+func (s *Redis) Registry(ctx context.Context, mode, id string, rec *ReplicaRecord) ([]Replica, error) {
 	args := []any{mode, id, "", 0}
 	if rec != nil {
 		b, err := json.Marshal(rec)
@@ -45,7 +45,7 @@ func (s *store) registry(ctx context.Context, mode, id string, rec *replicaRecor
 		}
 		args[2], args[3] = string(b), rec.TTL
 	}
-	v, err := replicasScript.Run(ctx, s.c, s.registryKeys(), args...).StringSlice()
+	v, err := replicasScript.Run(ctx, s.c, s.RegistryKeys(), args...).StringSlice()
 	if err != nil {
 		return nil, err
 	}
@@ -56,14 +56,14 @@ func decodeReplicas(v []string) ([]Replica, error) {
 	if len(v) == 0 || (len(v)-1)%3 != 0 {
 		return nil, fmt.Errorf("scheduler: bad replica registry answer (%d fields)", len(v))
 	}
-	now := msTime(v[0])
+	now := MsTime(v[0])
 	out := make([]Replica, 0, (len(v)-1)/3)
 	for i := 1; i+2 < len(v); i += 3 {
-		var rec replicaRecord
+		var rec ReplicaRecord
 		if err := json.Unmarshal([]byte(v[i+2]), &rec); err != nil {
 			// A record this version cannot read (written by a newer one):
 			// list the replica with what is known.
-			rec = replicaRecord{Version: "?"}
+			rec = ReplicaRecord{Version: "?"}
 		}
 		exp, _ := strconv.ParseInt(v[i+1], 10, 64)
 		beat := time.UnixMilli(exp - rec.TTL).UTC()
@@ -107,10 +107,10 @@ func markDiffering(rs []Replica) {
 
 // Redlock keeps the registry on the first master that answers: it is
 // advisory, and needs no quorum.
-func (rl *redlock) registry(ctx context.Context, mode, id string, rec *replicaRecord) ([]Replica, error) {
+func (rl *redlock) Registry(ctx context.Context, mode, id string, rec *ReplicaRecord) ([]Replica, error) {
 	var errs []error
 	for _, m := range rl.masters {
-		rs, err := m.registry(ctx, mode, id, rec)
+		rs, err := m.Registry(ctx, mode, id, rec)
 		if err == nil {
 			return rs, nil
 		}
@@ -119,11 +119,11 @@ func (rl *redlock) registry(ctx context.Context, mode, id string, rec *replicaRe
 	return nil, errors.Join(errs...)
 }
 
-type registrar interface {
-	registry(ctx context.Context, mode, id string, rec *replicaRecord) ([]Replica, error)
+type Registrar interface {
+	Registry(ctx context.Context, mode, id string, rec *ReplicaRecord) ([]Replica, error)
 }
 
 var (
-	_ registrar = (*store)(nil)
-	_ registrar = (*redlock)(nil)
+	_ Registrar = (*Redis)(nil)
+	_ Registrar = (*redlock)(nil)
 )

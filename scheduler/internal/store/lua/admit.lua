@@ -21,7 +21,8 @@
 --         closed since: it never started) |
 --         {"expired"} (the same, for a manual run: its holder hands it back
 --         to the pending requests with undo.lua, which takes the close back) |
---         {"lost"} (no longer ours: reaped, or not found)
+--         {"lost"} (no longer ours: reaped, or not found, or closed
+--         lease_lost and its event due: lease_lost_final)
 -- protocol: head=7 per_run=3 answers=started,waiting,skipped_overlap,skipped_paused,missed,expired,lost (checked against protocol.go by TestProtocolHeaders)
 local meta = KEYS[1]
 local lease, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -41,7 +42,8 @@ local function admit(id, owner, grant)
   if rec[1] == owner and rec[2] == 'running' then
     return {'started', rec[4], rec[6] or '1'} -- admitted already; this is a retried call
   end
-  if rec[1] == owner and rec[2] == 'lease_lost' and rec[7] ~= 'holder' then
+  if rec[1] == owner and rec[2] == 'lease_lost' and rec[7] ~= 'holder' and
+      not lease_lost_final(base, redis.call('HGET', rk, 'finished'), now) then
     -- Admitted by an earlier poll whose answer came after the client's
     -- deadline; its lease ran out meanwhile and the cluster closed it. Still
     -- polling, its holder never had the answer: it never ran. Someone asked

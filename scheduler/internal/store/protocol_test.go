@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 // header returns a script's leading comment block.
 func header(t *testing.T, name string) string {
 	t.Helper()
-	src, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	src, err := LuaFiles.ReadFile("lua/" + name + ".lua")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,19 +35,19 @@ var protocolLine = regexp.MustCompile(`(?m)^-- protocol: head=(\d+) per_run=(\d+
 // Every script's header states, in its "protocol:" line, the arguments the
 // Go side sends it and the answers the Go side reads; this is that Go side.
 func TestProtocolHeaders(t *testing.T) {
-	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	files, err := fs.Glob(LuaFiles, "lua/*.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	common, _ := luaFiles.ReadFile("lua/common.lua")
+	common, _ := LuaFiles.ReadFile("lua/common.lua")
 	for _, f := range files {
 		name := strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")
 		if name == "common" {
 			continue
 		}
 		seen[name] = true
-		spec, ok := scriptSpecs[name]
+		spec, ok := ScriptSpecs[name]
 		if !ok {
 			t.Errorf("%s: no scriptSpecs entry in protocol.go", f)
 			continue
@@ -60,29 +60,29 @@ func TestProtocolHeaders(t *testing.T) {
 		}
 		head, _ := strconv.Atoi(m[1])
 		perRun, _ := strconv.Atoi(m[2])
-		if head != spec.head || perRun != spec.perRun {
-			t.Errorf("%s: header says head=%d per_run=%d, protocol.go sends %d and %d", f, head, perRun, spec.head, spec.perRun)
+		if head != spec.Head || perRun != spec.PerRun {
+			t.Errorf("%s: header says head=%d per_run=%d, protocol.go sends %d and %d", f, head, perRun, spec.Head, spec.PerRun)
 		}
 		var answers []string
 		if m[3] != "" {
 			answers = strings.Split(m[3], ",")
 		}
-		if !sameSet(answers, spec.answers) {
-			t.Errorf("%s: header answers %v, protocol.go reads %v", f, answers, spec.answers)
+		if !sameSet(answers, spec.Answers) {
+			t.Errorf("%s: header answers %v, protocol.go reads %v", f, answers, spec.Answers)
 		}
 		// The prose agrees with the protocol line...
 		if perRun > 0 && !regexp.MustCompile(`\b`+m[2]+` fields per (run|job)`).MatchString(h) {
 			t.Errorf("%s: header prose does not say %d fields per run", f, perRun)
 		}
 		// ...and the script says every answer it is said to.
-		body, _ := luaFiles.ReadFile(f)
+		body, _ := LuaFiles.ReadFile(f)
 		for _, a := range answers {
 			if !strings.Contains(string(body)+string(common), "'"+a+"'") {
 				t.Errorf("%s: answer %q never appears in the script", f, a)
 			}
 		}
 	}
-	for name := range scriptSpecs {
+	for name := range ScriptSpecs {
 		if !seen[name] {
 			t.Errorf("protocol.go specifies %q, which has no script", name)
 		}
@@ -96,48 +96,48 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-// The encoders send the numbers of arguments scriptSpecs states.
+// The encoders send the numbers of arguments ScriptSpecs states.
 func TestProtocolEncoders(t *testing.T) {
-	j := testJob(t, &store{prefix: "p"}, "j", "@every 1s", nil)
-	r := newClaimReq(j, storeClaim{id: "j@x", suffix: "x", kind: kindScheduled, owner: "o", sched: time.Now(), fire: time.Now()})
+	j := testSpec()
+	r := StoreClaim{Job: j, ID: "j@x", Suffix: "x", Kind: RunScheduled, Owner: "o", Sched: time.Now(), Fire: time.Now()}
 	var buf []byte
 	check := func(name string, head, perRun []any) {
 		t.Helper()
-		spec := scriptSpecs[name]
-		if len(head) != spec.head || (perRun != nil && len(perRun) != spec.perRun) {
-			t.Errorf("%s: encoders send %d head and %d per-run arguments, spec says %d and %d", name, len(head), len(perRun), spec.head, spec.perRun)
+		spec := ScriptSpecs[name]
+		if len(head) != spec.Head || (perRun != nil && len(perRun) != spec.PerRun) {
+			t.Errorf("%s: encoders send %d head and %d per-run arguments, spec says %d and %d", name, len(head), len(perRun), spec.Head, spec.PerRun)
 		}
 	}
-	check("claim", claimHeadArgs("r", time.Second, time.Second, 0, true, false), appendClaim(nil, &r.storeClaim, &buf))
-	check("admit", admitCall([]*storeClaim{&r.storeClaim}, time.Second, 0).args[:admitHead], admitCall([]*storeClaim{&r.storeClaim}, time.Second, 0).args[admitHead:])
-	check("renew", nil, appendRenew(nil, &renewReq{job: j.spec, id: r.id, owner: r.owner}))
-	check("complete", nil, appendComplete(nil, &completeReq{r: &r.storeClaim}))
-	check("undo", nil, appendUndo(nil, &undoReq{job: j.spec, id: r.id, owner: r.owner, mode: undoDrop}, time.Second))
-	check("sync", syncHeadArgs(time.Second, time.Second, 0, false), appendSync(nil, &syncReq{job: j.spec}, "r", true))
-	check("attempt", attemptCall(j.spec, r.id, r.owner, 2, 0).args, nil)
-	check("trigger", triggerCall(j.metaKey, "j@manual-1", time.Second, false).args, nil)
-	check("pause", pauseArgs(true, "why"), nil)
-	check("cancel", cancelCall(j.metaKey, r.id, "who").args, nil)
-	check("retry", retryCall(j.metaKey, r.id, "j@manual-1", "who", false).args, nil)
+	check("claim", ClaimHeadArgs("r", time.Second, time.Second, 0, true, false), AppendClaim(nil, &r, &buf))
+	check("admit", AdmitCall([]*StoreClaim{&r}, time.Second, 0).Args[:AdmitHead], AdmitCall([]*StoreClaim{&r}, time.Second, 0).Args[AdmitHead:])
+	check("renew", nil, AppendRenew(nil, &RenewReq{Job: j, ID: r.ID, Owner: r.Owner}))
+	check("complete", nil, AppendComplete(nil, &CompleteReq{R: &r}))
+	check("undo", nil, AppendUndo(nil, &UndoReq{Job: j, ID: r.ID, Owner: r.Owner, Mode: UndoDrop}, time.Second))
+	check("sync", SyncHeadArgs(time.Second, time.Second, 0, false), AppendSync(nil, &SyncReq{Job: j}, "r", true))
+	check("attempt", AttemptCall(j, r.ID, r.Owner, 2, 0).Args, nil)
+	check("trigger", TriggerCall(j.MetaKey, "j@manual-1", time.Second, false).Args, nil)
+	check("pause", PauseArgs(true, "why"), nil)
+	check("cancel", CancelCall(j.MetaKey, r.ID, "who").Args, nil)
+	check("retry", RetryCall(j.MetaKey, r.ID, "j@manual-1", "who", false).Args, nil)
 	// claim.lua reads the terms as '|'-separated fields: 22 of them.
 	for _, grant := range []byte{0, '0', '1'} {
-		r.pgrant = grant
-		if n := len(strings.Split(string(r.appendTerms(nil)), "|")); n != 22 {
+		r.Pgrant = grant
+		if n := len(strings.Split(string(r.AppendTerms(nil)), "|")); n != 22 {
 			t.Errorf("claim terms: %d fields, claim.lua reads 22", n)
 		}
 	}
 }
 
-// The run record has one schema, wireRun: the fields common.lua copies from
+// The run record has one schema, WireRun: the fields common.lua copies from
 // a record's hash (RECORD), plus those only the holder knows (trace), make
 // it whole; so do the holder's history entry and what complete.lua adds.
 func TestProtocolRecord(t *testing.T) {
 	var schema []string
-	rt := reflect.TypeOf(wireRun{})
+	rt := reflect.TypeOf(WireRun{})
 	for i := range rt.NumField() {
 		schema = append(schema, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
 	}
-	common, _ := luaFiles.ReadFile("lua/common.lua")
+	common, _ := LuaFiles.ReadFile("lua/common.lua")
 	m := regexp.MustCompile(`(?s)local RECORD = \{(.*?)\}`).FindSubmatch(common)
 	if m == nil {
 		t.Fatal("common.lua has no RECORD list")
@@ -146,15 +146,14 @@ func TestProtocolRecord(t *testing.T) {
 	for _, q := range regexp.MustCompile(`'(\w+)'`).FindAllSubmatch(m[1], -1) {
 		record = append(record, string(q[1]))
 	}
-	if got := append(slices.Clone(record), holderFields...); !sameSet(got, schema) {
+	if got := append(slices.Clone(record), HolderFields...); !sameSet(got, schema) {
 		t.Errorf("common.lua RECORD + holder fields %v, wireRun %v", got, schema)
 	}
 
-	j := testJob(t, &store{prefix: "p"}, "j", "@every 1s", nil)
-	r := newClaimReq(j, storeClaim{id: "j@x", slot: 2})
-	c := completeReq{r: &r.storeClaim, traceID: "t"}
+	r := StoreClaim{Job: testSpec(), ID: "j@x", Slot: 2}
+	c := CompleteReq{R: &r, TraceID: "t"}
 	var entry map[string]string
-	if err := json.Unmarshal([]byte(c.entry()+"}"), &entry); err != nil {
+	if err := json.Unmarshal([]byte(c.Entry()+"}"), &entry); err != nil {
 		t.Fatal(err)
 	}
 	fields := slices.Collect(func(yield func(string) bool) {
@@ -164,11 +163,17 @@ func TestProtocolRecord(t *testing.T) {
 			}
 		}
 	})
-	complete, _ := luaFiles.ReadFile("lua/complete.lua")
+	complete, _ := LuaFiles.ReadFile("lua/complete.lua")
 	for _, q := range regexp.MustCompile(`,"(\w+)":`).FindAllSubmatch(complete, -1) {
 		fields = append(fields, string(q[1]))
 	}
 	if !sameSet(fields, schema) {
 		t.Errorf("holder entry + complete.lua's fields %v, wireRun %v", fields, schema)
 	}
+}
+
+// testSpec is job "j" as the engine passes it (the job state's JobSpec).
+func testSpec() *JobSpec {
+	return &JobSpec{Name: "j", MetaKey: (&Redis{Prefix: "p"}).MetaKey("j"), Lease: 30 * time.Second, Concurrency: 1,
+		StartingDeadline: 10 * time.Second, HistoryLimit: 20}
 }

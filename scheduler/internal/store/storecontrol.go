@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"cmp"
@@ -15,55 +15,55 @@ import (
 
 // What Control asks of one Redis deployment.
 
-func (s *store) setPaused(ctx context.Context, job string, paused bool, why string) error {
-	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.metaKey(job)}, args: pauseArgs(paused, why)}})
+func (s *Redis) SetPaused(ctx context.Context, job string, paused bool, why string) error {
+	_, err := s.exec(ctx, pauseScript, []call{{keys: []string{s.MetaKey(job)}, Args: PauseArgs(paused, why)}})
 	return err
 }
 
-func (s *store) cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error) {
-	v, err := s.exec(ctx, cancelScript, []call{cancelCall(s.metaKey(job), id, who)})
+func (s *Redis) Cancel(ctx context.Context, job, id, who string) (cancelAnswer, Outcome, error) {
+	v, err := s.exec(ctx, cancelScript, []call{CancelCall(s.MetaKey(job), id, who)})
 	if err != nil {
 		return "", "", err
 	}
 	return decodeCancel(v[0])
 }
 
-func (s *store) retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error) {
-	v, err := s.execHint(ctx, retryScript, retryCall(s.metaKey(job), id, newID, who, ended), s.hintKey(), job)
+func (s *Redis) Retry(ctx context.Context, job, id, newID, who string, ended bool) (retryAnswer, error) {
+	v, err := s.execHint(ctx, retryScript, RetryCall(s.MetaKey(job), id, newID, who, ended), s.HintKey(), job)
 	if err != nil {
 		return "", err
 	}
 	return decodeRetry(v)
 }
 
-// retries reads the job's list of retries (retry.lua): "<new id>\n<run
+// Retries reads the job's list of retries (retry.lua): "<new id>\n<run
 // id>\n<who>" per entry, oldest first.
-func (s *store) retries(ctx context.Context, job string) ([]retryLink, error) {
-	raw, err := s.c.ZRange(ctx, s.key(job, "retries"), 0, -1).Result()
+func (s *Redis) Retries(ctx context.Context, job string) ([]RetryLink, error) {
+	raw, err := s.c.ZRange(ctx, s.Key(job, "retries"), 0, -1).Result()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]retryLink, 0, len(raw))
+	out := make([]RetryLink, 0, len(raw))
 	for _, e := range raw {
 		if f := strings.SplitN(e, "\n", 3); len(f) == 3 {
-			out = append(out, retryLink{id: f[0], of: f[1], by: f[2]})
+			out = append(out, RetryLink{ID: f[0], Of: f[1], By: f[2]})
 		}
 	}
 	return out, nil
 }
 
-// hintKey is the store-wide set of jobs with recent manual requests
+// HintKey is the store-wide set of jobs with recent manual requests
 // (job -> request time, ms). Replicas read it every heartbeat instead of
 // polling every job's manual set; it lives outside any job's hash tag, so
 // it is never touched by a script.
-func (s *store) hintKey() string { return s.prefix + ":manual" }
+func (s *Redis) HintKey() string { return s.Prefix + ":manual" }
 
-// hintLookback is how long a manual request's hint keeps its job in every
+// HintLookback is how long a manual request's hint keeps its job in every
 // heartbeat; requests older than that are found by the full sweep.
-const hintLookback = time.Minute
+const HintLookback = time.Minute
 
-func (s *store) trigger(ctx context.Context, job, id string) error {
-	v, err := s.execHint(ctx, triggerScript, triggerCall(s.metaKey(job), id, s.skew, s.born), s.hintKey(), job)
+func (s *Redis) Trigger(ctx context.Context, job, id string) error {
+	v, err := s.execHint(ctx, triggerScript, TriggerCall(s.MetaKey(job), id, s.skew, s.born), s.HintKey(), job)
 	if err != nil {
 		return err
 	}
@@ -74,64 +74,64 @@ func (s *store) trigger(ctx context.Context, job, id string) error {
 	return err
 }
 
-// changedKey is the store-wide set of jobs whose run statistics changed
+// ChangedKey is the store-wide set of jobs whose run statistics changed
 // lately (statsEntry -> a score that rises with each publication, on
 // Redis' clock in µs: changed.lua). Its hash tag is its own (Redis
 // Cluster), never a job's. Named apart from the set earlier versions kept
 // (":{changed}", scored on the publishing replica's clock in ms): during a
 // rolling upgrade the two versions do not see each other's published
 // statistics, which then follow from the full sweep, a few heartbeats late.
-func (s *store) changedKey() string { return s.prefix + ":{changed}:us" }
+func (s *Redis) ChangedKey() string { return s.Prefix + ":{changed}:us" }
 
-// changedTTL is how long changedKey lives after its last change, and how
+// changedTTL is how long ChangedKey lives after its last change, and how
 // long an entry of it is kept when the heartbeat does not say
-// (hintReq.changedKeep).
+// (HintReq.changedKeep).
 const changedTTL = time.Minute
 
-// hintReq is what a heartbeat's first round trip reads and writes, besides
+// HintReq is what a heartbeat's first round trip reads and writes, besides
 // Redis' clock.
-type hintReq struct {
-	since time.Time     // manual requests made since
-	ttl   time.Duration // manual hints older than that are dropped
-	// changedSince: jobs whose statistics changed since (on this
-	// replica's clock); changedAfter, when not zero, replaces it: the
+type HintReq struct {
+	Since time.Time     // manual requests made since
+	TTL   time.Duration // manual hints older than that are dropped
+	// ChangedSince: jobs whose statistics changed since (on this
+	// replica's clock); ChangedAfter, when not zero, replaces it: the
 	// changes published after the last read (its hints.changedAt, a
 	// cursor: each change is read once). changed: those this
-	// replica changed since its last heartbeat (statsEntry); changedKeep:
+	// replica changed since its last heartbeat (statsEntry); ChangedKeep:
 	// how long a published change is kept (older ones are dropped).
-	changedSince time.Time
-	changedAfter int64
-	changed      []string
-	changedKeep  time.Duration
-	// take, when set, adds to changed: called at the start of the store's
+	ChangedSince time.Time
+	ChangedAfter int64
+	Changed      []string
+	ChangedKeep  time.Duration
+	// Take, when set, adds to changed: called at the start of the store's
 	// call (the heartbeat's takeChanged; it answers the same list to every
 	// Redlock master).
-	take func() []string
+	Take func() []string
 }
 
 // taken returns h with changed taken by h.take.
-func (h hintReq) taken() hintReq {
-	if h.take != nil {
-		h.changed = append(h.changed, h.take()...)
-		h.take = nil
+func (h HintReq) taken() HintReq {
+	if h.Take != nil {
+		h.Changed = append(h.Changed, h.Take()...)
+		h.Take = nil
 	}
 	return h
 }
 
-// hints is what a heartbeat's first round trip learns: the jobs with
+// Hints is what a heartbeat's first round trip learns: the jobs with
 // manual requests, and the jobs whose run statistics changed, read up to
-// changedAt (changed.lua's cursor; 0: none, as on Redlock, whose masters
+// ChangedAt (changed.lua's cursor; 0: none, as on Redlock, whose masters
 // each have their own: the next read looks back instead).
-type hints struct {
-	manual, changed []string
-	changedAt       int64
+type Hints struct {
+	Manual, Changed []string
+	ChangedAt       int64
 }
 
-// manualHints returns the jobs with manual requests since h.since, and
+// ManualHints returns the jobs with manual requests since h.since, and
 // those whose statistics changed since h.changedSince (after adding
 // h.changed), and drops the hints older than their time to live. One
 // round trip.
-func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, error) {
+func (s *Redis) ManualHints(ctx context.Context, h HintReq) (Hints, time.Time, error) {
 	h = h.taken()
 	var jobs *redis.StringSliceCmd
 	var changed *redis.Cmd
@@ -140,48 +140,48 @@ func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, e
 	// The statistics changes: published and read by one script
 	// (changed.lua), on Redis' clock.
 	from := ""
-	if h.changedAfter > 0 {
-		from = strconv.FormatInt(h.changedAfter, 10)
-	} else if !h.changedSince.IsZero() {
-		from = strconv.FormatInt(h.changedSince.UnixMicro(), 10)
+	if h.ChangedAfter > 0 {
+		from = strconv.FormatInt(h.ChangedAfter, 10)
+	} else if !h.ChangedSince.IsZero() {
+		from = strconv.FormatInt(h.ChangedSince.UnixMicro(), 10)
 	}
 	var changedArgs []any
-	if from != "" || len(h.changed) > 0 {
-		changedArgs = make([]any, 0, 3+len(h.changed))
-		changedArgs = append(changedArgs, from, cmp.Or(h.changedKeep, changedTTL).Milliseconds(), changedTTL.Milliseconds())
-		for _, e := range h.changed {
+	if from != "" || len(h.Changed) > 0 {
+		changedArgs = make([]any, 0, 3+len(h.Changed))
+		changedArgs = append(changedArgs, from, cmp.Or(h.ChangedKeep, changedTTL).Milliseconds(), changedTTL.Milliseconds())
+		for _, e := range h.Changed {
 			changedArgs = append(changedArgs, e)
 		}
 	}
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		now = p.Time(ctx)
 		if s.fenceCheck { // not a Redlock master: Redlock cannot backfill
-			backfills = p.ZRangeWithScores(ctx, s.backfillHintKey(), 0, -1)
+			backfills = p.ZRangeWithScores(ctx, s.BackfillHintKey(), 0, -1)
 		}
-		jobs = p.ZRangeByScore(ctx, s.hintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.since.UnixMilli(), 10), Max: "+inf"})
-		p.ZRemRangeByScore(ctx, s.hintKey(), "-inf", strconv.FormatInt(time.Now().Add(-h.ttl).UnixMilli(), 10))
+		jobs = p.ZRangeByScore(ctx, s.HintKey(), &redis.ZRangeBy{Min: strconv.FormatInt(h.Since.UnixMilli(), 10), Max: "+inf"})
+		p.ZRemRangeByScore(ctx, s.HintKey(), "-inf", strconv.FormatInt(time.Now().Add(-h.TTL).UnixMilli(), 10))
 		if changedArgs != nil {
-			changed = changedScript.EvalSha(ctx, p, []string{s.changedKey()}, changedArgs...)
+			changed = ChangedScript.EvalSha(ctx, p, []string{s.ChangedKey()}, changedArgs...)
 		}
 		return nil
 	})
 	if changed != nil && redis.HasErrorPrefix(changed.Err(), "NOSCRIPT") {
 		// After SCRIPT FLUSH or a restart: the rest of the pipeline read
 		// and dropped hints only; the script alone runs again.
-		changed = changedScript.Run(ctx, s.c, []string{s.changedKey()}, changedArgs...)
+		changed = ChangedScript.Run(ctx, s.c, []string{s.ChangedKey()}, changedArgs...)
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			err = changed.Err()
 		}
 	}
 	if err == nil && backfills != nil {
 		zs := backfills.Val()
-		bf := make([]backfillHint, len(zs))
+		bf := make([]BackfillHint, len(zs))
 		for i, z := range zs {
-			bf[i] = backfillHint{job: fmt.Sprint(z.Member), score: z.Score}
+			bf[i] = BackfillHint{Job: fmt.Sprint(z.Member), Score: z.Score}
 		}
 		s.backfillSeen.Store(&bf)
 	}
-	out := hints{manual: jobs.Val()}
+	out := Hints{Manual: jobs.Val()}
 	if changed != nil && err == nil {
 		v, cerr := changed.StringSlice()
 		if cerr != nil {
@@ -195,7 +195,7 @@ func (s *store) manualHints(ctx context.Context, h hintReq) (hints, time.Time, e
 			return out, now.Val(), fmt.Errorf("scheduler: changed.lua answered time %q: %w", v[0], perr)
 		}
 		if from != "" {
-			out.changed, out.changedAt = v[1:], at
+			out.Changed, out.ChangedAt = v[1:], at
 		}
 	}
 	return out, now.Val(), err
@@ -230,12 +230,12 @@ func keptWindow(raw []string, hn any, offset int) []string {
 	return raw
 }
 
-func (s *store) history(ctx context.Context, job string, limit int) ([]Run, error) {
+func (s *Redis) History(ctx context.Context, job string, limit int) ([]Run, error) {
 	var hn *redis.StringCmd
 	var hist *redis.StringSliceCmd
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		hn = p.HGet(ctx, s.metaKey(job), "h:n")
-		hist = p.LRange(ctx, s.key(job, "history"), 0, int64(limit-1))
+		hn = p.HGet(ctx, s.MetaKey(job), "h:n")
+		hist = p.LRange(ctx, s.Key(job, "history"), 0, int64(limit-1))
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -246,7 +246,7 @@ func (s *store) history(ctx context.Context, job string, limit int) ([]Run, erro
 	return decodeHistory(keptWindow(hist.Val(), hn.Val(), 0))
 }
 
-func (s *store) status(ctx context.Context, job string, limit int) (*Status, error) {
+func (s *Redis) Status(ctx context.Context, job string, limit int) (*Status, error) {
 	var meta *redis.SliceCmd
 	var slots *redis.StringSliceCmd
 	var waiting, manual *redis.IntCmd
@@ -256,13 +256,13 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	var now *redis.TimeCmd
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		backfill = s.backfillStatus(ctx, p, job)
-		meta = p.HMGet(ctx, s.metaKey(job), "paused", "last", "paused_why", "fails", "h:n")
-		slots = p.ZRange(ctx, s.key(job, "slots"), 0, -1)
-		waiting = p.ZCard(ctx, s.key(job, "queue"))
-		manual = p.ZCard(ctx, s.key(job, "manual"))
-		hist = p.LRange(ctx, s.key(job, "history"), 0, int64(limit-1))
+		meta = p.HMGet(ctx, s.MetaKey(job), "paused", "last", "paused_why", "fails", "h:n")
+		slots = p.ZRange(ctx, s.Key(job, "slots"), 0, -1)
+		waiting = p.ZCard(ctx, s.Key(job, "queue"))
+		manual = p.ZCard(ctx, s.Key(job, "manual"))
+		hist = p.LRange(ctx, s.Key(job, "history"), 0, int64(limit-1))
 		if name := s.pools.pool(job); name != "" {
-			pool = p.ZRangeWithScores(ctx, s.poolKey(name), 0, -1)
+			pool = p.ZRangeWithScores(ctx, s.PoolKey(name), 0, -1)
 			now = p.Time(ctx)
 		}
 		return nil
@@ -283,7 +283,7 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	if m := meta.Val(); len(m) == 5 {
 		st.Paused = m[0] == "1"
 		if v, ok := m[1].(string); ok {
-			st.LastScheduled = msTime(v)
+			st.LastScheduled = MsTime(v)
 		}
 		if st.Paused {
 			st.PausedWhy, _ = m[2].(string)
@@ -304,7 +304,7 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 		cmds := make([]*redis.MapStringStringCmd, len(ids))
 		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
-				cmds[i] = p.HGetAll(ctx, s.key(job, "run:"+suffixOf(id)))
+				cmds[i] = p.HGetAll(ctx, s.Key(job, "run:"+SuffixOf(id)))
 			}
 			return nil
 		}); err != nil {
@@ -319,8 +319,8 @@ func (s *store) status(ctx context.Context, job string, limit int) (*Status, err
 	return st, nil
 }
 
-func (s *store) get(ctx context.Context, job, suffix string) (*Run, error) {
-	h, err := s.c.HGetAll(ctx, s.key(job, "run:"+suffix)).Result()
+func (s *Redis) Get(ctx context.Context, job, suffix string) (*Run, error) {
+	h, err := s.c.HGetAll(ctx, s.Key(job, "run:"+suffix)).Result()
 	if err != nil || len(h) == 0 || h["outcome"] == "" {
 		return nil, err
 	}
@@ -328,5 +328,5 @@ func (s *store) get(ctx context.Context, job, suffix string) (*Run, error) {
 	return &r, nil
 }
 
-// retryLink is one entry of a job's latest retries.
-type retryLink struct{ id, of, by string }
+// RetryLink is one entry of a job's latest retries.
+type RetryLink struct{ ID, Of, By string }

@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 // the meta's fields are read.
 var summaryOutcomes = []Outcome{Failed, TimedOut, LeaseLost, Missed}
 
-// overview reads job by job: each master answers for every job.
-func (rl *redlock) overview(ctx context.Context, jobs []string, recent int) ([]Overview, error) {
+// Overview reads job by job: each master answers for every job.
+func (rl *redlock) Overview(ctx context.Context, jobs []string, recent int) ([]Overview, error) {
 	out := make([]Overview, len(jobs))
 	for i, j := range jobs {
-		st, err := rl.status(ctx, j, recent)
+		st, err := rl.Status(ctx, j, recent)
 		if err != nil {
 			return nil, err
 		}
@@ -27,8 +27,8 @@ func (rl *redlock) overview(ctx context.Context, jobs []string, recent int) ([]O
 	}
 	// The counts of the master that kept the most runs (a master that
 	// missed writes kept fewer): two round trips per master.
-	per, err := read(ctx, rl, "overview", func(ctx context.Context, m *store) ([]Overview, error) {
-		return m.overview(ctx, jobs, 1)
+	per, err := read(ctx, rl, "overview", func(ctx context.Context, m *Redis) ([]Overview, error) {
+		return m.Overview(ctx, jobs, 1)
 	})
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (rl *redlock) overview(ctx context.Context, jobs []string, recent int) ([]O
 // overviewChunk bounds the commands of one pipeline: 5 per job.
 const overviewChunk = 2000
 
-func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Overview, error) {
+func (s *Redis) Overview(ctx context.Context, jobs []string, recent int) ([]Overview, error) {
 	out := make([]Overview, len(jobs))
 	type reads struct {
 		meta    *redis.SliceCmd
@@ -62,11 +62,11 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 			for i := lo; i < hi; i++ {
 				j := jobs[i]
 				rs[i] = reads{
-					meta:    p.HMGet(ctx, s.metaKey(j), "paused", "last", "h:s", "h:ok", "paused_why", "fails", "at:failed", "at:timed_out", "at:lease_lost", "at:missed", "h:n"),
-					slots:   p.ZRangeWithScores(ctx, s.key(j, "slots"), 0, -1),
-					waiting: p.ZCard(ctx, s.key(j, "queue")),
-					manual:  p.ZCard(ctx, s.key(j, "manual")),
-					hist:    p.LRange(ctx, s.key(j, "history"), 0, int64(recent-1)),
+					meta:    p.HMGet(ctx, s.MetaKey(j), "paused", "last", "h:s", "h:ok", "paused_why", "fails", "at:failed", "at:timed_out", "at:lease_lost", "at:missed", "h:n"),
+					slots:   p.ZRangeWithScores(ctx, s.Key(j, "slots"), 0, -1),
+					waiting: p.ZCard(ctx, s.Key(j, "queue")),
+					manual:  p.ZCard(ctx, s.Key(j, "manual")),
+					hist:    p.LRange(ctx, s.Key(j, "history"), 0, int64(recent-1)),
 				}
 			}
 			return nil
@@ -86,19 +86,19 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 		if m := r.meta.Val(); len(m) == 7+len(summaryOutcomes) {
 			o.Paused = m[0] == "1"
 			if v, ok := m[1].(string); ok {
-				o.LastScheduled = msTime(v)
+				o.LastScheduled = MsTime(v)
 			}
-			o.KeptStarted, o.KeptSucceeded = metaInt(m[2]), metaInt(m[3])
+			o.KeptStarted, o.KeptSucceeded = MetaInt(m[2]), MetaInt(m[3])
 			if o.Paused {
 				o.PausedWhy, _ = m[4].(string)
 			}
-			o.ConsecutiveFailures = metaInt(m[5])
+			o.ConsecutiveFailures = MetaInt(m[5])
 			for k, oc := range summaryOutcomes {
 				if v, ok := m[6+k].(string); ok {
 					if o.LastEnded == nil {
 						o.LastEnded = map[Outcome]time.Time{}
 					}
-					o.LastEnded[oc] = msTime(v)
+					o.LastEnded[oc] = MsTime(v)
 				}
 			}
 		}
@@ -129,7 +129,7 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for k := lo; k < hi; k++ {
 				h := &running[k]
-				h.cmd = p.HGetAll(ctx, s.key(jobs[h.i], "run:"+suffixOf(h.id)))
+				h.cmd = p.HGetAll(ctx, s.Key(jobs[h.i], "run:"+SuffixOf(h.id)))
 			}
 			return nil
 		}); err != nil {
@@ -146,7 +146,7 @@ func (s *store) overview(ctx context.Context, jobs []string, recent int) ([]Over
 
 // poolUses fills in the pool use of the pooled jobs among jobs, reading
 // each pool once, in one more round trip (none without pools).
-func (s *store) poolUses(ctx context.Context, jobs []string, out []Overview) error {
+func (s *Redis) poolUses(ctx context.Context, jobs []string, out []Overview) error {
 	held, err := s.poolHolders(ctx, jobs)
 	for i, j := range jobs {
 		if ids, ok := held[s.pools.pool(j)]; ok {
@@ -160,7 +160,7 @@ func (s *store) poolUses(ctx context.Context, jobs []string, out []Overview) err
 // store's table places them), each once, in one round trip (none without
 // pools): pool -> the runs holding one of its slots, their leases valid on
 // Redis' clock.
-func (s *store) poolHolders(ctx context.Context, jobs []string) (map[string][]string, error) {
+func (s *Redis) poolHolders(ctx context.Context, jobs []string) (map[string][]string, error) {
 	cmds := map[string]*redis.ZSliceCmd{}
 	for _, j := range jobs {
 		if p := s.pools.pool(j); p != "" {
@@ -173,7 +173,7 @@ func (s *store) poolHolders(ctx context.Context, jobs []string) (map[string][]st
 	var now *redis.TimeCmd
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for name := range cmds {
-			cmds[name] = p.ZRangeWithScores(ctx, s.poolKey(name), 0, -1)
+			cmds[name] = p.ZRangeWithScores(ctx, s.PoolKey(name), 0, -1)
 		}
 		now = p.Time(ctx)
 		return nil
@@ -193,12 +193,12 @@ func (s *store) poolHolders(ctx context.Context, jobs []string) (map[string][]st
 	return out, nil
 }
 
-func (s *store) historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error) {
+func (s *Redis) HistoryPage(ctx context.Context, job string, offset, limit int) ([]Run, error) {
 	var hn *redis.StringCmd
 	var hist *redis.StringSliceCmd
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		hn = p.HGet(ctx, s.metaKey(job), "h:n")
-		hist = p.LRange(ctx, s.key(job, "history"), int64(offset), int64(offset+limit-1))
+		hn = p.HGet(ctx, s.MetaKey(job), "h:n")
+		hist = p.LRange(ctx, s.Key(job, "history"), int64(offset), int64(offset+limit-1))
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -209,9 +209,9 @@ func (s *store) historyPage(ctx context.Context, job string, offset, limit int) 
 	return decodeHistory(keptWindow(hist.Val(), hn.Val(), offset))
 }
 
-// historyPage merges the masters' histories up to the page's end.
-func (rl *redlock) historyPage(ctx context.Context, job string, offset, limit int) ([]Run, error) {
-	runs, err := rl.history(ctx, job, offset+limit)
+// HistoryPage merges the masters' histories up to the page's end.
+func (rl *redlock) HistoryPage(ctx context.Context, job string, offset, limit int) ([]Run, error) {
+	runs, err := rl.History(ctx, job, offset+limit)
 	if err != nil || offset >= len(runs) {
 		return nil, err
 	}
@@ -232,8 +232,8 @@ func countRuns(runs []Run) (started, succeeded int) {
 	return started, succeeded
 }
 
-// metaInt reads a count from an HMGET answer: 0 when missing or not one.
-func metaInt(v any) int {
+// MetaInt reads a count from an HMGET answer: 0 when missing or not one.
+func MetaInt(v any) int {
 	s, _ := v.(string)
 	n, _ := strconv.Atoi(s)
 	return max(n, 0)

@@ -83,7 +83,8 @@ local function undo_one(i)
   local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'kind', 'sched', 'ticket', 'wait_until', 'ret', 'closed_by',
     'finished')
   local queue, waiting = base .. 'queue', base .. 'waiting'
-  if rec[1] == owner and mode == 'drop' and rec[3] == 'm' and rec[2] == 'lease_lost' and rec[8] ~= 'holder' then
+  if rec[1] == owner and mode == 'drop' and rec[3] == 'm' and rec[2] == 'lease_lost' and rec[8] ~= 'holder' and
+      not lease_lost_final(base, rec[9], now) then
     unclose_manual(base, rk, id, rec[4], rec[9])
     out[i] = 'dropped'
   elseif rec[1] ~= owner or (rec[2] ~= 'running' and rec[2] ~= 'waiting') then

@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TestSentNothingOnlyWhenNoRequestWentOut(t *testing.T) {
 		{"no error", nil, false},
 		{"an error of the script", errors.New("ERR user_script:1: boom"), false},
 	} {
-		if got := sentNothing(c.err); got != c.want {
+		if got := SentNothing(c.err); got != c.want {
 			t.Errorf("%s (%v): sentNothing %v, want %v", c.name, c.err, got, c.want)
 		}
 	}

@@ -57,7 +57,9 @@
 --   {"expired", epoch}                        a manual run this claim started
 --                                             earlier (its answer lost), closed
 --                                             lease_lost since: never started,
---                                             to hand back (undo.lua drop)
+--                                             to hand back (undo.lua drop);
+--                                             once its lease_lost event is due
+--                                             (lease_lost_final): decided
 --   {"waiting", epoch, place in queue}        overlap: wait; poll with admit.lua
 --   {"early", epoch, server time ms}          too early on Redis' clock: ask again
 --   {"later", epoch, server time ms}          claimed ahead of the instant, but
@@ -124,7 +126,8 @@ local function claim(meta, a, rerun)
         local id = job_of(base) .. '@' .. suffix
         return {'waiting', '', int((redis.call('ZRANK', base .. 'queue', id) or 0) + 1)}
       elseif d[5] == 'started' and (d[1] == 'missed' or d[1] == 'lease_lost' and
-          redis.call('HGET', rk, 'closed_by') ~= 'holder') then
+          redis.call('HGET', rk, 'closed_by') ~= 'holder' and
+          not lease_lost_final(base, redis.call('HGET', rk, 'finished'), now)) then
         -- Started by the first call, whose answer came after the client's
         -- deadline; its lease ran out meanwhile and the cluster closed it.
         -- Asked again, its holder never had the answer: it never ran.

@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"context"
@@ -9,18 +9,18 @@ import (
 // statusScript reads many jobs' state at once (see Control.Statuses).
 var statusScript = script("status")
 
-func (s *store) statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error) {
+func (s *Redis) Statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error) {
 	var calls []call
 	if s.cluster {
 		for _, j := range jobs {
-			calls = append(calls, call{keys: []string{s.metaKey(j)}, args: []any{limit}})
+			calls = append(calls, call{keys: []string{s.MetaKey(j)}, Args: []any{limit}})
 		}
 	} else {
 		keys := make([]string, len(jobs))
 		for i, j := range jobs {
-			keys[i] = s.metaKey(j)
+			keys[i] = s.MetaKey(j)
 		}
-		calls = []call{{keys: keys, args: []any{limit}}}
+		calls = []call{{keys: keys, Args: []any{limit}}}
 	}
 	res, err := s.exec(ctx, statusScript, calls)
 	if err != nil {
@@ -63,7 +63,7 @@ func decodeStatus(job string, v any) (*Status, error) {
 	}
 	str := func(x any) string { s, _ := x.(string); return s }
 	num := func(x any) int { n, _ := x.(int64); return int(n) }
-	st := &Status{Job: job, Paused: str(f[0]) == "1", LastScheduled: msTime(str(f[1])),
+	st := &Status{Job: job, Paused: str(f[0]) == "1", LastScheduled: MsTime(str(f[1])),
 		Waiting: num(f[2]), PendingManual: num(f[3]), Running: []Run{}}
 	if st.Paused {
 		st.PausedWhy = str(f[6])
@@ -94,8 +94,8 @@ func decodeStatus(job string, v any) (*Status, error) {
 	return st, nil
 }
 
-func (rl *redlock) statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error) {
-	per, err := read(ctx, rl, "status", func(ctx context.Context, m *store) ([]*Status, error) { return m.statuses(ctx, jobs, limit) })
+func (rl *redlock) Statuses(ctx context.Context, jobs []string, limit int) ([]*Status, error) {
+	per, err := read(ctx, rl, "status", func(ctx context.Context, m *Redis) ([]*Status, error) { return m.Statuses(ctx, jobs, limit) })
 	if err != nil {
 		return nil, err
 	}

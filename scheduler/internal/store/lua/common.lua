@@ -515,6 +515,23 @@ local function never_started(base, rk, id, err, now)
   end
 end
 
+-- lease_lost_final reports whether the cluster's lease_lost close of a run
+-- (at finished, server ms) stands even if its holder now says it never
+-- started the run: the job notifies lease_lost, and the event, held back
+-- LEASE_LOST_HOLD after the close, may have been POSTed by now. One run has
+-- one final event, the one its record says: from its due time on, the
+-- record stays lease_lost, as its event (its error says what the holder
+-- said, when it closes it).
+local function lease_lost_final(base, finished, now)
+  local fin = tonumber(finished)
+  if not fin or now < fin + LEASE_LOST_HOLD then
+    return false
+  end
+  local cfg = notify_subs(base)
+  local targets = cfg and cfg.on['lease_lost']
+  return type(targets) == 'table' and next(targets) ~= nil
+end
+
 -- close ends a run on behalf of the cluster (its holder is gone, or it was
 -- replaced, or it never started) and files it in the history. The record is
 -- kept for its retention: a finished run is never simply deleted, or a

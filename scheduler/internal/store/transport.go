@@ -1,4 +1,4 @@
-package scheduler
+package store
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 // it encodes and decodes (protocol.go), the Redlock combinator above that
 // runs one store per master (redlock.go).
 type transport interface {
-	// preload loads every script.
-	preload(ctx context.Context) error
+	// Preload loads every script.
+	Preload(ctx context.Context) error
 	// exec runs sc once per call, all calls pipelined in one round trip
 	// (per cluster node).
 	exec(ctx context.Context, sc *redis.Script, calls []call) ([]any, error)
@@ -27,7 +27,7 @@ type transport interface {
 	// every connection that ran a call; acks[i] is call i's (nil without
 	// WAIT).
 	run(ctx context.Context, sc *redis.Script, calls []call) ([]any, []ack, error)
-	// execHint runs one call and adds member to the sorted set hintKey,
+	// execHint runs one call and adds member to the sorted set HintKey,
 	// scored with this replica's clock, in one round trip. The hint is only
 	// a hint: its own error is not reported.
 	execHint(ctx context.Context, sc *redis.Script, c call, hintKey, member string) (any, error)
@@ -41,13 +41,13 @@ type redisConn struct {
 	c       redis.UniversalClient
 	cluster bool // keys of different jobs must not share a script call
 
-	// minAck > 0: calls sent with run count only once that many replicas
-	// acknowledged them (WAIT), within ackTimeout.
+	// MinAck > 0: calls sent with run count only once that many replicas
+	// acknowledged them (WAIT), within AckTimeout.
 	minAck     int
 	ackTimeout time.Duration
 }
 
-func newRedisConn(c redis.UniversalClient, minAck int, ackTimeout time.Duration) (redisConn, error) {
+func NewRedisConn(c redis.UniversalClient, minAck int, ackTimeout time.Duration) (redisConn, error) {
 	t := redisConn{c: c, minAck: minAck, ackTimeout: ackTimeout}
 	switch c.(type) {
 	case *redis.ClusterClient:
@@ -63,11 +63,11 @@ func newRedisConn(c redis.UniversalClient, minAck int, ackTimeout time.Duration)
 	return t, nil
 }
 
-// preload loads every script in one pipeline, so the first claim after a
+// Preload loads every script in one pipeline, so the first claim after a
 // start is one round trip too (EVALSHA would otherwise meet NOSCRIPT once).
 // It sends SCRIPT LOAD itself: redis.Script.Load on a pipeliner would read
 // the reply before it exists and store an empty hash in the shared Script.
-func (t redisConn) preload(ctx context.Context) error {
+func (t redisConn) Preload(ctx context.Context) error {
 	load := func(p redis.Pipeliner) error {
 		for _, src := range sources {
 			p.ScriptLoad(ctx, src)
@@ -84,14 +84,14 @@ func (t redisConn) preload(ctx context.Context) error {
 	return err
 }
 
-// maxBatch bounds the runs one script call decides, so no single call holds
+// MaxBatch bounds the runs one script call decides, so no single call holds
 // Redis for long.
-const maxBatch = 64
+const MaxBatch = 64
 
 // call is one script invocation.
 type call struct {
 	keys []string
-	args []any
+	Args []any
 }
 
 // evalPipelined runs sc for the calls idx in one pipeline on c, with the
@@ -109,7 +109,7 @@ func evalPipelined(ctx context.Context, c redis.Cmdable, sc *redis.Script, calls
 		// first of them.
 		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for j, i := range pending {
-				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].args...)
+				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].Args...)
 			}
 			if extra != nil {
 				after = extra(p)
@@ -155,7 +155,7 @@ func all(n int) []int {
 
 func (t redisConn) exec(ctx context.Context, sc *redis.Script, calls []call) ([]any, error) {
 	if len(calls) == 1 {
-		v, err := sc.Run(ctx, t.c, calls[0].keys, calls[0].args...).Result()
+		v, err := sc.Run(ctx, t.c, calls[0].keys, calls[0].Args...).Result()
 		if err != nil {
 			return nil, err
 		}
@@ -315,18 +315,18 @@ func scatterRows(op string, replies []any, groups [][]int, least, packed int, fn
 
 // batch builds the script calls for runs of reqs: each call carries head
 // (the script's own arguments) and then, for each run, its job's meta key
-// (job gives the job) and the perRun arguments add appends. It returns the
+// (job gives the job) and the PerRun arguments add appends. It returns the
 // calls and, per call, the indexes of the runs it carries (see group).
-func batch[T any](s *store, reqs []T, job func(*T) *jobSpec, head []any, perRun int, add func(args []any, r *T) []any) ([]call, [][]int) {
+func batch[T any](s *Redis, reqs []T, job func(*T) *JobSpec, head []any, perRun int, add func(args []any, r *T) []any) ([]call, [][]int) {
 	groups := group(s, len(reqs), func(i int) string { return job(&reqs[i]).Name })
 	calls := make([]call, len(groups))
 	for gi, g := range groups {
-		c := call{keys: make([]string, 0, len(g)), args: make([]any, 0, len(head)+perRun*len(g))}
-		c.args = append(c.args, head...)
+		c := call{keys: make([]string, 0, len(g)), Args: make([]any, 0, len(head)+perRun*len(g))}
+		c.Args = append(c.Args, head...)
 		for _, i := range g {
 			r := &reqs[i]
 			c.keys = append(c.keys, job(r).MetaKey)
-			c.args = add(c.args, r)
+			c.Args = add(c.Args, r)
 		}
 		calls[gi] = c
 	}
@@ -336,12 +336,12 @@ func batch[T any](s *store, reqs []T, job func(*T) *jobSpec, head []any, perRun 
 // group splits n runs into script calls: all together (in chunks) on a
 // single Redis, one call per job (named by job) on Cluster, where a script
 // may only touch one hash slot.
-func group(s *store, n int, job func(i int) string) [][]int {
+func group(s *Redis, n int, job func(i int) string) [][]int {
 	var groups [][]int
 	if !s.cluster {
-		for i := 0; i < n; i += maxBatch {
-			g := make([]int, 0, min(maxBatch, n-i))
-			for j := i; j < n && j < i+maxBatch; j++ {
+		for i := 0; i < n; i += MaxBatch {
+			g := make([]int, 0, min(MaxBatch, n-i))
+			for j := i; j < n && j < i+MaxBatch; j++ {
 				g = append(g, j)
 			}
 			groups = append(groups, g)
@@ -361,19 +361,19 @@ func group(s *store, n int, job func(i int) string) [][]int {
 	return groups
 }
 
-// sentNothing reports whether a call that failed with err certainly ran no
+// SentNothing reports whether a call that failed with err certainly ran no
 // script: every part of it failed before its request went out (no
 // connection could be made, or the client had none to give). Anything else
 // — a timeout, a reset connection, a Redlock quorum short of answers — may
 // have lost the answer of a script that ran.
-func sentNothing(err error) bool {
+func SentNothing(err error) bool {
 	switch e := err.(type) {
 	case nil:
 		return false
 	case interface{ Unwrap() []error }: // one pipeline per node, joined
 		errs := e.Unwrap()
 		for _, x := range errs {
-			if !sentNothing(x) {
+			if !SentNothing(x) {
 				return false
 			}
 		}
@@ -384,5 +384,5 @@ func sentNothing(err error) bool {
 	if err == redis.ErrPoolTimeout || err == redis.ErrClosed {
 		return true
 	}
-	return sentNothing(errors.Unwrap(err))
+	return SentNothing(errors.Unwrap(err))
 }
