@@ -99,10 +99,15 @@ local function claim(meta, a, rerun)
   local base = string.sub(meta, 1, -5)
   local suffix, owner = ARGV[a + 1], ARGV[a + 2]
   local rk = base .. 'run:' .. suffix
-  local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence', 'decision', 'slot')
+  -- Only what a lost race answers: each field read is a Lua string (or
+  -- false) made, and a lost race is two of every three claims. The
+  -- decision and the slot number matter only to our own retry, below.
+  local d = redis.call('HMGET', rk, 'outcome', 'replica', 'owner', 'fence')
   if d[1] and not rerun then
     if d[3] == owner then
       tick()
+      local more = redis.call('HMGET', rk, 'decision', 'slot')
+      d[5], d[6] = more[1], more[2]
       -- Our own decision, asked again: go-redis retried a call whose reply
       -- was lost. Answer as the first time, or nobody would run the run —
       -- but only while it still holds: a run that started and has ended

@@ -635,13 +635,15 @@ end
 -- the rest of the floor is then recorded missed.
 -- Returns epoch, floor, paused, last, fence, lost, unsure.
 local function check_epoch(meta, known, now, margin, fresh, seen, born)
-  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'guarded', 'paused', 'last', 'fence', 'day', 'lost', 'unsure')
-  local epoch, floor, lost = m[1], tonumber(m[2]) or 0, tonumber(m[8]) or 0
-  local fence = tonumber(m[6]) or 0
+  -- guarded is read only by a replica that knows another epoch (below):
+  -- every won claim reads the rest.
+  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'paused', 'last', 'fence', 'day', 'lost', 'unsure')
+  local epoch, floor, lost = m[1], tonumber(m[2]) or 0, tonumber(m[7]) or 0
+  local fence = tonumber(m[5]) or 0
   -- A number: formatted only on the day it is written (string.format is
   -- dear, and every won claim checks it).
   local day = math.floor(now / 86400000)
-  local unsure = m[9] == '1'
+  local unsure = m[8] == '1'
   seen = tonumber(seen) or 0
   if not epoch then
     -- The tokens keep rising past what the asking replica saw, and the
@@ -653,7 +655,7 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
     unsure = known == '' and seen == 0
     redis.call('HSET', meta, 'epoch', epoch, 'floor', int(floor), 'guarded', '1', 'lost', int(lost),
       'fence', int(fence), 'unsure', unsure and '1' or '0')
-  elseif known ~= '' and known ~= epoch and m[3] ~= '1' then
+  elseif known ~= '' and known ~= epoch and redis.call('HGET', meta, 'guarded') ~= '1' then
     floor, lost, unsure = math.max(floor, now + margin), now, false
     redis.call('HSET', meta, 'floor', int(floor), 'guarded', '1', 'lost', int(lost), 'unsure', '0')
   elseif unsure and known ~= '' and known ~= epoch then
@@ -675,7 +677,7 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
         'fence', int(fence), 'unsure', '0')
     end
   end
-  if tonumber(m[7]) ~= day then
+  if tonumber(m[6]) ~= day then
     -- Once a day, not on every call: keep the job's long-lived keys alive
     -- while some replica still has the job in its table.
     local base = base_of(meta)
@@ -683,7 +685,7 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
     redis.call('PEXPIRE', meta, META_TTL)
     redis.call('PEXPIRE', base .. 'history', META_TTL)
   end
-  return epoch, floor, m[4] or '0', tonumber(m[5]) or 0, fence, lost, unsure
+  return epoch, floor, m[3] or '0', tonumber(m[4]) or 0, fence, lost, unsure
 end
 
 -- next_fence issues the job's next fencing token (fence.lua's rule): the

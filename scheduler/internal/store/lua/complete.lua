@@ -18,8 +18,14 @@
 local now, now_us = clock()
 local fin, fin_us = int(now), int(now_us)
 -- What a close reads of the job's meta (common.lua's note, tally and
--- push_entry; top for the slot number, take_slot; h:f), in one read.
-local META = {'h:n', 'h:s', 'h:ok', 'fails', 'paused', 'notify'}
+-- push_entry; top for the slot number, take_slot; h:f), in one read: the
+-- counts, the notification flag, the statistics (STATS, the failure streak
+-- among them) at m[5..], top and h:f. Each field read is a Lua string (or
+-- false) made, so none twice and none a common close does not use: the
+-- pause flag is read only by a close that reaches pause_after_failures.
+local META = {'h:n', 'h:s', 'h:ok', 'notify'}
+local ST = #META
+local FAILS = ST + 2
 for _, f in ipairs(STATS) do
   META[#META + 1] = f
 end
@@ -35,14 +41,15 @@ local function close_one(i)
   local id, owner, outcome = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local base = string.sub(KEYS[i], 1, -5)
   local rk = run_key(base, id)
-  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'error', 'closed_by', 'decision', 'fence', 'started', 'sched', 'pf',
+  -- The error it had is read only when the cluster closed it (below).
+  local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'closed_by', 'decision', 'fence', 'started', 'sched', 'pf',
     'cancelled_by', 'slot', 'pool')
   if rec[1] ~= owner then
     out[i] = 'lost'
-  elseif rec[4] == 'holder' then
+  elseif rec[3] == 'holder' then
     out[i] = 'ok' -- closed by this very call before; a retry after a lost reply
   elseif rec[2] == 'running' or rec[2] == 'waiting' then
-    local decision = rec[5] or ''
+    local decision = rec[4] or ''
     -- What the close changes in the job's meta (common.lua's note, tally
     -- and push_entry), read and written once each; the read also tells
     -- release about the slot numbers.
@@ -53,38 +60,38 @@ local function close_one(i)
       redis.call('ZREM', base .. 'queue', id)
       redis.call('ZREM', base .. 'waiting', id)
     else
-      release(base, id, {rec[11], rec[12], m[TOP]})
+      release(base, id, {rec[10], rec[11], m[TOP]})
     end
     redis.call('HSET', rk, 'decision', decision, 'outcome', outcome, 'finished', fin, 'error', ARGV[a + 5],
       'attempts', ARGV[a + 4], 'closed_by', 'holder')
     -- Kept for its retention, never deleted: a replica whose clock lags must
     -- still find the run decided.
-    keep(rk, ARGV[a + 7], rec[8], now)
+    keep(rk, ARGV[a + 7], rec[7], now)
     local at = 'at:' .. outcome
     local set = {at, fin}
     if outcome == 'succeeded' then
       set[3], set[4] = 'ok', fin
     end
-    -- m[7..]: the statistics as this close leaves them (STATS order).
+    -- m[ST + 1..]: the statistics as this close leaves them (STATS order).
     for k, f in ipairs(STATS) do
       if f == at or (f == 'ok' and outcome == 'succeeded') then
-        m[6 + k] = fin
+        m[ST + k] = fin
       end
     end
     local paused, ended = '', 0
     if decision == 'started' then
-      local fails = tonumber(m[4]) or 0
+      local fails = tonumber(m[FAILS]) or 0
       if outcome == 'succeeded' and fails > 0 then
         ended = fails
         set[#set + 1], set[#set + 2] = 'fails', 0
-        m[8] = '0'
+        m[FAILS] = '0'
       elseif BAD_END[outcome] then
         -- tally, with the streak read above
         fails = fails + 1
         set[#set + 1], set[#set + 2] = 'fails', fails
-        m[8] = int(fails)
-        local limit = tonumber(rec[9]) or 0
-        if limit > 0 and fails >= limit and m[5] ~= '1' then
+        m[FAILS] = int(fails)
+        local limit = tonumber(rec[8]) or 0
+        if limit > 0 and fails >= limit and redis.call('HGET', meta, 'paused') ~= '1' then
           local why = string.format('paused after %d runs in a row ended badly (pause_after_failures: %d), the last %s',
             fails, limit, outcome)
           redis.call('HSET', meta, 'paused', '1', 'paused_why', why)
@@ -96,21 +103,21 @@ local function close_one(i)
         end
       end
     end
-    if rec[10] then -- an operator asked it to stop (cancel.lua)
-      paused = paused .. ',"cancelled_by":' .. cjson.encode(rec[10])
+    if rec[9] then -- an operator asked it to stop (cancel.lua)
+      paused = paused .. ',"cancelled_by":' .. cjson.encode(rec[9])
     end
-    local entry = ARGV[a + 6] .. ',"decision":"' .. decision .. '","fence":"' .. (rec[6] or '') ..
-      '","started":"' .. (rec[7] or '') .. '","finished":"' .. fin .. '"' .. paused .. '}'
+    local entry = ARGV[a + 6] .. ',"decision":"' .. decision .. '","fence":"' .. (rec[5] or '') ..
+      '","started":"' .. (rec[6] or '') .. '","finished":"' .. fin .. '"' .. paused .. '}'
     for _, v in ipairs(push_counted(base, entry, decision, outcome, ARGV[a + 8], m, m[#META])) do
       set[#set + 1] = v
     end
     redis.call('HSET', meta, unpack(set))
-    if m[6] == '1' then
+    if m[4] == '1' then
       notify_entry(base, entry, ended)
     end
-    out[i] = 'ok|' .. fin_us .. '|' .. pack_stats(m, 6)
+    out[i] = 'ok|' .. fin_us .. '|' .. pack_stats(m, ST)
   else
-    local err = rec[3] or ''
+    local err = redis.call('HGET', rk, 'error') or ''
     if ARGV[a + 5] ~= '' then
       -- Bounded, as the holder bounds its own text: 2 KiB.
       err = string.sub(err .. '; the job then ended: ' .. ARGV[a + 5], 1, 2048)
