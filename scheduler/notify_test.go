@@ -86,9 +86,13 @@ func (r *receiver) byDelivery() map[string]int {
 	return n
 }
 
+// target posts to the receiver. Its timeout is long for a loopback POST:
+// the tests count deliveries exactly, and a POST the receiver took but
+// answered after the timeout (a test binary starved of CPU, its tests run
+// in parallel) is posted again, as the product promises (at least once).
 func (r *receiver) target(on ...notify.Event) notify.Target {
 	return notify.Target{Name: "ops", URL: r.srv.URL + "/hook", On: on, Secret: hookSecret,
-		Headers: map[string]string{"X-Team": "payments"}, Timeout: 500 * time.Millisecond}
+		Headers: map[string]string{"X-Team": "payments"}, Timeout: 5 * time.Second}
 }
 
 // flaky fails its first n runs (across replicas), then succeeds.
@@ -266,16 +270,25 @@ type stuck struct {
 	took    chan struct{}
 	once    sync.Once
 	release chan struct{}
+	calls   atomic.Int32
 }
 
 func (s *stuck) RoundTrip(*http.Request) (*http.Response, error) {
+	s.calls.Add(1)
 	s.once.Do(func() { close(s.took) })
 	<-s.release
 	return nil, errors.New("released")
 }
 
-// The replica that took a delivery hangs mid-POST (as if killed); once its
-// lease ends another replica delivers it, once.
+// The replica that took a delivery hangs mid-POST and polls no more (as if
+// killed); once its lease ends another replica delivers it, once.
+//
+// Replica a is stopped, not left polling. A live a took the delivery again
+// each time its lease ended: the lease (2 s) is 20 of a's polls (100 ms and
+// the poll's few ms), so a's poll came a few ms after the due time every
+// round, and b, polling at the same pace, won only if its phase fell in that
+// window. In most runs b delivered only once all eight of a's workers hung,
+// eight leases (16 s) later; in the others, after one lease.
 func TestNotifyDeadTakerHandsOn(t *testing.T) {
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
@@ -283,6 +296,7 @@ func TestNotifyDeadTakerHandsOn(t *testing.T) {
 	st := &stuck{took: make(chan struct{}), release: make(chan struct{})}
 	t.Cleanup(func() { close(st.release) }) // before the fleet stops (LIFO)
 	tg := rcv.target(notify.Failed)
+	tg.Timeout = 500 * time.Millisecond // a lease of 2 s
 	table := []scheduler.Job{{Name: "dead", Schedule: "@every 1s", Handler: flaky(1), Notify: []string{"ops"}}}
 	opts := []scheduler.Option{scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100 * time.Millisecond),
 		scheduler.WithNotifications(tg)}
@@ -291,13 +305,14 @@ func TestNotifyDeadTakerHandsOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.run(a)
+	stopA := f.run(a)
 	select {
 	case <-st.took:
 	case <-time.After(30 * time.Second):
 		t.Fatal("replica a never took the delivery")
 	}
 	took := time.Now()
+	go stopA() // returns once st is released, at cleanup
 	b, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, append(opts, scheduler.WithReplicaID("b"))...)
 	if err != nil {
 		t.Fatal(err)
@@ -307,10 +322,15 @@ func TestNotifyDeadTakerHandsOn(t *testing.T) {
 	// The lease: twice the target's timeout and a second.
 	if d := rcv.posts()[0].at.Sub(took); d < 1500*time.Millisecond {
 		t.Errorf("delivered %s after a took it: before its lease ended", d)
+	} else if d > 8*time.Second {
+		t.Errorf("delivered %s after a took it: not once its lease ended", d)
 	}
 	time.Sleep(2 * time.Second)
 	if n := len(rcv.posts()); n != 1 {
 		t.Errorf("%d posts, want 1", n)
+	}
+	if n := st.calls.Load(); n != 1 {
+		t.Errorf("replica a posted %d times, want 1 (it stopped polling once it took the delivery)", n)
 	}
 }
 
