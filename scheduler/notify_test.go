@@ -110,6 +110,7 @@ func flaky(n int32) jobs.Func {
 // succeeds: the receiver gets exactly one POST per failed run and one
 // recovered, each signed, whichever replica closed the run.
 func TestNotifyOncePerEventThreeReplicas(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)
@@ -169,6 +170,7 @@ func TestNotifyOncePerEventThreeReplicas(t *testing.T) {
 // until it takes it; the WARN names the URL without its credentials and
 // never the secret.
 func TestNotifyRetriesAfter500(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	rcv.fail.Store(2)
@@ -237,6 +239,7 @@ func notifyCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64
 // A receiver down for longer than the retry window: the delivery is given
 // up, counted, and leaves the queue.
 func TestNotifyGivesUp(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
 	rcv := newReceiver(t)
@@ -290,6 +293,7 @@ func (s *stuck) RoundTrip(*http.Request) (*http.Response, error) {
 // window. In most runs b delivered only once all eight of a's workers hung,
 // eight leases (16 s) later; in the others, after one lease.
 func TestNotifyDeadTakerHandsOn(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)
@@ -338,6 +342,7 @@ func TestNotifyDeadTakerHandsOn(t *testing.T) {
 // what was queued is delivered once the receiver is back. Pausing sends
 // paused.
 func TestNotifyQueueBoundAndPaused(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
 	rcv := newReceiver(t)
@@ -395,6 +400,7 @@ func TestNotifyQueueBoundAndPaused(t *testing.T) {
 
 // The embedded store (miniredis) delivers too: missed and timed_out.
 func TestNotifyMiniredis(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	_, rdb := redistest.Mini(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)
@@ -472,6 +478,7 @@ func TestNotifyMissed(t *testing.T) {
 // operator's pause does: one POST, for the one pause, on a real Redis; the
 // failures that led to it are posted too.
 func TestNotifyPauseAfterFailures(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)
@@ -524,6 +531,7 @@ func TestNotifyPauseAfterFailures(t *testing.T) {
 // again at once, so the failures after the loss are notified too — not
 // only after the next periodic rewrite, ten minutes later.
 func TestNotifyAfterRedisLostData(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)
