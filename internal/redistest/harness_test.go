@@ -109,3 +109,22 @@ func TestClusterWithReplicas(t *testing.T) {
 		}
 	}
 }
+
+// FreePort never hands out a port twice in one process: 2,000 ports in a row
+// from the kernel's ephemeral range (about 28,000 on Linux) repeat some
+// dozens of times by chance (a daemon then found its admin port taken by
+// another test daemon started just before it).
+func TestFreePortNeverTwice(t *testing.T) {
+	FreePort := redistest.FreePort
+	seen := map[int]bool{}
+	for range 2000 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}

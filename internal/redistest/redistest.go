@@ -239,14 +239,36 @@ func isAuthErr(err error) bool {
 	return redis.HasErrorPrefix(err, "NOAUTH") || redis.HasErrorPrefix(err, "WRONGPASS") || redis.HasErrorPrefix(err, "NOPERM")
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// handedOut are the ports FreePort returned in this process.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
+// that it never returned before in this process: two servers a test starts
+// one after the other, each on a port asked for before either listens, must
+// not be given the same one (the kernel may hand a port out again as soon as
+// the probe closes it; seen as a daemon's "address already in use").
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("redistest: no free port not handed out before in 100 tries")
 }
 
 // Mini starts an in-process miniredis on a loopback port and returns it with
