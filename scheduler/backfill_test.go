@@ -93,6 +93,7 @@ func (r *backfillRig) wait(done func(*scheduler.Backfill) bool) *scheduler.Backf
 // first, never more than parallel at a time; a second backfill over it
 // runs none again (its records are kept), only the new instants.
 func TestBackfillRunsEachInstantOnce(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	r := newBackfillRig(t, 3, 5, 20*time.Millisecond)
 	ctx := context.Background()
 	from := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)

@@ -347,6 +347,7 @@ func TestJobGaugesAgreeRedlock(t *testing.T) {
 // streak, written by the calls that close or decide runs (a close is still
 // one round trip) and returned by the heartbeat's sync.
 func TestStoreKeepsJobStats(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	s, c := benchStore(t)
 	cnt := &counter{}
 	c.AddHook(cnt)

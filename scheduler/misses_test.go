@@ -50,6 +50,7 @@ func runsCounted(t *testing.T, reader *sdkmetric.ManualReader, outcome scheduler
 // a manual trigger creates the job's state before any replica's first
 // heartbeat (the admin API right after start).
 func TestNewClusterReportsNoMiss(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	for _, trigger := range []bool{false, true} {
 		name := "replicas first"
 		if trigger {

@@ -86,9 +86,13 @@ func (r *receiver) byDelivery() map[string]int {
 	return n
 }
 
+// target posts to the receiver. Its timeout is long for a loopback POST:
+// the tests count deliveries exactly, and a POST the receiver took but
+// answered after the timeout (a test binary starved of CPU, its tests run
+// in parallel) is posted again, as the product promises (at least once).
 func (r *receiver) target(on ...notify.Event) notify.Target {
 	return notify.Target{Name: "ops", URL: r.srv.URL + "/hook", On: on, Secret: hookSecret,
-		Headers: map[string]string{"X-Team": "payments"}, Timeout: 500 * time.Millisecond}
+		Headers: map[string]string{"X-Team": "payments"}, Timeout: 5 * time.Second}
 }
 
 // flaky fails its first n runs (across replicas), then succeeds.
@@ -106,6 +110,7 @@ func flaky(n int32) jobs.Func {
 // succeeds: the receiver gets exactly one POST per failed run and one
 // recovered, each signed, whichever replica closed the run.
 func TestNotifyOncePerEventThreeReplicas(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)
@@ -165,6 +170,7 @@ func TestNotifyOncePerEventThreeReplicas(t *testing.T) {
 // until it takes it; the WARN names the URL without its credentials and
 // never the secret.
 func TestNotifyRetriesAfter500(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	rcv.fail.Store(2)
@@ -233,6 +239,7 @@ func notifyCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64
 // A receiver down for longer than the retry window: the delivery is given
 // up, counted, and leaves the queue.
 func TestNotifyGivesUp(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
 	rcv := newReceiver(t)
@@ -266,23 +273,34 @@ type stuck struct {
 	took    chan struct{}
 	once    sync.Once
 	release chan struct{}
+	calls   atomic.Int32
 }
 
 func (s *stuck) RoundTrip(*http.Request) (*http.Response, error) {
+	s.calls.Add(1)
 	s.once.Do(func() { close(s.took) })
 	<-s.release
 	return nil, errors.New("released")
 }
 
-// The replica that took a delivery hangs mid-POST (as if killed); once its
-// lease ends another replica delivers it, once.
+// The replica that took a delivery hangs mid-POST and polls no more (as if
+// killed); once its lease ends another replica delivers it, once.
+//
+// Replica a is stopped, not left polling. A live a took the delivery again
+// each time its lease ended: the lease (2 s) is 20 of a's polls (100 ms and
+// the poll's few ms), so a's poll came a few ms after the due time every
+// round, and b, polling at the same pace, won only if its phase fell in that
+// window. In most runs b delivered only once all eight of a's workers hung,
+// eight leases (16 s) later; in the others, after one lease.
 func TestNotifyDeadTakerHandsOn(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)
 	st := &stuck{took: make(chan struct{}), release: make(chan struct{})}
 	t.Cleanup(func() { close(st.release) }) // before the fleet stops (LIFO)
 	tg := rcv.target(notify.Failed)
+	tg.Timeout = 500 * time.Millisecond // a lease of 2 s
 	table := []scheduler.Job{{Name: "dead", Schedule: "@every 1s", Handler: flaky(1), Notify: []string{"ops"}}}
 	opts := []scheduler.Option{scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100 * time.Millisecond),
 		scheduler.WithNotifications(tg)}
@@ -291,13 +309,14 @@ func TestNotifyDeadTakerHandsOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.run(a)
+	stopA := f.run(a)
 	select {
 	case <-st.took:
 	case <-time.After(30 * time.Second):
 		t.Fatal("replica a never took the delivery")
 	}
 	took := time.Now()
+	go stopA() // returns once st is released, at cleanup
 	b, err := scheduler.New(schedtest.RedisStore(t, srv.Client(t, nil)), table, append(opts, scheduler.WithReplicaID("b"))...)
 	if err != nil {
 		t.Fatal(err)
@@ -307,10 +326,15 @@ func TestNotifyDeadTakerHandsOn(t *testing.T) {
 	// The lease: twice the target's timeout and a second.
 	if d := rcv.posts()[0].at.Sub(took); d < 1500*time.Millisecond {
 		t.Errorf("delivered %s after a took it: before its lease ended", d)
+	} else if d > 8*time.Second {
+		t.Errorf("delivered %s after a took it: not once its lease ended", d)
 	}
 	time.Sleep(2 * time.Second)
 	if n := len(rcv.posts()); n != 1 {
 		t.Errorf("%d posts, want 1", n)
+	}
+	if n := st.calls.Load(); n != 1 {
+		t.Errorf("replica a posted %d times, want 1 (it stopped polling once it took the delivery)", n)
 	}
 }
 
@@ -318,6 +342,7 @@ func TestNotifyDeadTakerHandsOn(t *testing.T) {
 // what was queued is delivered once the receiver is back. Pausing sends
 // paused.
 func TestNotifyQueueBoundAndPaused(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t, nil)
 	rcv := newReceiver(t)
@@ -375,6 +400,7 @@ func TestNotifyQueueBoundAndPaused(t *testing.T) {
 
 // The embedded store (miniredis) delivers too: missed and timed_out.
 func TestNotifyMiniredis(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	_, rdb := redistest.Mini(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)
@@ -452,6 +478,7 @@ func TestNotifyMissed(t *testing.T) {
 // operator's pause does: one POST, for the one pause, on a real Redis; the
 // failures that led to it are posted too.
 func TestNotifyPauseAfterFailures(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)
@@ -504,6 +531,7 @@ func TestNotifyPauseAfterFailures(t *testing.T) {
 // again at once, so the failures after the loss are notified too — not
 // only after the next periodic rewrite, ten minutes later.
 func TestNotifyAfterRedisLostData(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rcv := newReceiver(t)
 	f := newFleet(t)

@@ -37,6 +37,7 @@ func TestPooledJobKeysAreTheJobsOwn(t *testing.T) {
 // the run another replica's claim started keeps its pool slot, and the
 // pool stays full for other jobs.
 func TestClusterPoolHoldSharedByRacers(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	c := redistest.StartCluster(t, 3, nil).Client(t, nil)
 	s, err := store.NewRedis(c, store.BackendConfig{Prefix: "pl"})
 	if err != nil {

@@ -163,6 +163,7 @@ func TestManualRunAdmittedWhileStoppingIsHandedBack(t *testing.T) {
 // again after every lost answer kept a replica 30 s (its grace) in its stop
 // whenever Redis was down.
 func TestStopDuringAnOutageIsPrompt(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()}) // go-redis' defaults, as a daemon's client
 	t.Cleanup(func() { _ = rdb.Close() })

@@ -231,6 +231,7 @@ func (a *admitCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // queued for a slot; and queued runs wait cheaply: each replica polls a
 // job's queue once per poll interval, however many of its runs wait.
 func TestManualRunsWaitBoundedAndCheaply(t *testing.T) {
+	t.Parallel() // real time, little CPU (main_test.go)
 	srv := redistest.Start(t)
 	admits := &admitCounter{}
 	release := make(chan struct{})
