@@ -176,7 +176,9 @@ var simKnownDefects = map[string]simKnownDefect{
 		name: "issue 12 defect 3, documented window: a failover to a stale copy before a replica that saw the lost writes talks to it",
 		// A backfill judges an instant by its record: one the copy lost
 		// with the writes it missed runs again (seed 12).
-		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises, invLeaseLostRan, invBackfillUndecided},
+		// Per-slot tokens too: the copy gives a lower token than one
+		// already handed out (seeds 70311, 70315).
+		invariants: []string{invOneStart, invOneGrant, invOneRecord, invFenceRises, invLeaseLostRan, invBackfillUndecided, invSlotTokens},
 		match: func(v simViolation) bool {
 			return strings.Contains(v.detail, "failover to the copy")
 		},

@@ -270,6 +270,31 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// A manual request triggered at 10 s, admitted at 11 s to a replica that
+	// never heard the answer, never run: a break — unless the store lost
+	// its data before the holder could ask again (a flush at 13 s; seed
+	// 70185), when the request went with it. A loss long after (30 s), or
+	// after the holder heard the grant, is still a break.
+	for _, c := range []struct {
+		name  string
+		loss  time.Duration
+		heard bool
+		want  int
+	}{{"lost 2 s after an unheard grant", 13 * time.Second, false, 0}, {"lost 19 s after", 30 * time.Second, false, 1},
+		{"lost after the grant was heard", 13 * time.Second, true, 1}} {
+		w := world()
+		id := "j@manual-7"
+		w.obs.manual = []simManual{{id: id, job: "j", at: t0.Add(10 * time.Second)}}
+		w.obs.grants = []simGrant{{at: t0.Add(11 * time.Second), job: "j", id: id, owner: "om", fence: 3, in: r0, via: "admit m"}}
+		w.obs.losses = []simLoss{{at: t0.Add(c.loss), what: "flush"}}
+		if c.heard {
+			w.obs.heard[id+"|om"] = t0.Add(11 * time.Second)
+		}
+		if vs := w.check(); count(vs, invManualOnce) != c.want {
+			t.Errorf("%s: %d %s violations, want %d: %v", c.name, count(vs, invManualOnce), invManualOnce, c.want, vs)
+		}
+	}
+
 	// A backfill asked at 125 s, none of its 2 instants decided at the
 	// end: a break of backfill-decides-all — unless its job was paused in
 	// the store at the end (a paused job's backfill waits), the pause
