@@ -148,8 +148,15 @@ func (s *Scheduler) recordMissed(ctx, cctx context.Context) {
 	if len(reqs) == 0 {
 		return
 	}
+	sent := time.Now()
 	for i := range reqs {
 		reqs[i].Known, reqs[i].FenceFloor = reqs[i].j.memo.snapshot()
+		if reqs[i].Sent.IsZero() {
+			// This call may grant the run (a job that catches up starts
+			// a missed run): its answer lost, only this owner token can
+			// settle it, for as long as its record lives (seed 70430).
+			reqs[i].Sent = sent
+		}
 	}
 	cctx, cancel := context.WithTimeout(cctx, claimTimeout)
 	res, err := s.store.Claim(cctx, s.cfg.replicaID, s.cfg.skew, s.cfg.waiterTTL, storeClaims(reqs...))
