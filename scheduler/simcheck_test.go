@@ -677,7 +677,8 @@ func (w *simWorld) check() []simViolation {
 		if len(idx) > 1 {
 			var on []string
 			for _, i := range idx {
-				on = append(on, fmt.Sprintf("%s token %d at t=%s", entries[i].Replica, entries[i].Token, w.rel(entries[i].Start)))
+				on = append(on, fmt.Sprintf("%s token %d at t=%s%s", entries[i].Replica, entries[i].Token, w.rel(entries[i].Start),
+					w.byBackfill(id, entries[i].Token)))
 			}
 			from := entries[idx[0]].Start
 			for _, g := range o.grants {
@@ -756,7 +757,8 @@ func (w *simWorld) check() []simViolation {
 		if len(rs) > 1 {
 			var ds []string
 			for _, r := range rs {
-				ds = append(ds, fmt.Sprintf("%s->%s by %s fence %d", r.Decision, r.Outcome, r.Replica, r.FencingToken))
+				ds = append(ds, fmt.Sprintf("%s->%s by %s fence %d%s", r.Decision, r.Outcome, r.Replica, r.FencingToken,
+					w.byBackfill(id, r.FencingToken)))
 			}
 			add(invOneRecord, id, "run %s has %d decisions: %s%s", id, len(rs), strings.Join(ds, "; "),
 				w.lossesBetween(w.firstNoted(id, rs), w.lastNoted(id, rs)))
@@ -1323,4 +1325,15 @@ func earliest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// byBackfill says " (backfill)" when run id's grant with token fence was a
+// backfill's.
+func (w *simWorld) byBackfill(id string, fence int64) string {
+	for _, g := range w.obs.grants {
+		if g.id == id && g.fence == fence && fence != 0 && strings.HasSuffix(g.via, fmt.Sprintf(" %c", store.RunBackfill)) {
+			return " (backfill)"
+		}
+	}
+	return ""
 }
