@@ -250,6 +250,12 @@ local function claim(meta, a, rerun)
         -- The reason is protocol.go's reasonBeforeState.
         return {'refused', epoch, 'due before the job\'s state existed'}
       end
+      if rerun then
+        -- A backfill's instant decided before without starting: its record
+        -- stands (deciding it again would file, count and notify a second
+        -- decision of the run).
+        return {redis.call('HGET', rk, 'outcome'), epoch}
+      end
       if now > sched + retention and kind ~= 'b' then
         return {'refused', epoch, 'too old to decide'}
       end
