@@ -1,10 +1,11 @@
-package scheduler
+package sim
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/solocron/solocron/scheduler"
 	"hash/fnv"
 	"net"
 	"slices"
@@ -40,7 +41,7 @@ type simInc struct {
 	r      *simReplica
 	n      int
 	ver    int // the job table it runs (simtable_test.go)
-	s      *Scheduler
+	s      *scheduler.Scheduler
 	cancel context.CancelFunc
 	done   chan struct{} // Run returned
 	dead   chan struct{} // closed when the process is killed
@@ -420,7 +421,7 @@ func (w *simStore) Complete(ctx context.Context, reqs []store.CompleteReq) ([]st
 		if err == nil {
 			for i, c := range reqs {
 				w.in.r.w.notef(c.R.ID, "%s complete %s (%s): %s", w.in, c.Outcome, c.ErrText, res[i])
-				if c.Outcome == Missed {
+				if c.Outcome == scheduler.Missed {
 					w.in.r.w.noteNeverStarted(c.R.ID, c.R.Owner)
 				}
 				w.in.r.w.endLease(c.R.ID, c.R.Owner, "closed by its holder")
@@ -524,10 +525,10 @@ func (w *simStore) traceCall(op string, err error, what func(b *strings.Builder)
 	w.in.r.w.noteCall("%s", b.String())
 }
 
-func (w *simStore) Backfill(ctx context.Context, job string, args []any) (string, *Backfill, error) {
+func (w *simStore) Backfill(ctx context.Context, job string, args []any) (string, *scheduler.Backfill, error) {
 	type answer struct {
 		a  string
-		st *Backfill
+		st *scheduler.Backfill
 	}
 	v, err := simCall(w, ctx, "backfill", job, func(ctx context.Context) (answer, error) {
 		a, st, err := w.Backend.Backfill(ctx, job, args)
