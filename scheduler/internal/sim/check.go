@@ -167,13 +167,13 @@ type simObs struct {
 	keptLost map[string]time.Time
 	attempts []simAttempt
 	calls    []string // every store call as the store ran it, with its answer (the replay trace)
-	// the plan's backfill (simbackfill_test.go): when asked, and its state at the end
+	// the plan's backfill (backfill.go): when asked, and its state at the end
 	backfillAt  time.Time
 	backfillEnd *scheduler.Backfill
 	// whether its job was paused in the store at the end
 	backfillPaused bool
 	backfillErr    error
-	// notifications (simnotify_test.go)
+	// notifications (notify.go)
 	posts      []simPost
 	notifySubs map[string][]time.Time // job -> when a subscription of it was written
 	notifyDone map[string]time.Time   // "<run id>:<event>" -> when its delivery was first reported done

@@ -105,13 +105,13 @@ type simPlan struct {
 	// fail; of those a third lose the answer after the store ran the call,
 	// a third answer late, a third fail before reaching the store.
 	faultPct int
-	// tables are the job tables the plan changes between (simtable_test.go):
+	// tables are the job tables the plan changes between (table.go):
 	// none, or v1 (jobs) and v2; final is the one in force at the end.
 	tables  [][]simJob
 	changes []string
 	final   int
 	// backfill is the backfill the operator asks for, if any
-	// (simbackfill_test.go).
+	// (backfill.go).
 	backfill *simBackfill
 }
 

@@ -58,7 +58,7 @@ func TestSimulationReplays(t *testing.T) {
 					continue
 				}
 				if d := simTraceDiff(first, trace); d != "" || len(vs) != verdict0 {
-					t.Fatalf("seed %d, replay %d of %d: %d violation(s), first play %d; traces of %d and %d lines differ:\n%s\nreplay: SOLOCRON_SIM_SEED=%d go test -run TestSimulation ./scheduler/",
+					t.Fatalf("seed %d, replay %d of %d: %d violation(s), first play %d; traces of %d and %d lines differ:\n%s\nreplay: SOLOCRON_SIM_SEED=%d go test -run TestSimulation ./scheduler/internal/sim/",
 						seed, i+1, n, len(vs), verdict0, len(first), len(trace), d, seed)
 				}
 			}

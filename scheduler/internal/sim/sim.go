@@ -35,7 +35,7 @@ import (
 func simPlay(t *testing.T, plan *simPlan, verbose bool) (violations []simViolation, report string, trace []string) {
 	t.Helper()
 	// One core: goroutines woken at one instant then run in the order the
-	// runtime queues them, not on two cores at once (simreplay_test.go).
+	// runtime queues them, not on two cores at once (replay.go).
 	// No other test runs meanwhile (TestSimulation is not parallel).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var world atomic.Pointer[simWorld]
@@ -277,7 +277,7 @@ type simWorld struct {
 	trace  bool
 	log    *slog.Logger
 
-	seq  *simSequencer  // runs store calls and events one at a time (simreplay_test.go)
+	seq  *simSequencer  // runs store calls and events one at a time (replay.go)
 	bg   sync.WaitGroup // follow-ups of events, stalled calls
 	incs []*simInc      // every incarnation, to wait for at the end
 
@@ -808,7 +808,7 @@ func (w *simWorld) report(vs []simViolation) string {
 		}
 	}
 	fmt.Fprintf(&b, "plan of %s", w.plan)
-	fmt.Fprintf(&b, "replay: SOLOCRON_SIM_SEED=%d SOLOCRON_SIM_TRACE=1 go test -run TestSimulation ./scheduler/\n", w.plan.seed)
+	fmt.Fprintf(&b, "replay: SOLOCRON_SIM_SEED=%d SOLOCRON_SIM_TRACE=1 go test -run TestSimulation ./scheduler/internal/sim/\n", w.plan.seed)
 	return b.String()
 }
 

@@ -12,8 +12,8 @@ import (
 // TestSimulation is the seeded fault search (docs/reliability.md): for each
 // seed, 3 to 6 replicas — real Schedulers, in one process, on fake time —
 // run a job table against one store while the seed's plan injects faults
-// (simplan_test.go, simstore_test.go); then the invariants are checked on
-// everything that happened (simcheck_test.go). A failing seed prints its
+// (plan.go, store.go); then the invariants are checked on
+// everything that happened (check.go). A failing seed prints its
 // violations, the trace of the runs concerned, its plan and the command that
 // replays it.
 //
@@ -53,7 +53,7 @@ func TestSimulation(t *testing.T) {
 			}
 			if keys := simKnownFor(plan); len(keys) > 0 && !single && os.Getenv("SOLOCRON_SIM_KNOWN") != "0" {
 				if names, ok := simKnownOnly(violations, keys); ok {
-					t.Skipf("known scheduler defect(s) %s: %d violation(s); replay: SOLOCRON_SIM_SEED=%d SOLOCRON_SIM_TRACE=1 go test -run TestSimulation ./scheduler/",
+					t.Skipf("known scheduler defect(s) %s: %d violation(s); replay: SOLOCRON_SIM_SEED=%d SOLOCRON_SIM_TRACE=1 go test -run TestSimulation ./scheduler/internal/sim/",
 						strings.Join(names, ", "), len(violations), seed)
 				}
 			}

@@ -40,7 +40,7 @@ var (
 type simInc struct {
 	r      *simReplica
 	n      int
-	ver    int // the job table it runs (simtable_test.go)
+	ver    int // the job table it runs (table.go)
 	s      *scheduler.Scheduler
 	cancel context.CancelFunc
 	done   chan struct{} // Run returned
@@ -70,7 +70,7 @@ type simReplica struct {
 	frozen  bool
 	changed chan struct{} // closed and replaced when frozen changes
 	offset  time.Duration // clock offset
-	ver     int           // the job table it starts with (simtable_test.go)
+	ver     int           // the job table it starts with (table.go)
 	// faults on this replica's calls, until these times
 	lossyUntil time.Time
 	lateUntil  time.Time
@@ -140,7 +140,7 @@ type simStore struct {
 }
 
 // Caps: the simulation keeps no replica registry; its notifier's calls
-// go through the faults (simnotify_test.go).
+// go through the faults (notify.go).
 func (w *simStore) Caps() store.Capabilities {
 	return store.Capabilities{MutexOnly: w.Backend.Caps().MutexOnly, Notify: w.notify}
 }
