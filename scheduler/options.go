@@ -54,7 +54,8 @@ type config struct {
 	// default, whatever key says. key names the draw (a run and its
 	// attempt, a claim's first run): the seeded simulation hashes it with
 	// its seed and the fake time, so that a seed replays exactly
-	// (simreplay_test.go) however the replica's goroutines interleave.
+	// (scheduler/internal/sim/replay.go) however the replica's goroutines
+	// interleave.
 	jitter func(key string, n time.Duration) time.Duration
 }
 

@@ -1,8 +1,9 @@
-package scheduler
+package sim
 
 import (
 	"context"
 	"fmt"
+	"github.com/solocron/solocron/scheduler"
 	"hash/fnv"
 	"io"
 	"log/slog"
@@ -25,72 +26,16 @@ import (
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/scheduler/internal/simhook"
 	"github.com/solocron/solocron/scheduler/internal/store"
 )
-
-// TestSimulation is the seeded fault search (docs/reliability.md): for each
-// seed, 3 to 6 replicas — real Schedulers, in one process, on fake time —
-// run a job table against one store while the seed's plan injects faults
-// (simplan_test.go, simstore_test.go); then the invariants are checked on
-// everything that happened (simcheck_test.go). A failing seed prints its
-// violations, the trace of the runs concerned, its plan and the command that
-// replays it.
-//
-//	SOLOCRON_SIM_SEED=N    run seed N only (and print its plan)
-//	SOLOCRON_SIM_SEEDS=K   run K seeds (default 1; 2 with SOLOCRON_FULL=1, as CI
-//	                       sets; 0 skips)
-//	SOLOCRON_SIM_FIRST=F   starting at seed F (default 1)
-//	SOLOCRON_SIM_TRACE=1   also print every fault injected on a call
-//	SOLOCRON_SIM_RUN=s     also print the trace of every run whose id contains s
-//	SOLOCRON_SIM_LOG=path  append the replicas' logs (debug) to path
-//	SOLOCRON_SIM_KNOWN=0   fail on known defects too (see simKnownDefects)
-func TestSimulation(t *testing.T) {
-	seeds, err := simSeeds(testing.Short())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(seeds) == 0 {
-		t.Skip("SOLOCRON_SIM_SEEDS=0")
-	}
-	single := os.Getenv("SOLOCRON_SIM_SEED") != ""
-	if d, err := time.ParseDuration(os.Getenv("SOLOCRON_SIM_WATCHDOG")); err == nil && d > 0 {
-		simWatchdog = d
-	}
-	var failed []string
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			plan := newSimPlan(seed)
-			if single {
-				t.Logf("plan of %s", plan)
-			}
-			violations, report, _ := simPlay(t, plan, single)
-			if len(violations) == 0 {
-				if single {
-					t.Log(report)
-				}
-				return
-			}
-			if keys := simKnownFor(plan); len(keys) > 0 && !single && os.Getenv("SOLOCRON_SIM_KNOWN") != "0" {
-				if names, ok := simKnownOnly(violations, keys); ok {
-					t.Skipf("known scheduler defect(s) %s: %d violation(s); replay: SOLOCRON_SIM_SEED=%d SOLOCRON_SIM_TRACE=1 go test -run TestSimulation ./scheduler/",
-						strings.Join(names, ", "), len(violations), seed)
-				}
-			}
-			failed = append(failed, strconv.FormatUint(seed, 10))
-			t.Errorf("%s", report)
-		})
-	}
-	if len(failed) > 0 {
-		t.Logf("failing seeds: %s", strings.Join(failed, " "))
-	}
-}
 
 // simPlay plays plan once and checks it: its violations, the report (when
 // there are violations or verbose) and the trace a replay must repeat.
 func simPlay(t *testing.T, plan *simPlan, verbose bool) (violations []simViolation, report string, trace []string) {
 	t.Helper()
 	// One core: goroutines woken at one instant then run in the order the
-	// runtime queues them, not on two cores at once (simreplay_test.go).
+	// runtime queues them, not on two cores at once (replay.go).
 	// No other test runs meanwhile (TestSimulation is not parallel).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var world atomic.Pointer[simWorld]
@@ -146,6 +91,10 @@ func simPlay(t *testing.T, plan *simPlan, verbose bool) (violations []simViolati
 	})
 	return violations, report, trace
 }
+
+// engine is what the simulation reaches of the engine beyond its API
+// (scheduler/internal/simhook).
+var engine = simhook.Engine.(*simhook.Hooks[scheduler.Job, scheduler.Option, *scheduler.Scheduler, *scheduler.Control])
 
 // simWatchdog bounds the real time a seed may make no progress for (a
 // seed takes about a second); SOLOCRON_SIM_WATCHDOG changes it.
@@ -328,14 +277,14 @@ type simWorld struct {
 	plan   *simPlan
 	m      *miniredis.Miniredis
 	admin  *redis.Client // the operator's client: no faults
-	ctl    *Control
+	ctl    *scheduler.Control
 	start  time.Time
 	ledger *testkit.Ledger
 	reps   []*simReplica
 	trace  bool
 	log    *slog.Logger
 
-	seq  *simSequencer  // runs store calls and events one at a time (simreplay_test.go)
+	seq  *simSequencer  // runs store calls and events one at a time (replay.go)
 	bg   sync.WaitGroup // follow-ups of events, stalled calls
 	incs []*simInc      // every incarnation, to wait for at the end
 
@@ -351,11 +300,12 @@ type simWorld struct {
 
 func newSimWorld(t *testing.T, plan *simPlan) *simWorld {
 	m, admin := redistest.MiniPipe(t)
-	ctl, err := controlOf(admin)
+	st, err := scheduler.NewRedisStore(admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var table []Job
+	ctl := st.Control()
+	var table []scheduler.Job
 	for _, sj := range plan.allJobs() {
 		table = append(table, sj.Job)
 	}
@@ -414,9 +364,9 @@ func (w *simWorld) tracef(format string, args ...any) {
 // table is the job table of one incarnation: the plan's jobs, whose
 // handlers log to the ledger, die with the incarnation and cannot start
 // while it is frozen.
-func (w *simWorld) table(in *simInc) []Job {
+func (w *simWorld) table(in *simInc) []scheduler.Job {
 	tab := w.plan.table(in.ver)
-	out := make([]Job, len(tab))
+	out := make([]scheduler.Job, len(tab))
 	for i, sj := range tab {
 		j := sj.Job
 		if w.plan.notifies(j.Name) {
@@ -471,34 +421,36 @@ func (w *simWorld) startReplica(r *simReplica) {
 	in := &simInc{r: r, n: n, ver: r.ver, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{})}
 	r.cur = in // taken: a second restart of r now finds it up
 	r.mu.Unlock()
-	cfg, err := newConfig(append([]Option{WithReplicaID(r.id), WithClock(ClockFunc(r.now)), WithMaxClockSkew(w.plan.skew),
-		WithShutdownGrace(w.plan.grace), WithLogger(w.log.With("replica", in.String()))}, w.simNotifyOptions(in)...))
-	if err != nil {
-		w.t.Fatal(err)
+	opts := append([]scheduler.Option{scheduler.WithReplicaID(r.id), scheduler.WithClock(scheduler.ClockFunc(r.now)), scheduler.WithMaxClockSkew(w.plan.skew),
+		scheduler.WithShutdownGrace(w.plan.grace), scheduler.WithLogger(w.log.With("replica", in.String()))}, w.simNotifyOptions(in)...)
+	rep := simhook.Replica{
+		// Backoff jitter from the seed, the replica, the fake time and
+		// what it is for: the same on every replay (replay.go).
+		Jitter: func(key string, n time.Duration) time.Duration {
+			if n <= 0 {
+				return 0
+			}
+			h := fnv.New64a()
+			fmt.Fprintf(h, "%d|%s|%d|%s", w.plan.seed, in, time.Now().UnixNano(), key)
+			return time.Duration(h.Sum64() % uint64(n))
+		},
+		Backend: func(cfg store.BackendConfig) (store.Backend, error) {
+			st, err := store.NewRedis(redistest.PipeClient(w.t, w.m), cfg)
+			if err != nil {
+				return nil, err
+			}
+			sst := &simStore{Backend: st, in: in}
+			if w.plan.notifyOn() {
+				nc := redistest.PipeClient(w.t, w.m)
+				nc.AddHook(simNotifyHook{st: sst})
+				if sst.notify, err = store.NewRedis(nc, cfg); err != nil {
+					return nil, err
+				}
+			}
+			return sst, nil
+		},
 	}
-	// Backoff jitter from the seed, the replica, the fake time and what it
-	// is for: the same on every replay (simreplay_test.go).
-	cfg.jitter = func(key string, n time.Duration) time.Duration {
-		if n <= 0 {
-			return 0
-		}
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%d|%s|%d|%s", w.plan.seed, in, time.Now().UnixNano(), key)
-		return time.Duration(h.Sum64() % uint64(n))
-	}
-	st, err := store.NewRedis(redistest.PipeClient(w.t, w.m), cfg.backend())
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	sst := &simStore{Backend: st, in: in}
-	if w.plan.notifyOn() {
-		nc := redistest.PipeClient(w.t, w.m)
-		nc.AddHook(simNotifyHook{st: sst})
-		if sst.notify, err = store.NewRedis(nc, cfg.backend()); err != nil {
-			w.t.Fatal(err)
-		}
-	}
-	s, err := newScheduler(sst, cfg, w.table(in))
+	s, err := engine.NewScheduler(rep, w.table(in), opts)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -721,7 +673,7 @@ func (w *simWorld) apply(e simEvent) {
 		case evReload:
 			r.mu.Lock()
 			in := r.cur
-			var s *Scheduler
+			var s *scheduler.Scheduler
 			if in != nil {
 				s = in.s
 			}
@@ -763,7 +715,7 @@ func (w *simWorld) trigger(job string) {
 	fmt.Fprintf(h, "%d|%d", w.plan.seed, len(w.obs.manual))
 	w.mu.Unlock()
 	id := fmt.Sprintf("%s@manual-%s%012x", job, strconv.FormatInt(time.Now().Unix(), 36), h.Sum64()&(1<<48-1))
-	err := w.ctl.store.Trigger(context.Background(), job, id)
+	err := engine.Store(w.ctl).Trigger(context.Background(), job, id)
 	if err != nil {
 		w.t.Errorf("trigger %s: %v", job, err)
 		return
@@ -863,7 +815,7 @@ func (w *simWorld) report(vs []simViolation) string {
 		}
 	}
 	fmt.Fprintf(&b, "plan of %s", w.plan)
-	fmt.Fprintf(&b, "replay: SOLOCRON_SIM_SEED=%d SOLOCRON_SIM_TRACE=1 go test -run TestSimulation ./scheduler/\n", w.plan.seed)
+	fmt.Fprintf(&b, "replay: SOLOCRON_SIM_SEED=%d SOLOCRON_SIM_TRACE=1 go test -run TestSimulation ./scheduler/internal/sim/\n", w.plan.seed)
 	return b.String()
 }
 

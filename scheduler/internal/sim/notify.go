@@ -1,9 +1,10 @@
-package scheduler
+package sim
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/solocron/solocron/scheduler"
 	"hash/fnv"
 	"io"
 	"maps"
@@ -104,13 +105,13 @@ type simPost struct {
 
 // simNotifyOptions are a replica's notification options: the target and
 // the receiver's client.
-func (w *simWorld) simNotifyOptions(in *simInc) []Option {
+func (w *simWorld) simNotifyOptions(in *simInc) []scheduler.Option {
 	if !w.plan.notifyOn() {
 		return nil
 	}
-	return []Option{
-		WithNotifications(notify.Target{Name: simNotifyTarget, URL: "http://receiver.sim/hook", On: simNotifyEvents}),
-		WithNotifyClient(&http.Client{Transport: simReceiver{w: w, in: in}}),
+	return []scheduler.Option{
+		scheduler.WithNotifications(notify.Target{Name: simNotifyTarget, URL: "http://receiver.sim/hook", On: simNotifyEvents}),
+		scheduler.WithNotifyClient(&http.Client{Transport: simReceiver{w: w, in: in}}),
 	}
 }
 
@@ -130,7 +131,7 @@ func (rc simReceiver) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !rc.in.r.runnable(rc.in) {
 		return nil, errSimDead
 	}
-	var n Notification
+	var n scheduler.Notification
 	if err := json.Unmarshal(body, &n); err != nil {
 		return nil, fmt.Errorf("sim receiver: %v", err)
 	}
@@ -140,7 +141,7 @@ func (rc simReceiver) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // receive notes one POST and says how the receiver answers it.
-func (w *simWorld) receive(in *simInc, n Notification) int {
+func (w *simWorld) receive(in *simInc, n scheduler.Notification) int {
 	status := http.StatusOK
 	w.mu.Lock()
 	fails := 0
@@ -297,10 +298,10 @@ func (w *simWorld) checkNotify() []simViolation {
 		vs = append(vs, simViolation{invariant: inv, run: run, detail: fmt.Sprintf(format, args...)})
 	}
 	end := w.start.Add(simLength)
-	final := func(id string) (Run, bool) {
+	final := func(id string) (scheduler.Run, bool) {
 		rs := o.records[id]
 		if len(rs) == 0 {
-			return Run{}, false
+			return scheduler.Run{}, false
 		}
 		return rs[len(rs)-1], true
 	}
@@ -315,7 +316,7 @@ func (w *simWorld) checkNotify() []simViolation {
 			posted[p.key] = true
 			want := p.event
 			if want == string(notify.Recovered) {
-				want = string(Succeeded)
+				want = string(scheduler.Succeeded)
 			}
 			r, ok := final(p.run)
 			lost := w.lossesBetween(p.queued.Add(-w.plan.skew), end)
@@ -348,7 +349,7 @@ func (w *simWorld) checkNotify() []simViolation {
 	for _, sj := range w.plan.table(w.plan.final) {
 		finalJobs[sj.Name] = true
 	}
-	wants := map[Outcome]bool{Failed: true, TimedOut: true, LeaseLost: true, Missed: true}
+	wants := map[scheduler.Outcome]bool{scheduler.Failed: true, scheduler.TimedOut: true, scheduler.LeaseLost: true, scheduler.Missed: true}
 	for _, id := range slices.Sorted(maps.Keys(o.records)) {
 		r, _ := final(id)
 		// A job the final table no longer has: no replica polls its queue.

@@ -1,7 +1,8 @@
-package scheduler
+package sim
 
 import (
 	"fmt"
+	"github.com/solocron/solocron/scheduler"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -79,9 +80,9 @@ func (p *simPlan) drawTables() {
 			}
 		case "overlap":
 			j := job("pair")
-			others := slices.DeleteFunc([]Overlap{OverlapSkip, OverlapWait, OverlapReplace}, func(o Overlap) bool { return o == j.Overlap })
+			others := slices.DeleteFunc([]scheduler.Overlap{scheduler.OverlapSkip, scheduler.OverlapWait, scheduler.OverlapReplace}, func(o scheduler.Overlap) bool { return o == j.Overlap })
 			j.Overlap, j.MaxWait = others[rng.IntN(len(others))], 0
-			if j.Overlap == OverlapWait {
+			if j.Overlap == scheduler.OverlapWait {
 				j.MaxWait = time.Duration(2+rng.IntN(10)) * time.Second
 			}
 		case "lease":
@@ -95,9 +96,9 @@ func (p *simPlan) drawTables() {
 			j := job("catch")
 			j.Schedule, j.Timezone = "*/4 * * * * *", "Asia/Shanghai"
 		case "blackout":
-			job("tick").Blackouts = []Blackout{{Cron: "*/20 * * * * *", Duration: time.Duration(2+rng.IntN(6)) * time.Second}}
+			job("tick").Blackouts = []scheduler.Blackout{{Cron: "*/20 * * * * *", Duration: time.Duration(2+rng.IntN(6)) * time.Second}}
 		case "added":
-			v2 = append(v2, simJob{Job: Job{Name: "extra", Schedule: "@every 2s", Lease: 3 * time.Second, HistoryLimit: 500},
+			v2 = append(v2, simJob{Job: scheduler.Job{Name: "extra", Schedule: "@every 2s", Lease: 3 * time.Second, HistoryLimit: 500},
 				runFor: [2]time.Duration{0, 3 * time.Second}})
 		case "removed":
 			v2 = slices.DeleteFunc(v2, func(j simJob) bool { return j.Name == "jit" })
@@ -160,7 +161,7 @@ func (p *simPlan) limit(job string) int {
 	for _, t := range append([][]simJob{p.jobs}, p.tables...) {
 		for _, j := range t {
 			if j.Name == job {
-				n = max(n, max(1, j.withDefaults().Concurrency))
+				n = max(n, max(1, engine.WithDefaults(j.Job).Concurrency))
 			}
 		}
 	}
@@ -173,7 +174,7 @@ func (p *simPlan) deadline(job string) time.Duration {
 	for _, t := range append([][]simJob{p.jobs}, p.tables...) {
 		for _, j := range t {
 			if j.Name == job {
-				d = max(d, j.withDefaults().StartingDeadline)
+				d = max(d, engine.WithDefaults(j.Job).StartingDeadline)
 			}
 		}
 	}

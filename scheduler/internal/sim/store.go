@@ -1,10 +1,11 @@
-package scheduler
+package sim
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/solocron/solocron/scheduler"
 	"hash/fnv"
 	"net"
 	"slices"
@@ -39,8 +40,8 @@ var (
 type simInc struct {
 	r      *simReplica
 	n      int
-	ver    int // the job table it runs (simtable_test.go)
-	s      *Scheduler
+	ver    int // the job table it runs (table.go)
+	s      *scheduler.Scheduler
 	cancel context.CancelFunc
 	done   chan struct{} // Run returned
 	dead   chan struct{} // closed when the process is killed
@@ -69,7 +70,7 @@ type simReplica struct {
 	frozen  bool
 	changed chan struct{} // closed and replaced when frozen changes
 	offset  time.Duration // clock offset
-	ver     int           // the job table it starts with (simtable_test.go)
+	ver     int           // the job table it starts with (table.go)
 	// faults on this replica's calls, until these times
 	lossyUntil time.Time
 	lateUntil  time.Time
@@ -139,7 +140,7 @@ type simStore struct {
 }
 
 // Caps: the simulation keeps no replica registry; its notifier's calls
-// go through the faults (simnotify_test.go).
+// go through the faults (notify.go).
 func (w *simStore) Caps() store.Capabilities {
 	return store.Capabilities{MutexOnly: w.Backend.Caps().MutexOnly, Notify: w.notify}
 }
@@ -420,7 +421,7 @@ func (w *simStore) Complete(ctx context.Context, reqs []store.CompleteReq) ([]st
 		if err == nil {
 			for i, c := range reqs {
 				w.in.r.w.notef(c.R.ID, "%s complete %s (%s): %s", w.in, c.Outcome, c.ErrText, res[i])
-				if c.Outcome == Missed {
+				if c.Outcome == scheduler.Missed {
 					w.in.r.w.noteNeverStarted(c.R.ID, c.R.Owner)
 				}
 				w.in.r.w.endLease(c.R.ID, c.R.Owner, "closed by its holder")
@@ -524,10 +525,10 @@ func (w *simStore) traceCall(op string, err error, what func(b *strings.Builder)
 	w.in.r.w.noteCall("%s", b.String())
 }
 
-func (w *simStore) Backfill(ctx context.Context, job string, args []any) (string, *Backfill, error) {
+func (w *simStore) Backfill(ctx context.Context, job string, args []any) (string, *scheduler.Backfill, error) {
 	type answer struct {
 		a  string
-		st *Backfill
+		st *scheduler.Backfill
 	}
 	v, err := simCall(w, ctx, "backfill", job, func(ctx context.Context) (answer, error) {
 		a, st, err := w.Backend.Backfill(ctx, job, args)

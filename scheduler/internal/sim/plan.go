@@ -1,7 +1,8 @@
-package scheduler
+package sim
 
 import (
 	"fmt"
+	"github.com/solocron/solocron/scheduler"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -86,7 +87,7 @@ func (e simEvent) String() string {
 
 // simJob is one job of the simulated table with how long its runs take.
 type simJob struct {
-	Job
+	scheduler.Job
 	runFor  [2]time.Duration // each run lasts within [min, max), by its run id
 	failPct int              // attempts that fail, percent, by run id and attempt
 }
@@ -104,13 +105,13 @@ type simPlan struct {
 	// fail; of those a third lose the answer after the store ran the call,
 	// a third answer late, a third fail before reaching the store.
 	faultPct int
-	// tables are the job tables the plan changes between (simtable_test.go):
+	// tables are the job tables the plan changes between (table.go):
 	// none, or v1 (jobs) and v2; final is the one in force at the end.
 	tables  [][]simJob
 	changes []string
 	final   int
 	// backfill is the backfill the operator asks for, if any
-	// (simbackfill_test.go).
+	// (backfill.go).
 	backfill *simBackfill
 }
 
@@ -156,28 +157,28 @@ func newSimPlan(seed uint64) *simPlan {
 	}
 	pick := func(xs ...time.Duration) time.Duration { return xs[rng.IntN(len(xs))] }
 	// tick: frequent, short, overlap skip.
-	p.jobs = append(p.jobs, simJob{Job: Job{Name: "tick", Schedule: fmt.Sprintf("@every %ds", 1+rng.IntN(3)),
+	p.jobs = append(p.jobs, simJob{Job: scheduler.Job{Name: "tick", Schedule: fmt.Sprintf("@every %ds", 1+rng.IntN(3)),
 		Lease: pick(3*time.Second, 5*time.Second, 10*time.Second)}, runFor: [2]time.Duration{0, 1500 * time.Millisecond}})
 	// slow: runs longer than its lease and than its period, so runs queue
 	// (overlap: wait) — manual runs on it queue too.
-	p.jobs = append(p.jobs, simJob{Job: Job{Name: "slow", Schedule: "@every 5s", Overlap: OverlapWait,
+	p.jobs = append(p.jobs, simJob{Job: scheduler.Job{Name: "slow", Schedule: "@every 5s", Overlap: scheduler.OverlapWait,
 		Lease: pick(2*time.Second, 3*time.Second, 4*time.Second), MaxWait: dur(8*time.Second, 25*time.Second)},
 		runFor: [2]time.Duration{3 * time.Second, 9 * time.Second}})
 	// pair: concurrency 2, retries, replace or wait.
-	p.jobs = append(p.jobs, simJob{Job: Job{Name: "pair", Schedule: "@every 3s", Concurrency: 2,
-		Overlap: []Overlap{OverlapReplace, OverlapWait, OverlapSkip}[rng.IntN(3)], Retries: 1 + rng.IntN(2),
+	p.jobs = append(p.jobs, simJob{Job: scheduler.Job{Name: "pair", Schedule: "@every 3s", Concurrency: 2,
+		Overlap: []scheduler.Overlap{scheduler.OverlapReplace, scheduler.OverlapWait, scheduler.OverlapSkip}[rng.IntN(3)], Retries: 1 + rng.IntN(2),
 		RetryBackoff: 500 * time.Millisecond, Lease: pick(3*time.Second, 6*time.Second)},
 		runFor: [2]time.Duration{time.Second, 8 * time.Second}, failPct: 30})
-	if p.jobs[2].Overlap == OverlapWait {
+	if p.jobs[2].Overlap == scheduler.OverlapWait {
 		p.jobs[2].MaxWait = dur(2*time.Second, 12*time.Second)
 	}
 	// catch: catches up after every replica was down.
-	p.jobs = append(p.jobs, simJob{Job: Job{Name: "catch", Schedule: "@every 4s", CatchupWindow: dur(20*time.Second, 90*time.Second),
-		Catchup: []Catchup{CatchupAll, CatchupLatest}[rng.IntN(2)], Lease: pick(3*time.Second, 6*time.Second),
+	p.jobs = append(p.jobs, simJob{Job: scheduler.Job{Name: "catch", Schedule: "@every 4s", CatchupWindow: dur(20*time.Second, 90*time.Second),
+		Catchup: []scheduler.Catchup{scheduler.CatchupAll, scheduler.CatchupLatest}[rng.IntN(2)], Lease: pick(3*time.Second, 6*time.Second),
 		StartingDeadline: pick(2*time.Second, 5*time.Second, 10*time.Second)},
 		runFor: [2]time.Duration{0, 2 * time.Second}})
 	// jit: jitter, a longer period.
-	p.jobs = append(p.jobs, simJob{Job: Job{Name: "jit", Schedule: "@every 7s", Jitter: dur(100*time.Millisecond, 3*time.Second),
+	p.jobs = append(p.jobs, simJob{Job: scheduler.Job{Name: "jit", Schedule: "@every 7s", Jitter: dur(100*time.Millisecond, 3*time.Second),
 		Lease: pick(2*time.Second, 5*time.Second)}, runFor: [2]time.Duration{0, 3 * time.Second}})
 	for i := range p.jobs {
 		p.jobs[i].HistoryLimit = 500
@@ -248,11 +249,11 @@ func newSimPlan(seed uint64) *simPlan {
 	prng := rand.New(rand.NewPCG(seed, 0x9001))
 	size := 1 + prng.IntN(2)
 	for _, name := range []string{"exa", "exb"} {
-		sj := simJob{Job: Job{Name: name, Schedule: fmt.Sprintf("@every %ds", 2+prng.IntN(2)), Concurrency: 1 + prng.IntN(2),
-			Overlap: []Overlap{OverlapSkip, OverlapWait, OverlapReplace}[prng.IntN(3)], Pool: simPool, PoolSize: size,
+		sj := simJob{Job: scheduler.Job{Name: name, Schedule: fmt.Sprintf("@every %ds", 2+prng.IntN(2)), Concurrency: 1 + prng.IntN(2),
+			Overlap: []scheduler.Overlap{scheduler.OverlapSkip, scheduler.OverlapWait, scheduler.OverlapReplace}[prng.IntN(3)], Pool: simPool, PoolSize: size,
 			Lease: []time.Duration{3 * time.Second, 5 * time.Second}[prng.IntN(2)], HistoryLimit: 500},
 			runFor: [2]time.Duration{500 * time.Millisecond, 4 * time.Second}}
-		if sj.Overlap == OverlapWait {
+		if sj.Overlap == scheduler.OverlapWait {
 			sj.MaxWait = time.Duration(2+prng.IntN(9)) * time.Second
 		}
 		p.jobs = append(p.jobs, sj)

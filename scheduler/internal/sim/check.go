@@ -1,7 +1,8 @@
-package scheduler
+package sim
 
 import (
 	"fmt"
+	"github.com/solocron/solocron/scheduler"
 	"maps"
 	"slices"
 	"sort"
@@ -88,7 +89,7 @@ const (
 
 // firstNoted and lastNoted are the first and last times run id was seen:
 // noted at the store, or in one of its records rs.
-func (w *simWorld) firstNoted(id string, rs []Run) time.Time {
+func (w *simWorld) firstNoted(id string, rs []scheduler.Run) time.Time {
 	t := w.obs.span[id][0]
 	for _, r := range rs {
 		for _, x := range []time.Time{r.StartedAt, r.FinishedAt} {
@@ -100,7 +101,7 @@ func (w *simWorld) firstNoted(id string, rs []Run) time.Time {
 	return t
 }
 
-func (w *simWorld) lastNoted(id string, rs []Run) time.Time {
+func (w *simWorld) lastNoted(id string, rs []scheduler.Run) time.Time {
 	t := w.obs.span[id][1]
 	for _, r := range rs {
 		if r.FinishedAt.After(t) {
@@ -144,7 +145,7 @@ type simObs struct {
 	span    map[string][2]time.Time // run id -> first and last time it was noted
 	grants  []simGrant
 	tokens  []simToken
-	records map[string][]Run // run id -> its distinct records
+	records map[string][]scheduler.Run // run id -> its distinct records
 	manual  []simManual
 	pauses  map[string][]simPause
 	losses  []simLoss
@@ -166,20 +167,20 @@ type simObs struct {
 	keptLost map[string]time.Time
 	attempts []simAttempt
 	calls    []string // every store call as the store ran it, with its answer (the replay trace)
-	// the plan's backfill (simbackfill_test.go): when asked, and its state at the end
+	// the plan's backfill (backfill.go): when asked, and its state at the end
 	backfillAt  time.Time
-	backfillEnd *Backfill
+	backfillEnd *scheduler.Backfill
 	// whether its job was paused in the store at the end
 	backfillPaused bool
 	backfillErr    error
-	// notifications (simnotify_test.go)
+	// notifications (notify.go)
 	posts      []simPost
 	notifySubs map[string][]time.Time // job -> when a subscription of it was written
 	notifyDone map[string]time.Time   // "<run id>:<event>" -> when its delivery was first reported done
 }
 
 func newSimObs() simObs {
-	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]Run{}, pauses: map[string][]simPause{},
+	return simObs{runs: map[string][]string{}, span: map[string][2]time.Time{}, records: map[string][]scheduler.Run{}, pauses: map[string][]simPause{},
 		killed: map[*simInc]time.Time{}, stopped: map[*simInc]time.Time{}, exited: map[*simInc]time.Time{}, never: map[string]time.Time{}, frozen: map[int][][2]time.Time{},
 		leases: map[string]*simLease{}, handed: map[string]time.Time{}, heard: map[string]time.Time{}, asks: map[string][]simAsk{}, keptLost: map[string]time.Time{}, notifySubs: map[string][]time.Time{}, notifyDone: map[string]time.Time{}}
 }
@@ -397,7 +398,7 @@ func (w *simWorld) noteAsk(id, owner string, answered bool) {
 // answer lost) waits before it asks about it again: the misses' flush runs
 // every second (every 100 ms to 1 s while stopping), each call up to the
 // claim timeout; a little slack for the fake clock's steps.
-const simAskEvery = time.Second + claimTimeout + 500*time.Millisecond
+var simAskEvery = time.Second + engine.ClaimTimeout + 500*time.Millisecond
 
 // cutOff reports whether grant g went to a replica that never heard it and
 // could not settle it before it exited: its claim call came back without
@@ -437,14 +438,14 @@ func (w *simWorld) cutOff(g *simGrant) bool {
 // (seed 20354: the holder, on a lossy link, asked again after a flush and
 // was told the run was missed, as the loss left it). The record before the
 // loss is gone; the one left says the run never started.
-func (o *simObs) settledAfterLoss(id string, r Run) bool {
-	var last Run
+func (o *simObs) settledAfterLoss(id string, r scheduler.Run) bool {
+	var last scheduler.Run
 	for _, x := range o.records[id] {
 		if x.FinishedAt.After(last.FinishedAt) {
 			last = x
 		}
 	}
-	return last.Decision == Missed && last.Outcome == Missed && last.FinishedAt.After(r.FinishedAt) &&
+	return last.Decision == scheduler.Missed && last.Outcome == scheduler.Missed && last.FinishedAt.After(r.FinishedAt) &&
 		o.lossBetween(r.FinishedAt, last.FinishedAt, false)
 }
 
@@ -459,7 +460,7 @@ func (w *simWorld) noteAttempt(in *simInc, info jobs.Info) {
 
 // addRecord keeps r unless an identical decision of its run is kept: a
 // record read again (or closed since) is the same decision.
-func (o *simObs) addRecord(r Run) {
+func (o *simObs) addRecord(r scheduler.Run) {
 	for i, old := range o.records[r.ID] {
 		if old.Decision == r.Decision && old.Replica == r.Replica && old.FencingToken == r.FencingToken {
 			o.records[r.ID][i] = r
@@ -496,7 +497,7 @@ func (w *simWorld) noteClaim(in *simInc, r *store.StoreClaim, res store.ClaimRes
 	if res.Status == "started" {
 		w.noteGrant(in, r, res.Fence, fmt.Sprintf("claim %c", r.Kind))
 	}
-	if res.Status == "decided" && res.Outcome == string(LeaseLost) {
+	if res.Status == "decided" && res.Outcome == string(scheduler.LeaseLost) {
 		w.noteKeptLost(r.ID, r.Owner)
 	}
 }
@@ -517,7 +518,7 @@ func (w *simWorld) noteKeptLost(id, owner string) {
 // lease_lost and its holder said it never started the run (or asked about
 // it again) only once the event was due, simLeaseLostHold after the close
 // — one run, one final event, the one its record says.
-func (w *simWorld) finalLost(g *simGrant, r Run) bool {
+func (w *simWorld) finalLost(g *simGrant, r scheduler.Run) bool {
 	if g == nil || !w.plan.notifyOn() || !w.plan.notifies(g.job) {
 		return false
 	}
@@ -738,9 +739,9 @@ func (w *simWorld) check() []simViolation {
 	// decision.
 	for id, rs := range o.records {
 		if len(rs) > 1 {
-			var kept []Run
+			var kept []scheduler.Run
 			for _, r := range rs {
-				if !(r.Decision == Missed && simForLoss(r.Error) &&
+				if !(r.Decision == scheduler.Missed && simForLoss(r.Error) &&
 					o.lossBetween(w.firstNoted(id, rs), r.FinishedAt, false)) {
 					kept = append(kept, r)
 				}
@@ -775,7 +776,7 @@ func (w *simWorld) check() []simViolation {
 	// killed or frozen before it could.
 	for id, rs := range o.records {
 		for _, r := range rs {
-			if r.Decision != Started || r.Outcome != LeaseLost || len(firsts[id]) > 0 {
+			if r.Decision != scheduler.Started || r.Outcome != scheduler.LeaseLost || len(firsts[id]) > 0 {
 				continue
 			}
 			var g *simGrant
@@ -788,23 +789,23 @@ func (w *simWorld) check() []simViolation {
 			if end.IsZero() {
 				end = w.start.Add(simLength)
 			}
-			if g != nil && g.at.Add(claimTimeout).After(end) {
+			if g != nil && g.at.Add(engine.ClaimTimeout).After(end) {
 				// Killed or frozen before the call the store granted it
 				// could time out, its replica never learnt that the run
 				// was its own, nor could it say it never started it.
-				end = g.at.Add(claimTimeout)
+				end = g.at.Add(engine.ClaimTimeout)
 			}
 			if g != nil {
-				if d, ok := o.heard[id+"|"+g.owner]; ok && d.Add(claimTimeout+simCloseTimeout).After(end) {
+				if d, ok := o.heard[id+"|"+g.owner]; ok && d.Add(engine.ClaimTimeout+simCloseTimeout).After(end) {
 					// An answer that came late, past the lease: its
 					// replica then tries to take the lease back (one
-					// renewal, up to claimTimeout), and failing that
+					// renewal, up to engine.ClaimTimeout), and failing that
 					// records the run never started (a close, retried up
 					// to the close timeout). Killed or frozen before it
 					// could (seed 9: killed 0.27 s after the answer came,
 					// its calls failing), it leaves the cluster's
 					// lease_lost.
-					end = d.Add(claimTimeout + simCloseTimeout)
+					end = d.Add(engine.ClaimTimeout + simCloseTimeout)
 				}
 			}
 			if g != nil && o.impaired(g.in, g.at, end) {
@@ -874,7 +875,7 @@ func (w *simWorld) check() []simViolation {
 				// and asks again, the run lives only in the store (seed
 				// 70185: an admission answered 5.5 s late, the store
 				// flushed 2.5 s after it granted the run).
-				end = first.at.Add(claimTimeout + simCloseTimeout)
+				end = first.at.Add(engine.ClaimTimeout + simCloseTimeout)
 			}
 		}
 		if o.lossBetween(m.at, end, false) {
@@ -888,7 +889,7 @@ func (w *simWorld) check() []simViolation {
 		}
 		finalLost := false
 		for _, r := range o.records[m.id] {
-			if r.Outcome == LeaseLost && first != nil && w.finalLost(first, r) {
+			if r.Outcome == scheduler.LeaseLost && first != nil && w.finalLost(first, r) {
 				finalLost = true
 			}
 		}
@@ -897,7 +898,7 @@ func (w *simWorld) check() []simViolation {
 		}
 		lossAnswer := false
 		for _, r := range o.records[m.id] {
-			if r.Decision == Missed && simForLoss(r.Error) {
+			if r.Decision == scheduler.Missed && simForLoss(r.Error) {
 				lossAnswer = true
 			}
 		}
@@ -959,7 +960,7 @@ func (w *simWorld) check() []simViolation {
 	// deadline passed on the store's clock.
 	for id, rs := range o.records {
 		for _, r := range rs {
-			if r.Decision == Missed && strings.Contains(r.Error, "starting deadline") && !r.FinishedAt.IsZero() &&
+			if r.Decision == scheduler.Missed && strings.Contains(r.Error, "starting deadline") && !r.FinishedAt.IsZero() &&
 				r.FinishedAt.Before(r.ScheduledAt.Add(deadline[r.Job])) {
 				add(invMissedOnStore, id, "run %s recorded missed by %s at t=%s, %s before its starting deadline on the store's clock",
 					id, r.Replica, w.rel(r.FinishedAt), r.ScheduledAt.Add(deadline[r.Job]).Sub(r.FinishedAt))
@@ -998,20 +999,19 @@ func (w *simWorld) check() []simViolation {
 	// claim.
 	from, to := w.start.Add(simFaultsUntil+20*time.Second), w.start.Add(simLength-20*time.Second)
 	for _, sj := range w.plan.table(w.plan.final) {
-		j, err := newJobState(sj.Job.withDefaults(), "", &memo{}, w.plan.skew)
+		ids, err := engine.Instants(sj.Job, w.plan.skew, from, to)
 		if err != nil {
 			add(invLiveness, "", "job %s: %v", sj.Name, err)
 			continue
 		}
-		for t := j.sched.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !j.fire(t).After(to); t = j.sched.Next(t) {
-			id := runID(j.Name, t)
+		for _, id := range ids {
 			rs := o.records[id]
 			if len(rs) == 0 {
 				add(invLiveness, id, "run %s (settle period, every replica up) has no record", id)
 				continue
 			}
 			for _, r := range rs {
-				if r.Decision == Missed && strings.Contains(r.Error, "starting deadline") {
+				if r.Decision == scheduler.Missed && strings.Contains(r.Error, "starting deadline") {
 					add(invLiveness, id, "run %s (settle period, every replica up) recorded missed by %s: %s", id, r.Replica, r.Error)
 				}
 			}
@@ -1186,7 +1186,7 @@ func (w *simWorld) checkLeases() []simViolation {
 	replacedAt := map[string]time.Time{}
 	for id, rs := range o.records {
 		for _, r := range rs {
-			if r.Outcome == Replaced && !r.FinishedAt.IsZero() {
+			if r.Outcome == scheduler.Replaced && !r.FinishedAt.IsZero() {
 				replacedAt[id] = r.FinishedAt
 			}
 		}
@@ -1269,9 +1269,9 @@ func (w *simWorld) dropBackfillRerun(id string, m map[string]simGrant) {
 	if bf == nil {
 		return
 	}
-	var before []Run
+	var before []scheduler.Run
 	for _, r := range o.records[id] {
-		if r.Kind != KindBackfill {
+		if r.Kind != scheduler.KindBackfill {
 			before = append(before, r)
 		}
 	}
@@ -1289,8 +1289,8 @@ func (w *simWorld) dropBackfillRerun(id string, m map[string]simGrant) {
 // simNeverStarted reports whether r is a decision without a start: missed
 // or skipped, or started -> missed ("never started": its claim came back
 // past its lease).
-func simNeverStarted(r Run) bool {
-	return r.Decision != Started || r.Outcome == Missed
+func simNeverStarted(r scheduler.Run) bool {
+	return r.Decision != scheduler.Started || r.Outcome == scheduler.Missed
 }
 
 // simBackfillReruns drops the decisions a backfill was for: a backfill runs
@@ -1299,10 +1299,10 @@ func simNeverStarted(r Run) bool {
 // has its first decision and then the backfill's start. Anything else —
 // two starts, a start then a skip, two never-started decisions without a
 // backfill's start after them — stays two decisions.
-func simBackfillReruns(rs []Run) []Run {
-	var bf, other []Run
+func simBackfillReruns(rs []scheduler.Run) []scheduler.Run {
+	var bf, other []scheduler.Run
 	for _, r := range rs {
-		if r.Kind == KindBackfill && r.Decision == Started {
+		if r.Kind == scheduler.KindBackfill && r.Decision == scheduler.Started {
 			bf = append(bf, r)
 		} else {
 			other = append(other, r)
@@ -1312,7 +1312,7 @@ func simBackfillReruns(rs []Run) []Run {
 		return rs
 	}
 	for _, r := range other {
-		if !simNeverStarted(r) || r.Kind == KindBackfill {
+		if !simNeverStarted(r) || r.Kind == scheduler.KindBackfill {
 			return rs
 		}
 	}

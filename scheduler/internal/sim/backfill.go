@@ -1,8 +1,9 @@
-package scheduler
+package sim
 
 import (
 	"context"
 	"fmt"
+	"github.com/solocron/solocron/scheduler"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -69,7 +70,7 @@ func (b *simBackfill) String() string {
 // requestBackfill asks for the plan's backfill (on the sequencer).
 func (w *simWorld) requestBackfill() {
 	b := w.plan.backfill
-	var job Job
+	var job scheduler.Job
 	for _, j := range w.plan.table(w.plan.final) {
 		if j.Name == b.job {
 			job = j.Job

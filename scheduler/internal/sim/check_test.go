@@ -1,7 +1,8 @@
-package scheduler
+package sim
 
 import (
 	"fmt"
+	"github.com/solocron/solocron/scheduler"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 func TestSimCheckGrantsAndLeases(t *testing.T) {
 	t0 := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	world := func() *simWorld {
-		return &simWorld{t: t, plan: &simPlan{jobs: []simJob{{Job: Job{Name: "j", Schedule: "@every 1h", Concurrency: 1}}}},
+		return &simWorld{t: t, plan: &simPlan{jobs: []simJob{{Job: scheduler.Job{Name: "j", Schedule: "@every 1h", Concurrency: 1}}}},
 			start: t0, ledger: testkit.NewLedger(), obs: newSimObs()}
 	}
 	count := func(vs []simViolation, inv string) int {
@@ -107,7 +108,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 			{job: "j", id: "j@b", attempt: 1, slot: 1, token: 20, in: r1, start: t0.Add(2 * time.Second)},
 			{job: "j", id: "j@a", attempt: 2, slot: 1, token: 15, in: r0, start: t0.Add(3 * time.Second)}}
 		if replaced {
-			w.obs.records["j@a"] = []Run{{ID: "j@a", Job: "j", Decision: Started, Outcome: Replaced, Replica: "r0", FencingToken: 15,
+			w.obs.records["j@a"] = []scheduler.Run{{ID: "j@a", Job: "j", Decision: scheduler.Started, Outcome: scheduler.Replaced, Replica: "r0", FencingToken: 15,
 				ScheduledAt: t0, FinishedAt: t0.Add(2 * time.Second)}}
 		}
 		want := map[bool]int{false: 1, true: 0}[replaced]
@@ -124,7 +125,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		w := world()
 		id := "j@2000-01-01T00:00:00Z"
 		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
-		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
 			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
 		w.obs.stopped[r0] = t0.Add(-time.Second)
 		if gone {
@@ -152,7 +153,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		for range c.asks {
 			w.obs.grants = append(w.obs.grants, simGrant{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"})
 		}
-		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
 			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
 		w.obs.stopped[r0] = t0.Add(-time.Second)
 		w.obs.exited[r0] = t0.Add(time.Minute)
@@ -171,7 +172,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		w := world()
 		id := "j@2000-01-01T00:00:00Z"
 		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
-		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
 			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
 		w.obs.never[id+"|o0"] = t0.Add(5 * time.Second)
 		if lost {
@@ -206,7 +207,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		w := world()
 		id := "j@2000-01-01T00:00:00Z"
 		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
-		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
 			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
 		for i, a := range c.asks {
 			w.obs.asks[id+"|o0"] = append(w.obs.asks[id+"|o0"], simAsk{at: t0.Add(a * time.Second), answered: i == c.answered})
@@ -227,9 +228,9 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		w := world()
 		id := "j@2000-01-01T00:00:00Z"
 		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
-		w.obs.records[id] = []Run{{ID: id, Job: "j", Decision: Started, Outcome: LeaseLost, Replica: "r0", FencingToken: 7,
+		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
 			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)},
-			{ID: id, Job: "j", Decision: Missed, Outcome: Missed, Replica: "r0", ScheduledAt: t0, FinishedAt: t0.Add(9 * time.Second),
+			{ID: id, Job: "j", Decision: scheduler.Missed, Outcome: scheduler.Missed, Replica: "r0", ScheduledAt: t0, FinishedAt: t0.Add(9 * time.Second),
 				Error: simLossReason}}
 		if lost {
 			w.obs.losses = []simLoss{{at: t0.Add(4 * time.Second), what: "flush"}}
@@ -310,7 +311,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		w := world()
 		w.plan.backfill = &simBackfill{job: "j", at: 5 * time.Second, span: 8 * time.Second, parallel: 1}
 		w.obs.backfillAt = t0.Add(simFaultsUntil + 5*time.Second)
-		w.obs.backfillEnd = &Backfill{Total: 2}
+		w.obs.backfillEnd = &scheduler.Backfill{Total: 2}
 		w.obs.backfillPaused = c.paused
 		w.obs.pauses["j"] = []simPause{{on: true, at: t0.Add(17 * time.Second)}, {on: false, at: t0.Add(34 * time.Second)}}
 		if c.loss {
@@ -329,24 +330,24 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 	// closed (two grants of a run in flight).
 	for _, c := range []struct {
 		name    string
-		outcome Outcome
+		outcome scheduler.Outcome
 		closed  time.Duration
 		want    int
-	}{{"never started", Missed, 3 * time.Second, 0}, {"ran", LeaseLost, 3 * time.Second, 1},
-		{"granted before closed", Missed, 12 * time.Second, 1}} {
+	}{{"never started", scheduler.Missed, 3 * time.Second, 0}, {"ran", scheduler.LeaseLost, 3 * time.Second, 1},
+		{"granted before closed", scheduler.Missed, 12 * time.Second, 1}} {
 		w := world()
 		id := "j@2000-01-01T00:00:00Z"
 		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"},
 			{at: t0.Add(10 * time.Second), job: "j", id: id, owner: "o1", fence: 9, in: r1, via: "claim b"}}
-		w.obs.records[id] = []Run{{ID: id, Job: "j", Kind: KindScheduled, Decision: Started, Outcome: c.outcome, Replica: "r0", FencingToken: 7,
+		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Kind: scheduler.KindScheduled, Decision: scheduler.Started, Outcome: c.outcome, Replica: "r0", FencingToken: 7,
 			ScheduledAt: t0, FinishedAt: t0.Add(c.closed), Error: "never started"},
-			{ID: id, Job: "j", Kind: KindBackfill, Decision: Started, Outcome: Succeeded, Replica: "r1", FencingToken: 9,
+			{ID: id, Job: "j", Kind: scheduler.KindBackfill, Decision: scheduler.Started, Outcome: scheduler.Succeeded, Replica: "r1", FencingToken: 9,
 				ScheduledAt: t0, FinishedAt: t0.Add(11 * time.Second)}}
 		vs := w.check()
 		if got := count(vs, invOneGrant); got != c.want {
 			t.Errorf("%s: %d %s violations, want %d: %v", c.name, got, invOneGrant, c.want, vs)
 		}
-		if got, want := count(vs, invOneRecord), map[bool]int{true: 0, false: 1}[c.outcome == Missed]; got != want {
+		if got, want := count(vs, invOneRecord), map[bool]int{true: 0, false: 1}[c.outcome == scheduler.Missed]; got != want {
 			t.Errorf("%s: %d %s violations, want %d: %v", c.name, got, invOneRecord, want, vs)
 		}
 	}
@@ -384,7 +385,7 @@ func TestSimCheckNotifications(t *testing.T) {
 	if job == "" {
 		t.Fatalf("no job name subscribes under seed %d", plan.seed)
 	}
-	plan.jobs = []simJob{{Job: Job{Name: job, Schedule: "@every 1h", Concurrency: 1}}}
+	plan.jobs = []simJob{{Job: scheduler.Job{Name: job, Schedule: "@every 1h", Concurrency: 1}}}
 	r0 := &simInc{r: &simReplica{idx: 0}, n: 1}
 	count := func(vs []simViolation, inv string) int {
 		n := 0
@@ -396,10 +397,10 @@ func TestSimCheckNotifications(t *testing.T) {
 		return n
 	}
 	id := job + "@2000-01-01T00:00:00Z"
-	world := func(outcome Outcome, why string) *simWorld {
+	world := func(outcome scheduler.Outcome, why string) *simWorld {
 		w := &simWorld{t: t, plan: plan, start: t0, ledger: testkit.NewLedger(), obs: newSimObs()}
 		w.obs.notifySubs[job] = []time.Time{t0}
-		w.obs.records[id] = []Run{{ID: id, Job: job, Decision: Started, Outcome: outcome, Replica: "r0", Error: why,
+		w.obs.records[id] = []scheduler.Run{{ID: id, Job: job, Decision: scheduler.Started, Outcome: outcome, Replica: "r0", Error: why,
 			FinishedAt: t0.Add(10 * time.Second)}}
 		return w
 	}
@@ -410,23 +411,23 @@ func TestSimCheckNotifications(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		outcome Outcome
+		outcome scheduler.Outcome
 		posts   func(w *simWorld)
 		inv     string
 		want    int
 	}{
-		{"lease_lost event, record missed", Missed, func(w *simWorld) { post(w, "lease_lost", 26*time.Second, 200); post(w, "missed", 27*time.Second, 200) }, invNotifyMatches, 1},
-		{"missed event, record missed", Missed, func(w *simWorld) { post(w, "missed", 11*time.Second, 200) }, invNotifyMatches, 0},
-		{"recovered event, record succeeded", Succeeded, func(w *simWorld) { post(w, "recovered", 11*time.Second, 200) }, invNotifyMatches, 0},
-		{"failed record, no event", Failed, func(w *simWorld) {}, invNotifyDelivered, 1},
-		{"failed record, event refused then delivered", Failed, func(w *simWorld) { post(w, "failed", 11*time.Second, 500); post(w, "failed", 13*time.Second, 200) }, invNotifyDelivered, 0},
-		{"failed record, event only refused", Failed, func(w *simWorld) { post(w, "failed", 11*time.Second, 500) }, invNotifyDelivered, 1},
-		{"POSTed again after done", Failed, func(w *simWorld) {
+		{"lease_lost event, record missed", scheduler.Missed, func(w *simWorld) { post(w, "lease_lost", 26*time.Second, 200); post(w, "missed", 27*time.Second, 200) }, invNotifyMatches, 1},
+		{"missed event, record missed", scheduler.Missed, func(w *simWorld) { post(w, "missed", 11*time.Second, 200) }, invNotifyMatches, 0},
+		{"recovered event, record succeeded", scheduler.Succeeded, func(w *simWorld) { post(w, "recovered", 11*time.Second, 200) }, invNotifyMatches, 0},
+		{"failed record, no event", scheduler.Failed, func(w *simWorld) {}, invNotifyDelivered, 1},
+		{"failed record, event refused then delivered", scheduler.Failed, func(w *simWorld) { post(w, "failed", 11*time.Second, 500); post(w, "failed", 13*time.Second, 200) }, invNotifyDelivered, 0},
+		{"failed record, event only refused", scheduler.Failed, func(w *simWorld) { post(w, "failed", 11*time.Second, 500) }, invNotifyDelivered, 1},
+		{"POSTed again after done", scheduler.Failed, func(w *simWorld) {
 			post(w, "failed", 11*time.Second, 200)
 			w.obs.notifyDone[id+":failed"] = t0.Add(12 * time.Second)
 			post(w, "failed", 13*time.Second, 200)
 		}, invNotifyOnce, 1},
-		{"POSTed again before done (report lost)", Failed, func(w *simWorld) {
+		{"POSTed again before done (report lost)", scheduler.Failed, func(w *simWorld) {
 			post(w, "failed", 11*time.Second, 200)
 			post(w, "failed", 13*time.Second, 200)
 			w.obs.notifyDone[id+":failed"] = t0.Add(14 * time.Second)
@@ -461,7 +462,7 @@ func TestSimCheckNotifications(t *testing.T) {
 		{"never-started close within the hold", func(w *simWorld, at time.Time) { w.obs.never[id+"|o0"] = at }, 24 * time.Second, 1},
 		{"asked again within the hold", func(w *simWorld, at time.Time) { w.obs.keptLost[id+"|o0"] = at }, 12 * time.Second, 1},
 	} {
-		w := world(LeaseLost, "lease expired: its replica stopped renewing it")
+		w := world(scheduler.LeaseLost, "lease expired: its replica stopped renewing it")
 		w.obs.grants = []simGrant{{at: t0.Add(5 * time.Second), job: job, id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
 		w.obs.records[id][0].FencingToken = 7
 		post(w, "lease_lost", 25*time.Second, 200)
