@@ -819,16 +819,23 @@ func NewEpoch() string {
 	return hex.EncodeToString(b[:])
 }
 
-//go:embed lua/*.lua
+// LuaFiles are the scripts (lua/*.lua) and the parts they share
+// (lua/parts/*.lua, one file per concern).
+//
+//go:embed lua/*.lua lua/parts/*.lua
 var LuaFiles embed.FS
+
+// LuaParts are the parts the scripts share: a script gets those whose
+// names it uses (internal/luascript, the loader lockprovider uses too).
+var LuaParts = luascript.LoadParts(LuaFiles, "lua/parts")
 
 // sources holds every script's source, for preload.
 var sources []string
 
-// script builds the named script with internal/luascript, the loader
-// lockprovider uses too: fence.lua, lua/common.lua, then the script.
+// script builds the named script: lua/<name>.lua after the parts it uses
+// (LuaParts), fence.lua among them when it issues fencing tokens.
 func script(name string) *redis.Script {
-	src := luascript.Source(LuaFiles, "lua", "common", name)
+	src := LuaParts.Script(LuaFiles, "lua", name)
 	sources = append(sources, src)
 	return redis.NewScript(src)
 }
