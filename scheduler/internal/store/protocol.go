@@ -687,11 +687,11 @@ func PauseArgs(paused bool, why string) []any {
 
 // Run records -------------------------------------------------------------
 
-// A run's record is a hash (common.lua: run:<suffix>) while the store keeps
+// A run's record is a hash (lua/parts/keys.lua: run:<suffix>) while the store keeps
 // it, and a JSON object of strings in the job's history once it is closed.
 // WireRun is that schema, the one list of its fields: the scripts write
-// them (claim.lua, admit.lua, complete.lua, common.lua's close and file;
-// common.lua's RECORD lists those a closed record copies from its hash),
+// them (claim.lua, admit.lua, complete.lua, the parts' close and file;
+// lua/parts/history.lua's RECORD lists those a closed record copies from its hash),
 // except those only the holder knows (HolderFields), which reach the
 // history in the entry complete.lua finishes.
 // TestProtocolRecord checks the scripts against it.
