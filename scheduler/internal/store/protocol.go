@@ -825,17 +825,17 @@ func NewEpoch() string {
 //go:embed lua/*.lua lua/parts/*.lua
 var LuaFiles embed.FS
 
-// LuaParts are the parts the scripts share: a script gets those whose
+// luaParts are the parts the scripts share: a script gets those whose
 // names it uses (internal/luascript, the loader lockprovider uses too).
-var LuaParts = luascript.LoadParts(LuaFiles, "lua/parts")
+var luaParts = luascript.LoadParts(LuaFiles, "lua/parts")
 
 // sources holds every script's source, for preload.
 var sources []string
 
 // script builds the named script: lua/<name>.lua after the parts it uses
-// (LuaParts), fence.lua among them when it issues fencing tokens.
+// (luaParts), fence.lua among them when it issues fencing tokens.
 func script(name string) *redis.Script {
-	src := LuaParts.Script(LuaFiles, "lua", name)
+	src := luaParts.Script(LuaFiles, "lua", name)
 	sources = append(sources, src)
 	return redis.NewScript(src)
 }

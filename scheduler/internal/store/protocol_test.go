@@ -71,7 +71,7 @@ func TestProtocolHeaders(t *testing.T) {
 			t.Errorf("%s: header prose does not say %d fields per run", f, perRun)
 		}
 		// ...and the script (with its parts) says every answer it is said to.
-		src := LuaParts.Script(LuaFiles, "lua", name)
+		src := luaParts.Script(LuaFiles, "lua", name)
 		for _, a := range answers {
 			if !strings.Contains(src, "'"+a+"'") {
 				t.Errorf("%s: answer %q never appears in the script", f, a)

@@ -54,7 +54,7 @@ func TestScriptsLoadIntoRedis(t *testing.T) {
 	c := redistest.Start(t).Client(t, nil)
 	names := scriptNames(t)
 	for _, name := range names {
-		src := LuaParts.Script(LuaFiles, "lua", name)
+		src := luaParts.Script(LuaFiles, "lua", name)
 		sha, err := c.ScriptLoad(t.Context(), src).Result()
 		if err != nil {
 			t.Errorf("%s: SCRIPT LOAD: %v", name, err)
@@ -101,7 +101,7 @@ func TestScriptsGetThePartsTheyCall(t *testing.T) {
 		}
 	}
 	for _, name := range scriptNames(t) {
-		src := LuaParts.Script(LuaFiles, "lua", name)
+		src := luaParts.Script(LuaFiles, "lua", name)
 		body := luascript.Read(LuaFiles, "lua", name)
 		// Where each part is in the script (-1: not in it).
 		at := map[string]int{}
@@ -143,7 +143,7 @@ func TestScriptsGetThePartsTheyCall(t *testing.T) {
 // 200 local variables in a function (the chunk's top-level locals).
 func TestScriptsDefineEachNameOnce(t *testing.T) {
 	for _, name := range scriptNames(t) {
-		names := luascript.Defined(LuaParts.Script(LuaFiles, "lua", name))
+		names := luascript.Defined(luaParts.Script(LuaFiles, "lua", name))
 		seen := map[string]bool{}
 		for _, n := range names {
 			if seen[n] {
