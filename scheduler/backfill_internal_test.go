@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -281,3 +282,76 @@ func TestBackfillSkipsInstantsThatRanWhoseRecordExpired(t *testing.T) {
 func cursorOf(b *Backfill) time.Time { c, _, _ := store.BackfillProgress(b); return c }
 
 func redoOf(b *Backfill) []time.Time { _, r, _ := store.BackfillProgress(b); return r }
+
+// After Redis lost data (noticed: a replica remembers the job's epoch), a
+// backfill does not run an instant from before the loss: its record, and
+// the history entry that would tell, may have gone with the data, and the
+// instant may have run. It is recorded missed with the loss as its reason
+// and counted skipped, as the scheduled claim of such an instant would be.
+// A new job (no replica had seen it: an unsure floor) backfills its past as
+// before.
+func TestBackfillDoesNotRunInstantsFromBeforeADataLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		known   bool // a replica remembers the job's state: a sure loss
+		started int
+	}{{"data lost", true, 0}, {"new job", false, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c, j := backfillStore(t, config{prefix: "bfl"})
+			ctx := context.Background()
+			ctl := &Control{store: s}
+			t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+			ts := []time.Time{t0, t0.Add(time.Minute), t0.Add(2 * time.Minute)}
+			b, err := ctl.Backfill(ctx, j.Job, ts[0], ts[2], 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The job's state is gone (the backfill's survived: a failover
+			// to a copy that had it, or a restore of an older snapshot).
+			if err := c.Del(ctx, j.metaKey).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.known {
+				j.memo = &memo{}
+			}
+			// One instant's record survived: skipped, as decided before the
+			// loss (a backfill reruns such a run when nothing was lost).
+			id := runID(j.Name, ts[1])
+			if err := c.HSet(ctx, s.Key(j.Name, "run:"+id[len(j.Name)+1:]), "kind", "s", "sched", ts[1].UnixMilli(),
+				"decision", "skipped_overlap", "outcome", "skipped_overlap", "owner", "someone", "replica", "r0", "error", "as it was").Err(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...)...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			started := 0
+			for i, r := range res {
+				if r.Status == store.AnswerStarted {
+					started++
+					continue
+				}
+				rec, entry := recordOf(t, s, c, j, runID(j.Name, ts[i]))
+				if i == 1 {
+					// Its record stands, decided once: no second entry.
+					if r.Status != store.AnswerSkippedOverlap || rec["error"] != "as it was" || entry != nil {
+						t.Errorf("instant %s: %q, record %v, history %v; want its record left as it was", ts[i].Format(time.RFC3339), r.Status, rec, entry)
+					}
+					continue
+				}
+				if r.Status != store.AnswerMissed || rec["outcome"] != "missed" || !strings.Contains(rec["error"], "Redis lost data") {
+					t.Errorf("instant %s: %q, record %v; want missed for the data loss", ts[i].Format(time.RFC3339), r.Status, rec)
+				}
+			}
+			if started != tc.started {
+				t.Fatalf("%d of %d instants started, want %d", started, len(ts), tc.started)
+			}
+			if b, err = ctl.BackfillStatus(ctx, j.Name); err != nil {
+				t.Fatal(err)
+			}
+			if b.Decided != 3 || b.Started != tc.started || b.Skipped != 3-tc.started {
+				t.Fatalf("backfill %+v: want 3 decided, %d started, %d skipped", b, tc.started, 3-tc.started)
+			}
+		})
+	}
+}

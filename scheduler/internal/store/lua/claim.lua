@@ -235,9 +235,13 @@ local function claim(meta, a, rerun)
       return decide('missed', loss)
     end
   else
-    -- A backfill is asked for instant by instant: it trusts the records
-    -- Redis holds (the floor guards the runs nobody asked for again).
-    if sched < floor and kind ~= 'b' then
+    -- A backfill is asked for instant by instant and trusts the records
+    -- Redis holds, but not across a loss: an instant before the floor of a
+    -- sure loss may have run, its record and history entry gone with the
+    -- data, and is recorded missed as its scheduled claim would be, however
+    -- old (the backfill counts it skipped and moves on). Under an unsure
+    -- floor (a new job, most likely) the backfill runs the job's past.
+    if sched < floor and not (kind == 'b' and unsure) then
       if unsure then
         -- No replica that asked had seen the job: most likely a new job
         -- (or cluster), whose instants before its state existed were never
@@ -246,7 +250,13 @@ local function claim(meta, a, rerun)
         -- The reason is protocol.go's reasonBeforeState.
         return {'refused', epoch, 'due before the job\'s state existed'}
       end
-      if now > sched + retention then
+      if rerun then
+        -- A backfill's instant decided before without starting: its record
+        -- stands (deciding it again would file, count and notify a second
+        -- decision of the run).
+        return {redis.call('HGET', rk, 'outcome'), epoch}
+      end
+      if now > sched + retention and kind ~= 'b' then
         return {'refused', epoch, 'too old to decide'}
       end
       return decide('missed', loss)
