@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/solocron/solocron/internal/fencing"
+	"github.com/solocron/solocron/internal/luascript"
 )
 
 type proxyMode int
@@ -382,29 +382,20 @@ func (p *proxy) classify(args []string) *cmdEvent {
 }
 
 // loadScripts maps the SHA of each of the scheduler's scripts to its name,
-// as the scheduler builds them: internal/fencing's fence.lua, then
-// lua/common.lua, then lua/<name>.lua.
+// as the scheduler builds them: internal/luascript assembles
+// lua/<name>.lua with the parts (lua/parts/) it uses.
 func loadScripts() (map[string]string, error) {
 	dir := filepath.Join("..", "scheduler", "internal", "store", "lua")
-	common, err := os.ReadFile(filepath.Join(dir, "common.lua"))
-	if err != nil {
-		return nil, err
-	}
 	names, err := filepath.Glob(filepath.Join(dir, "*.lua"))
 	if err != nil {
 		return nil, err
 	}
+	fsys := os.DirFS(dir)
+	parts := luascript.LoadParts(fsys, "parts")
 	out := map[string]string{}
 	for _, n := range names {
 		base := strings.TrimSuffix(filepath.Base(n), ".lua")
-		if base == "common" {
-			continue
-		}
-		body, err := os.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha1.Sum(append(append([]byte(fencing.Lua), common...), body...))
+		sum := sha1.Sum([]byte(parts.Script(fsys, ".", base)))
 		out[hex.EncodeToString(sum[:])] = base
 	}
 	if len(out) == 0 {

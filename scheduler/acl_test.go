@@ -43,12 +43,8 @@ func TestDocumentedACLCoversEveryCommand(t *testing.T) {
 		"hmget", "hgetall", "zrange", "zcard", "lrange", "scard", "zrem", // Go side: claims, WAIT, cluster map, Control
 		"set", "del", "hset", "hdel"} // notification subscriptions and their flag in the meta
 	call := regexp.MustCompile(`redis\.call\('([A-Z]+)'`)
-	entries, err := store.LuaFiles.ReadDir("lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		src, _ := store.LuaFiles.ReadFile("lua/" + e.Name())
+	for _, f := range luaSources(t) {
+		src, _ := store.LuaFiles.ReadFile(f)
 		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
 			need = append(need, strings.ToLower(m[1]))
 		}

@@ -106,8 +106,8 @@
 // the store three times (claim, renew, complete; four with a retry's
 // attempt); then lockprovider/keepalive.go and the job's code in package
 // jobs. Inside the store each call visits store.go, protocol.go,
-// transport.go and its script with lua/common.lua (storepool.go too for a
-// pooled job on Cluster).
+// transport.go and its script with the parts it uses, from lua/parts/
+// (storepool.go too for a pooled job on Cluster).
 //
 // # Where things are
 //

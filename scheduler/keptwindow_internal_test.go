@@ -13,7 +13,7 @@ import (
 	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
-// The history list is trimmed to history_limit in steps (common.lua's
+// The history list is trimmed to history_limit in steps (lua/parts/history.lua's
 // push_entry: once it holds H_SLACK = 8 entries more), so it may hold a few
 // entries past the kept ones: every reader shows only the kept ones, and
 // the kept counts (h:n, h:s, h:ok) are those of exactly the entries shown,

@@ -300,7 +300,7 @@ func (n *notifier) subscription(j *jobState) string {
 
 // subscribe writes the table's subscriptions, one pipeline: set for the
 // jobs with notifications, deleted for the others, and the flag in each
-// job's meta (common.lua's notify) that says which.
+// job's meta (lua/parts/notify.lua) that says which.
 func (n *notifier) subscribe(ctx context.Context, tab []*jobState) error {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"math/rand"
 	"reflect"
@@ -65,22 +66,32 @@ var (
 	literalKey = regexp.MustCompile(`redis\.call\('[A-Z]+',\s*['"]`)
 )
 
+// luaSources lists the store's Lua files: its scripts and their parts.
+func luaSources(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{"lua/*.lua", "lua/parts/*.lua"} {
+		m, err := fs.Glob(store.LuaFiles, pattern)
+		if err != nil || len(m) == 0 {
+			t.Fatalf("no Lua files %s (%v)", pattern, err)
+		}
+		files = append(files, m...)
+	}
+	return files
+}
+
 // luaKinds lists the kinds of key the scripts derive from a job's meta key,
 // read from the scripts themselves.
 func luaKinds(t *testing.T) []string {
 	t.Helper()
-	entries, err := store.LuaFiles.ReadDir("lua")
-	if err != nil {
-		t.Fatal(err)
-	}
 	kinds := []string{"meta"}
-	for _, e := range entries {
-		src, err := store.LuaFiles.ReadFile("lua/" + e.Name())
+	for _, f := range luaSources(t) {
+		src, err := store.LuaFiles.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if m := literalKey.FindString(string(src)); m != "" {
-			t.Errorf("%s: %s...: a key written as a literal, not derived from the job's meta key", e.Name(), m)
+			t.Errorf("%s: %s...: a key written as a literal, not derived from the job's meta key", f, m)
 		}
 		for _, m := range derivedKey.FindAllStringSubmatch(string(src), -1) {
 			if !slices.Contains(kinds, m[1]) {
@@ -91,7 +102,7 @@ func luaKinds(t *testing.T) []string {
 	documented := []string{"meta", "run:", "slots", "nums", "queue", "waiting", "history", "manual", "backfill", "bfruns", "bfredo", "bfseen", "mqueue", "retries"}
 	for _, k := range kinds {
 		if !slices.Contains(documented, k) {
-			t.Errorf("the scripts use key kind %q, which common.lua does not document", k)
+			t.Errorf("the scripts use key kind %q, which lua/parts/keys.lua does not document", k)
 		}
 	}
 	if len(kinds) < len(documented) {

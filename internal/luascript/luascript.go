@@ -1,13 +1,18 @@
 // Package luascript is the one Lua loader of the scheduler and of
 // lockprovider: each assembles its scripts from the parts a script needs,
-// read from the package's own embedded lua/ directory, after fencing's
+// read from the package's own embedded lua/ directory, with fencing's
 // fence.lua (the fencing tokens both issue the same way).
 //
-// A script is fence.lua and its shared parts (e.g. the package's
-// common.lua), then its own body; or, when the body has a line "-- @shared",
-// the body's part above that line first: a script's fast path there does
-// not pay for defining functions it never calls (every EVALSHA runs the
-// whole chunk, and each local function defined is a closure made again).
+// The scheduler's parts (Parts: one file per concern in lua/parts/) are
+// found by what a script uses: a script gets each part whose names it uses,
+// and the parts those use, in dependency order. lockprovider's are named by
+// its scripts (Source): fence.lua and its shared parts (e.g. its
+// common.lua), then the script's body.
+//
+// Either way, when the body has a line "-- @shared", the body's part above
+// that line goes first: a script's fast path there does not pay for
+// defining functions it never calls (every EVALSHA runs the whole chunk,
+// and each local function defined is a closure made again).
 package luascript
 
 import (

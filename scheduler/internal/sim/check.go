@@ -514,7 +514,7 @@ func (w *simWorld) noteKeptLost(id, owner string) {
 }
 
 // finalLost reports whether run id's lease_lost record r, granted by g,
-// stands by design (common.lua's lease_lost_final): its job notifies
+// stands by design (lua/parts/close.lua's lease_lost_final): its job notifies
 // lease_lost and its holder said it never started the run (or asked about
 // it again) only once the event was due, simLeaseLostHold after the close
 // — one run, one final event, the one its record says.

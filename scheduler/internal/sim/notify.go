@@ -58,7 +58,7 @@ const (
 	// simNotifyStale: a taker frozen this recently may hold a delivery
 	// taken before its lease (twice the 5 s timeout and a second) ran out.
 	simNotifyStale = 30 * time.Second
-	// simLeaseLostHold is common.lua's LEASE_LOST_HOLD.
+	// simLeaseLostHold is LEASE_LOST_HOLD (store's lua/parts/notify.lua).
 	simLeaseLostHold = 15 * time.Second
 )
 

@@ -22,7 +22,7 @@
 //     the one place that spells the protocol of every script.
 //  3. transport.go: the calls grouped per hash slot, one pipeline (NOSCRIPT
 //     reloads, WAIT for min_replicas_ack, batches of at most MaxBatch).
-//  4. lua/claim.lua, with lua/common.lua prepended (protocol.go's script):
+//  4. lua/claim.lua, after the parts of lua/parts/ it uses (protocol.go's script):
 //     pause, de-duplication, the slot, the fencing token and the record,
 //     on Redis' clock.
 //  5. protocol.go: the answers decoded (decodeClaim, through transport.go's

@@ -687,11 +687,11 @@ func PauseArgs(paused bool, why string) []any {
 
 // Run records -------------------------------------------------------------
 
-// A run's record is a hash (common.lua: run:<suffix>) while the store keeps
+// A run's record is a hash (lua/parts/keys.lua: run:<suffix>) while the store keeps
 // it, and a JSON object of strings in the job's history once it is closed.
 // WireRun is that schema, the one list of its fields: the scripts write
-// them (claim.lua, admit.lua, complete.lua, common.lua's close and file;
-// common.lua's RECORD lists those a closed record copies from its hash),
+// them (claim.lua, admit.lua, complete.lua, the parts' close and file;
+// lua/parts/history.lua's RECORD lists those a closed record copies from its hash),
 // except those only the holder knows (HolderFields), which reach the
 // history in the entry complete.lua finishes.
 // TestProtocolRecord checks the scripts against it.
@@ -819,16 +819,23 @@ func NewEpoch() string {
 	return hex.EncodeToString(b[:])
 }
 
-//go:embed lua/*.lua
+// LuaFiles are the scripts (lua/*.lua) and the parts they share
+// (lua/parts/*.lua, one file per concern).
+//
+//go:embed lua/*.lua lua/parts/*.lua
 var LuaFiles embed.FS
+
+// luaParts are the parts the scripts share: a script gets those whose
+// names it uses (internal/luascript, the loader lockprovider uses too).
+var luaParts = luascript.LoadParts(LuaFiles, "lua/parts")
 
 // sources holds every script's source, for preload.
 var sources []string
 
-// script builds the named script with internal/luascript, the loader
-// lockprovider uses too: fence.lua, lua/common.lua, then the script.
+// script builds the named script: lua/<name>.lua after the parts it uses
+// (luaParts), fence.lua among them when it issues fencing tokens.
 func script(name string) *redis.Script {
-	src := luascript.Source(LuaFiles, "lua", "common", name)
+	src := luaParts.Script(LuaFiles, "lua", name)
 	sources = append(sources, src)
 	return redis.NewScript(src)
 }

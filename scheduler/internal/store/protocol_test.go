@@ -40,12 +40,8 @@ func TestProtocolHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	common, _ := LuaFiles.ReadFile("lua/common.lua")
 	for _, f := range files {
 		name := strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")
-		if name == "common" {
-			continue
-		}
 		seen[name] = true
 		spec, ok := ScriptSpecs[name]
 		if !ok {
@@ -74,10 +70,10 @@ func TestProtocolHeaders(t *testing.T) {
 		if perRun > 0 && !regexp.MustCompile(`\b`+m[2]+` fields per (run|job)`).MatchString(h) {
 			t.Errorf("%s: header prose does not say %d fields per run", f, perRun)
 		}
-		// ...and the script says every answer it is said to.
-		body, _ := LuaFiles.ReadFile(f)
+		// ...and the script (with its parts) says every answer it is said to.
+		src := luaParts.Script(LuaFiles, "lua", name)
 		for _, a := range answers {
-			if !strings.Contains(string(body)+string(common), "'"+a+"'") {
+			if !strings.Contains(src, "'"+a+"'") {
 				t.Errorf("%s: answer %q never appears in the script", f, a)
 			}
 		}
@@ -128,7 +124,7 @@ func TestProtocolEncoders(t *testing.T) {
 	}
 }
 
-// The run record has one schema, WireRun: the fields common.lua copies from
+// The run record has one schema, WireRun: the fields the parts copy from
 // a record's hash (RECORD), plus those only the holder knows (trace), make
 // it whole; so do the holder's history entry and what complete.lua adds.
 func TestProtocolRecord(t *testing.T) {
@@ -137,17 +133,22 @@ func TestProtocolRecord(t *testing.T) {
 	for i := range rt.NumField() {
 		schema = append(schema, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
 	}
-	common, _ := LuaFiles.ReadFile("lua/common.lua")
-	m := regexp.MustCompile(`(?s)local RECORD = \{(.*?)\}`).FindSubmatch(common)
+	var parts []byte
+	files, _ := fs.Glob(LuaFiles, "lua/parts/*.lua")
+	for _, f := range files {
+		src, _ := LuaFiles.ReadFile(f)
+		parts = append(parts, src...)
+	}
+	m := regexp.MustCompile(`(?s)local RECORD = \{(.*?)\}`).FindSubmatch(parts)
 	if m == nil {
-		t.Fatal("common.lua has no RECORD list")
+		t.Fatal("no part of lua/parts has the RECORD list")
 	}
 	var record []string
 	for _, q := range regexp.MustCompile(`'(\w+)'`).FindAllSubmatch(m[1], -1) {
 		record = append(record, string(q[1]))
 	}
 	if got := append(slices.Clone(record), HolderFields...); !sameSet(got, schema) {
-		t.Errorf("common.lua RECORD + holder fields %v, wireRun %v", got, schema)
+		t.Errorf("RECORD (lua/parts) + holder fields %v, wireRun %v", got, schema)
 	}
 
 	r := StoreClaim{Job: testSpec(), ID: "j@x", Slot: 2}

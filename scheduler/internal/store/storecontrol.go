@@ -204,7 +204,7 @@ func (s *Redis) ManualHints(ctx context.Context, h HintReq) (Hints, time.Time, e
 // keptWindow cuts a read of a job's history list (from its entry offset
 // on) to the kept history: the list's first h:n entries (the meta's count,
 // hn as read). The store trims the list to history_limit in steps, not on
-// every record filed (common.lua's push_entry), so it may hold a few
+// every record filed (lua/parts/history.lua's push_entry), so it may hold a few
 // older entries past them, which no reader shows. hn nil or not a number
 // (no counts yet, a store from before them): the list is trimmed exactly,
 // and all of it is kept.

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The store's side of the notification queues (common.lua queues the
+// The store's side of the notification queues (lua/parts/notify.lua queues the
 // events as it closes runs): the subscriptions a table writes, taking what
 // is due (notify_take.lua) and reporting a delivery (notify_done.lua).
 
@@ -17,7 +17,7 @@ type NotifySub struct{ Job, Sub string }
 
 // NotifySubscribe writes the table's subscriptions, one pipeline: set (for
 // ttl) for the jobs with notifications, deleted for the others, and the
-// flag in each job's meta (common.lua's notify) that says which.
+// flag in each job's meta (lua/parts/notify.lua) that says which.
 func (s *Redis) NotifySubscribe(ctx context.Context, subs []NotifySub, ttl time.Duration) error {
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, j := range subs {

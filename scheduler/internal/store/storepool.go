@@ -83,7 +83,8 @@ func (p *PoolPlace) set(jobs []PoolJob) {
 	p.mu.Unlock()
 }
 
-// PoolKey is the pool's slots: run id -> lease expiry (common.lua pool_of).
+// PoolKey is the pool's slots: run id -> lease expiry (lua/parts/keys.lua's
+// pool_key).
 func (s *Redis) PoolKey(pool string) string { return s.Prefix + ":{pool:" + pool + "}:held" }
 
 // poolScript holds pool slots on Redis Cluster (pool.lua).

@@ -8,7 +8,7 @@ import (
 )
 
 // StatOutcomes are the outcomes whose last time the store keeps per job
-// (common.lua's OUTCOMES, in the same order). ParseStats reads them by
+// (lua/parts/stats.lua's OUTCOMES, in the same order). ParseStats reads them by
 // name, so an outcome listed here that the store does not report is
 // absent from the gauge, never wrong.
 var StatOutcomes = [...]Outcome{Succeeded, Failed, TimedOut, LeaseLost, Interrupted, Replaced, Missed, SkippedOverlap, SkippedPaused, SkippedBlackout, Cancelled}
@@ -32,7 +32,7 @@ func (st JobStats) Latest() time.Time {
 	return t
 }
 
-// ParseStats reads common.lua's stats: "ok|fails|outcome=ms,outcome=ms".
+// ParseStats reads lua/parts/stats.lua's stats: "ok|fails|outcome=ms,outcome=ms".
 // What it cannot read it leaves zero: a metric is then absent, never wrong.
 func ParseStats(s string) JobStats {
 	var st JobStats

@@ -1,6 +1,6 @@
 -- A job's backfill (Control.Backfill): starts, cancels, stops or reads it.
--- The instants themselves are taken by claim.lua (kind b); see common.lua's
--- bf_prune for the state kept.
+-- The instants themselves are taken by claim.lua (kind b); see
+-- parts/backfill.lua's bf_prune for the state kept.
 -- KEYS[1] meta key of the job
 -- ARGV[1] op: start | cancel | abort | read
 --   abort: a replica stops the backfill it cannot carry out (the job's

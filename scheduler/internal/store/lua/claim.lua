@@ -188,7 +188,7 @@ local function claim(meta, a, rerun)
   -- catch-up reads it as "everything up to here was decided".
   local moves_last = kind ~= 'm' and kind ~= 'b'
   -- decide records a decision that starts nothing (skip, miss) and files
-  -- it (common.lua's file: note, push_entry, notify), reading the job's
+  -- it (parts/history.lua's file: note, push_entry, notify), reading the job's
   -- meta once and writing it once, as complete.lua does: a replica that
   -- fell behind decides many runs so, and each must cost less than the
   -- run it did not start.

@@ -11,13 +11,13 @@
 --     and finished, which it holds
 --   7 record retention ms   8 history limit
 -- Returns one string per run: "ok|<server time, µs>|<the job's run
--- statistics after the close (common.lua's stats)>", "closed" (already
+-- statistics after the close (parts/stats.lua)>", "closed" (already
 -- closed by the cluster) or "lost" (not ours). The statistics spare every
 -- replica a read of them (the holder publishes them, scheduler/jobmetrics.go).
 -- protocol: head=0 per_run=8 answers=ok,closed,lost (checked against protocol.go by TestProtocolHeaders)
 local now, now_us = clock()
 local fin, fin_us = int(now), int(now_us)
--- What a close reads of the job's meta (common.lua's note, tally and
+-- What a close reads of the job's meta (the parts' note, tally and
 -- push_entry; top for the slot number, take_slot; h:f), in one read: the
 -- counts, the notification flag, the statistics (STATS, the failure streak
 -- among them) at m[5..], top and h:f. Each field read is a Lua string (or
@@ -50,7 +50,7 @@ local function close_one(i)
     out[i] = 'ok' -- closed by this very call before; a retry after a lost reply
   elseif rec[2] == 'running' or rec[2] == 'waiting' then
     local decision = rec[4] or ''
-    -- What the close changes in the job's meta (common.lua's note, tally
+    -- What the close changes in the job's meta (the parts' note, tally
     -- and push_entry), read and written once each; the read also tells
     -- release about the slot numbers.
     local meta = base .. 'meta'

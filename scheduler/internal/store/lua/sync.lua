@@ -10,7 +10,7 @@
 -- mode: f (the whole heartbeat) or s (statistics: only the meta is read, one
 -- command, unless it shows a loss to handle: then the whole heartbeat)
 -- Returns per job {epoch, paused, last decided instant ms, floor ms, highest
--- fencing token, the job's run statistics (common.lua's stats), the server
+-- fencing token, the job's run statistics (parts/stats.lua), the server
 -- time they were read at (µs), then pending manual runs as pairs: run id,
 -- request time ms}
 -- protocol: head=5 per_run=6 answers= (checked against protocol.go by TestProtocolHeaders)
