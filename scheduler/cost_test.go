@@ -69,7 +69,7 @@ var fieldBudgets = map[string]map[string]int{
 	"the rest":      {"won claim": 12, "lost claim": 4, "renewal": 5, "close": 30, "missed": 17, "sync": 21},
 }
 
-// Slot numbers (common.lua take_slot, unhold) cost nothing here: a run
+// Slot numbers (lua/parts/slots.lua take_slot, unhold) cost nothing here: a run
 // that finds no slot held takes number 1 without a write, and its close
 // learns from the meta read it makes anyway (top absent) that nothing is
 // to be given back. They cost a won claim 2 commands (ZPOPMIN nums,
