@@ -427,6 +427,26 @@ func TestSimCheckNotifications(t *testing.T) {
 			w.obs.notifyDone[id+":failed"] = t0.Add(12 * time.Second)
 			post(w, "failed", 13*time.Second, 200)
 		}, invNotifyOnce, 1},
+		{"queued again after a loss took the first's record and queue", scheduler.Missed, func(w *simWorld) {
+			post(w, "missed", 11*time.Second, 200)
+			w.obs.losses = append(w.obs.losses, simLoss{at: t0.Add(11500 * time.Millisecond), what: "flush"})
+			w.obs.notifyDone[id+":missed"] = t0.Add(12500 * time.Millisecond)
+			post(w, "missed", 13*time.Second, 200)
+			w.obs.posts[len(w.obs.posts)-1].queued = t0.Add(12 * time.Second)
+		}, invNotifyOnce, 0},
+		{"the first queueing POSTed late, after the second's done", scheduler.Missed, func(w *simWorld) {
+			post(w, "missed", 12500*time.Millisecond, 200)
+			w.obs.posts[len(w.obs.posts)-1].queued = t0.Add(12 * time.Second)
+			w.obs.losses = append(w.obs.losses, simLoss{at: t0.Add(11500 * time.Millisecond), what: "flush"})
+			w.obs.notifyDone[id+":missed"] = t0.Add(12600 * time.Millisecond)
+			post(w, "missed", 13*time.Second, 200) // queued at 10 s, before the loss
+		}, invNotifyOnce, 0},
+		{"the same delivery again after a loss before its done", scheduler.Missed, func(w *simWorld) {
+			post(w, "missed", 11*time.Second, 200)
+			w.obs.losses = append(w.obs.losses, simLoss{at: t0.Add(11500 * time.Millisecond), what: "flush"})
+			w.obs.notifyDone[id+":missed"] = t0.Add(12500 * time.Millisecond)
+			post(w, "missed", 13*time.Second, 200)
+		}, invNotifyOnce, 1},
 		{"POSTed again before done (report lost)", scheduler.Failed, func(w *simWorld) {
 			post(w, "failed", 11*time.Second, 200)
 			post(w, "failed", 13*time.Second, 200)

@@ -39,7 +39,8 @@ import (
 //     may be the loss's own).
 //   - notify-once: no POST of a delivery after an earlier POST of it was
 //     answered 2xx and reported done to the store (docs/monitoring.md: a
-//     second POST, with the same key, only when the report was lost).
+//     second POST, with the same key, only when the report was lost, or
+//     when the store lost the run's record and the run was decided again).
 //   - notify-delivered: every final record whose outcome the target wants
 //     (failed, timed_out, lease_lost, missed), closed while its job's
 //     subscription was in the store and at least simNotifyMargin before the
@@ -307,6 +308,7 @@ func (w *simWorld) checkNotify() []simViolation {
 	}
 	acked := map[string]bool{}
 	posted := map[string]bool{}
+	firstQueued := map[string]time.Time{}
 	for _, p := range o.posts {
 		if p.run == "" {
 			continue
@@ -314,6 +316,7 @@ func (w *simWorld) checkNotify() []simViolation {
 		// The event says what the record says.
 		if !posted[p.key] {
 			posted[p.key] = true
+			firstQueued[p.key] = p.queued
 			want := p.event
 			if want == string(notify.Recovered) {
 				want = string(scheduler.Succeeded)
@@ -336,7 +339,17 @@ func (w *simWorld) checkNotify() []simViolation {
 		// lease may POST again, with the same key).
 		// (A failover to a copy taken before the report brings the delivery
 		// back: a second POST with the same key, which receivers drop.)
-		if d, ok := o.notifyDone[p.key]; ok && p.at.After(d) && acked[p.key] && !o.lossBetween(d, p.at, false) &&
+		// (Nor a delivery queued twice: the store lost the run's record and
+		// its queue after one was queued, a second decision of the run —
+		// one-decision-per-run accepts it after a loss — queued its event
+		// anew, and each was POSTed; in either order, as a taker of the
+		// first may POST it late, seed 92067.)
+		q1, q2 := firstQueued[p.key], p.queued
+		if q2.Before(q1) {
+			q1, q2 = q2, q1
+		}
+		requeued := !q1.Equal(q2) && o.lossBetween(q1.Add(-w.plan.skew), q2.Add(w.plan.skew), false)
+		if d, ok := o.notifyDone[p.key]; ok && p.at.After(d) && acked[p.key] && !o.lossBetween(d, p.at, false) && !requeued &&
 			!o.impaired(p.in, p.at.Add(-simNotifyStale), p.at) {
 			add(invNotifyOnce, p.run, "event %s POSTed again by %s at t=%s after it was answered 2xx and reported done at t=%s", p.key, p.in, w.rel(p.at), w.rel(d))
 		}
