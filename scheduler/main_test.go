@@ -3,9 +3,9 @@ package scheduler_test
 import (
 	"flag"
 	"os"
-	"runtime"
-	"strconv"
 	"testing"
+
+	"github.com/solocron/solocron/internal/testkit"
 )
 
 // parallelSleepers is how many of the package's t.Parallel tests run at
@@ -22,12 +22,6 @@ const parallelSleepers = 8
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", strconv.Itoa(max(parallelSleepers, runtime.GOMAXPROCS(0)))); err != nil {
-			panic(err)
-		}
-	}
+	testkit.RaiseParallel(parallelSleepers)
 	os.Exit(m.Run())
 }

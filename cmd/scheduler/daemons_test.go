@@ -22,6 +22,7 @@ import (
 // By default only the replica that dies (kill -9) is played; SOLOCRON_FULL=1
 // plays the one that stops (SIGTERM) too.
 func TestQueuedManualRunsOutliveTheirReplica(t *testing.T) {
+	t.Parallel()
 	tr := &transcript{}
 	srv := redistest.Start(t)
 	dir := t.TempDir()
