@@ -39,6 +39,7 @@ func (h serverClock) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // that occurs twice runs once, the first time; wildcard-hour specs follow
 // elapsed time and run in both passes of a repeated hour.
 func TestDSTNights(t *testing.T) {
+	t.Parallel()
 	utc := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
 	for _, tc := range []struct {
 		name, tz, spec string
