@@ -419,4 +419,3 @@ func cutName(line string) string {
 	f := strings.FieldsFunc(line, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') })
 	return strings.Join(f[:min(3, len(f))], "_")
 }
-
