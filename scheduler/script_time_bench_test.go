@@ -377,7 +377,7 @@ func BenchmarkScriptTimeCuts(b *testing.B) {
 	closeCuts := []string{
 		"if rec[1] ~= owner then",
 		"if rec[2] == 'waiting' then",
-		"local at = 'at:' .. outcome",
+		"local set = {'at:' .. outcome, fin}",
 		"local entry = ARGV[a + 6]",
 		"redis.call('HSET', meta, unpack(set))",
 		"out[i] = 'ok|' .. fin_us",
