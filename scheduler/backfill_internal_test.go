@@ -286,23 +286,31 @@ func redoOf(b *Backfill) []time.Time { _, r, _ := store.BackfillProgress(b); ret
 // After Redis lost data (noticed: a replica remembers the job's epoch), a
 // backfill does not run an instant from before the loss: its record, and
 // the history entry that would tell, may have gone with the data, and the
-// instant may have run. It is recorded missed with the loss as its reason
-// and counted skipped, as the scheduled claim of such an instant would be.
-// A new job (no replica had seen it: an unsure floor) backfills its past as
-// before.
+// instant may have run. Within its record's retention it is recorded missed
+// with the loss as its reason, as the scheduled claim of such an instant
+// would be; older, nothing is written (a record made after the loss, the
+// run recorded missed when a replica noticed it, may have expired since:
+// a second decision would be filed, counted and notified). Either way the
+// backfill counts it skipped. A new job (no replica had seen it: an unsure
+// floor) backfills its past as before.
 func TestBackfillDoesNotRunInstantsFromBeforeADataLoss(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		known   bool // a replica remembers the job's state: a sure loss
+		recent  bool // the instants are within their records' retention (2 minutes)
 		started int
-	}{{"data lost", true, 0}, {"new job", false, 3}} {
+	}{{"data lost", true, false, 0}, {"data lost, within the retention", true, true, 0}, {"new job", false, false, 3}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, c, j := backfillStore(t, config{prefix: "bfl"})
 			ctx := context.Background()
 			ctl := &Control{store: s}
 			t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
 			ts := []time.Time{t0, t0.Add(time.Minute), t0.Add(2 * time.Minute)}
-			b, err := ctl.Backfill(ctx, j.Job, ts[0], ts[2], 10)
+			if tc.recent {
+				m0 := time.Now().Truncate(time.Minute)
+				ts = []time.Time{m0.Add(-time.Minute), m0}
+			}
+			b, err := ctl.Backfill(ctx, j.Job, ts[0], ts[len(ts)-1], 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,12 +322,16 @@ func TestBackfillDoesNotRunInstantsFromBeforeADataLoss(t *testing.T) {
 			if !tc.known {
 				j.memo = &memo{}
 			}
-			// One instant's record survived: skipped, as decided before the
-			// loss (a backfill reruns such a run when nothing was lost).
-			id := runID(j.Name, ts[1])
-			if err := c.HSet(ctx, s.Key(j.Name, "run:"+id[len(j.Name)+1:]), "kind", "s", "sched", ts[1].UnixMilli(),
-				"decision", "skipped_overlap", "outcome", "skipped_overlap", "owner", "someone", "replica", "r0", "error", "as it was").Err(); err != nil {
-				t.Fatal(err)
+			// One old instant's record survived: skipped, as decided before
+			// the loss (a backfill reruns such a run when nothing was lost).
+			survived := -1
+			if !tc.recent {
+				survived = 1
+				id := runID(j.Name, ts[1])
+				if err := c.HSet(ctx, s.Key(j.Name, "run:"+id[len(j.Name)+1:]), "kind", "s", "sched", ts[1].UnixMilli(),
+					"decision", "skipped_overlap", "outcome", "skipped_overlap", "owner", "someone", "replica", "r0", "error", "as it was").Err(); err != nil {
+					t.Fatal(err)
+				}
 			}
 			res, err := s.Claim(ctx, "r1", 2*time.Second, 3*time.Second, storeClaims(backfillClaims(j, b, ts[0].Add(-time.Millisecond), ts...)...))
 			if err != nil {
@@ -332,15 +344,21 @@ func TestBackfillDoesNotRunInstantsFromBeforeADataLoss(t *testing.T) {
 					continue
 				}
 				rec, entry := recordOf(t, s, c, j, runID(j.Name, ts[i]))
-				if i == 1 {
+				switch {
+				case i == survived:
 					// Its record stands, decided once: no second entry.
 					if r.Status != store.AnswerSkippedOverlap || rec["error"] != "as it was" || entry != nil {
 						t.Errorf("instant %s: %q, record %v, history %v; want its record left as it was", ts[i].Format(time.RFC3339), r.Status, rec, entry)
 					}
-					continue
-				}
-				if r.Status != store.AnswerMissed || rec["outcome"] != "missed" || !strings.Contains(rec["error"], "Redis lost data") {
-					t.Errorf("instant %s: %q, record %v; want missed for the data loss", ts[i].Format(time.RFC3339), r.Status, rec)
+				case tc.recent:
+					if r.Status != store.AnswerMissed || rec["outcome"] != "missed" || !strings.Contains(rec["error"], "Redis lost data") || entry == nil {
+						t.Errorf("instant %s: %q, record %v, history %v; want recorded missed for the data loss", ts[i].Format(time.RFC3339), r.Status, rec, entry)
+					}
+				default:
+					// Past its retention: answered as decided missed, nothing written.
+					if r.Status != store.AnswerDecided || r.Outcome != string(store.Missed) || len(rec) != 0 || entry != nil {
+						t.Errorf("instant %s: %q (%q), record %v, history %v; want decided missed with nothing written", ts[i].Format(time.RFC3339), r.Status, r.Outcome, rec, entry)
+					}
 				}
 			}
 			if started != tc.started {
@@ -349,8 +367,8 @@ func TestBackfillDoesNotRunInstantsFromBeforeADataLoss(t *testing.T) {
 			if b, err = ctl.BackfillStatus(ctx, j.Name); err != nil {
 				t.Fatal(err)
 			}
-			if b.Decided != 3 || b.Started != tc.started || b.Skipped != 3-tc.started {
-				t.Fatalf("backfill %+v: want 3 decided, %d started, %d skipped", b, tc.started, 3-tc.started)
+			if n := len(ts); b.Decided != n || b.Started != tc.started || b.Skipped != n-tc.started {
+				t.Fatalf("backfill %+v: want %d decided, %d started, %d skipped", b, n, tc.started, n-tc.started)
 			}
 		})
 	}

@@ -28,6 +28,16 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		return n
 	}
 	r0, r1 := &simInc{r: &simReplica{idx: 0}, n: 1}, &simInc{r: &simReplica{idx: 1}, n: 1}
+	// leaseLost is a world in which run j@0s was granted to r0 (owner o0,
+	// fence 7) and closed lease_lost by the cluster at 3 s.
+	leaseLost := func() (*simWorld, string) {
+		w := world()
+		id := "j@2000-01-01T00:00:00Z"
+		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
+		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
+			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		return w, id
+	}
 	lease := func(w *simWorld, in *simInc, id, owner string, slot int, fence int64, from, to time.Duration) *simLease {
 		l := &simLease{job: "j", id: id, owner: owner, in: in, slot: slot, fence: fence, at: t0.Add(from),
 			spans: [][2]time.Time{{t0.Add(from), t0.Add(to)}}}
@@ -122,11 +132,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 	// lease-lost-means-ran — unless the replica was gone (its shutdown
 	// grace over) before the call could time out (seed 221).
 	for _, gone := range []bool{false, true} {
-		w := world()
-		id := "j@2000-01-01T00:00:00Z"
-		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
-		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
-			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		w, _ := leaseLost()
 		w.obs.stopped[r0] = t0.Add(-time.Second)
 		if gone {
 			w.obs.exited[r0] = t0.Add(4 * time.Second)
@@ -169,11 +175,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 	// reaching the store at 5 s: a break — unless the store lost its data
 	// at 4 s, with the record (seed 27).
 	for _, lost := range []bool{false, true} {
-		w := world()
-		id := "j@2000-01-01T00:00:00Z"
-		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
-		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
-			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		w, id := leaseLost()
 		w.obs.never[id+"|o0"] = t0.Add(5 * time.Second)
 		if lost {
 			w.obs.losses = []simLoss{{at: t0.Add(4 * time.Second), what: "flush"}}
@@ -204,11 +206,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		{"asks ended long before it exited", []time.Duration{5, 6, 7}, -1, 30, 1},
 		{"never exited", []time.Duration{5, 6, 7, 8, 9, 10, 11}, -1, 0, 1},
 	} {
-		w := world()
-		id := "j@2000-01-01T00:00:00Z"
-		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
-		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
-			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)}}
+		w, id := leaseLost()
 		for i, a := range c.asks {
 			w.obs.asks[id+"|o0"] = append(w.obs.asks[id+"|o0"], simAsk{at: t0.Add(a * time.Second), answered: i == c.answered})
 		}
@@ -225,13 +223,9 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 	// lost its data in between, with the lease_lost record (seed 20354: the
 	// missed record is what the loss left).
 	for _, lost := range []bool{false, true} {
-		w := world()
-		id := "j@2000-01-01T00:00:00Z"
-		w.obs.grants = []simGrant{{at: t0, job: "j", id: id, owner: "o0", fence: 7, in: r0, via: "claim s"}}
-		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Decision: scheduler.Started, Outcome: scheduler.LeaseLost, Replica: "r0", FencingToken: 7,
-			ScheduledAt: t0, FinishedAt: t0.Add(3 * time.Second)},
-			{ID: id, Job: "j", Decision: scheduler.Missed, Outcome: scheduler.Missed, Replica: "r0", ScheduledAt: t0, FinishedAt: t0.Add(9 * time.Second),
-				Error: simLossReason}}
+		w, id := leaseLost()
+		w.obs.records[id] = append(w.obs.records[id], scheduler.Run{ID: id, Job: "j", Decision: scheduler.Missed, Outcome: scheduler.Missed, Replica: "r0", ScheduledAt: t0, FinishedAt: t0.Add(9 * time.Second),
+			Error: simLossReason})
 		if lost {
 			w.obs.losses = []simLoss{{at: t0.Add(4 * time.Second), what: "flush"}}
 		}

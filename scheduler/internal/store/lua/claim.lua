@@ -238,9 +238,11 @@ local function claim(meta, a, rerun)
     -- A backfill is asked for instant by instant and trusts the records
     -- Redis holds, but not across a loss: an instant before the floor of a
     -- sure loss may have run, its record and history entry gone with the
-    -- data, and is recorded missed as its scheduled claim would be, however
-    -- old (the backfill counts it skipped and moves on). Under an unsure
-    -- floor (a new job, most likely) the backfill runs the job's past.
+    -- data. It is not run: within its record's retention it is recorded
+    -- missed as its scheduled claim would be; older, nothing is written
+    -- (below). Either way the backfill counts it skipped and moves on.
+    -- Under an unsure floor (a new job, most likely) the backfill runs the
+    -- job's past.
     if sched < floor and not (kind == 'b' and unsure) then
       if unsure then
         -- No replica that asked had seen the job: most likely a new job
@@ -256,7 +258,15 @@ local function claim(meta, a, rerun)
         -- decision of the run).
         return {redis.call('HGET', rk, 'outcome'), epoch}
       end
-      if now > sched + retention and kind ~= 'b' then
+      if now > sched + retention then
+        if kind == 'b' then
+          -- Past its record's retention, a record made after the loss
+          -- (the run recorded missed when a replica noticed it, say) may
+          -- have expired since: deciding it again would file, count and
+          -- notify a second decision of the run. Nothing is written; the
+          -- backfill counts it skipped.
+          return {'decided', '', 'missed', '', ''}
+        end
         return {'refused', epoch, 'too old to decide'}
       end
       return decide('missed', loss)
@@ -556,7 +566,10 @@ local function claim_backfill(meta, a)
     move('started')
     redis.call('SADD', base .. 'bfruns', id)
     redis.call('PEXPIRE', base .. 'bfruns', META_TTL)
-  elseif st == 'skipped_overlap' or st == 'skipped_paused' or st == 'skipped_blackout' or st == 'missed' then
+  elseif st == 'skipped_overlap' or st == 'skipped_paused' or st == 'skipped_blackout' or st == 'missed' or
+      st == 'decided' then
+    -- decided: an instant from before a loss, past its record's retention
+    -- (claim): not run, nothing written.
     move('skipped')
   end
   return res
