@@ -1,6 +1,7 @@
 package lockprovider_test
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,5 +125,78 @@ func TestMutexOutlivesShortRetention(t *testing.T) {
 				t.Errorf("after a semaphore's grant the counter is %q: the mutex's hold is gone", v)
 			}
 		})
+	}
+}
+
+// TestMutexFreeCounterShapes: the acquire's fast path tells a free counter
+// below the clock by comparing strings (TestMutexFastPathReadsNoNumber);
+// a free counter shorter than the clock's digits, one just below the clock
+// and a missing one all give the clock's token, and the release puts that
+// token back as the counter. (A counter ahead of the clock, the same
+// length: TestMutexCounterAheadOfClock.)
+func TestMutexFreeCounterShapes(t *testing.T) {
+	for name, c := range mutexBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			p, err := lockprovider.NewRedis(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now().Add(-time.Second).UnixMicro() // miniredis and Redis read the same clock, give or take
+			for shape, v := range map[string]string{
+				"missing":         "",
+				"short":           "12345",
+				"below the clock": strconv.FormatInt(time.Now().Add(-time.Minute).UnixMicro(), 10),
+			} {
+				key := "lock:{" + strings.ReplaceAll(shape, " ", "-") + "}:fence"
+				if v != "" {
+					if err := c.Set(t.Context(), key, v, time.Hour).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				m := p.Mutex(strings.ReplaceAll(shape, " ", "-"))
+				l := mustAcquire(t, m, 10*time.Second)
+				if l.FencingToken() < start {
+					t.Errorf("%s: token %d is below the clock (%d)", shape, l.FencingToken(), start)
+				}
+				mustNotAcquire(t, m, 10*time.Second)
+				if err := l.Release(t.Context()); err != nil {
+					t.Fatalf("%s: release: %v", shape, err)
+				}
+				if got, want := c.Get(t.Context(), key).Val(), strconv.FormatInt(l.FencingToken(), 10); got != want {
+					t.Errorf("%s: counter after release = %q, want %q", shape, got, want)
+				}
+				if again := mustAcquire(t, m, 10*time.Second); again.FencingToken() <= l.FencingToken() {
+					t.Errorf("%s: next token %d not above %d", shape, again.FencingToken(), l.FencingToken())
+				}
+			}
+		})
+	}
+}
+
+// TestMutexFastPathReadsNoNumber guards the Redis time of the acquire's
+// fast path (above "-- @shared"), which every acquire runs: it reads no
+// string as a number (tonumber, or arithmetic on TIME's digits) and
+// formats none (string.format). tonumber alone was about a tenth of the
+// script's time; the fast path compares the counter as a string instead.
+func TestMutexFastPathReadsNoNumber(t *testing.T) {
+	src, err := os.ReadFile("lua/mutex_acquire.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, _, ok := strings.Cut(string(src), "\n-- @shared\n")
+	if !ok {
+		t.Fatal(`mutex_acquire.lua has no "-- @shared" line`)
+	}
+	var code []string
+	for line := range strings.SplitSeq(fast, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			code = append(code, line)
+		}
+	}
+	body := strings.Join(code, "\n")
+	for _, dear := range []string{"tonumber(", "string.format(", "t[1] *", "t[2] *", "* 1000000", "math."} {
+		if strings.Contains(body, dear) {
+			t.Errorf("the acquire's fast path uses %q:\n%s", dear, body)
+		}
 	}
 }

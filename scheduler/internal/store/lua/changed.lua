@@ -21,22 +21,26 @@ local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 local cursor = math.max(tonumber(top[2]) or 0, 0)
 if #ARGV > 3 then
   cursor = math.max(now, cursor + 1)
+  -- Every entry gets the same score: written once (string.format is
+  -- dear, and a heartbeat publishes a change of every run it closed).
+  local score = int(cursor)
   -- In chunks: unpack is bounded by Lua's stack (~8,000 values).
   for from = 4, #ARGV, 1000 do
-    local z = {}
+    local z, n = {}, 0
     for i = from, math.min(from + 999, #ARGV) do
-      z[#z + 1] = int(cursor)
-      z[#z + 1] = ARGV[i]
+      z[n + 1], z[n + 2] = score, ARGV[i]
+      n = n + 2
     end
     redis.call('ZADD', key, unpack(z))
   end
   redis.call('PEXPIRE', key, ARGV[3])
 end
 redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. int(now - 1000 * tonumber(ARGV[2])))
-local out = {int(cursor)}
-if ARGV[1] ~= '' then
-  for _, e in ipairs(redis.call('ZRANGEBYSCORE', key, '(' .. ARGV[1], '+inf')) do
-    out[#out + 1] = e
-  end
+if ARGV[1] == '' then
+  return {int(cursor)}
 end
+-- The entries read are answered as read, the cursor put in front (in C:
+-- every replica reads every change, and a copy in Lua cost each a step).
+local out = redis.call('ZRANGEBYSCORE', key, '(' .. ARGV[1], '+inf')
+table.insert(out, 1, int(cursor))
 return out

@@ -32,6 +32,13 @@ end
 META[#META + 1] = 'top'
 local TOP = #META
 META[#META + 1] = 'h:f'
+-- AT[outcome]: where its statistic (at:<outcome>) is in STATS, which is
+-- ok, fails, then at:<outcome> in OUTCOMES' order (parts/stats.lua): a
+-- close looks its outcome up instead of walking STATS.
+local AT = {}
+for i, o in ipairs(OUTCOMES) do
+  AT[o] = i + 2
+end
 local out = {}
 -- Each run on its own: a run whose close fails (its keys hold something
 -- else, say) is answered lost (its holder gives up on it), and the others
@@ -67,16 +74,14 @@ local function close_one(i)
     -- Kept for its retention, never deleted: a replica whose clock lags must
     -- still find the run decided.
     keep(rk, ARGV[a + 7], rec[7], now)
-    local at = 'at:' .. outcome
-    local set = {at, fin}
+    local set = {'at:' .. outcome, fin}
+    -- m[ST + 1..]: the statistics as this close leaves them (STATS order).
+    if AT[outcome] then
+      m[ST + AT[outcome]] = fin
+    end
     if outcome == 'succeeded' then
       set[3], set[4] = 'ok', fin
-    end
-    -- m[ST + 1..]: the statistics as this close leaves them (STATS order).
-    for k, f in ipairs(STATS) do
-      if f == at or (f == 'ok' and outcome == 'succeeded') then
-        m[ST + k] = fin
-      end
+      m[ST + 1] = fin
     end
     local paused, ended = '', 0
     if decision == 'started' then

@@ -22,12 +22,13 @@ local out = {}
 -- read_stats answers a job's heartbeat in mode s from one read of its
 -- meta, or nil when check_epoch has work to do (no state, an epoch the
 -- replica does not know, a token above the store's): then it is synced whole.
+-- STATS_READ: the fields it reads, listed once per call, not per job.
+local STATS_READ = {'epoch', 'paused', 'last', 'floor', 'fence'}
+for _, v in ipairs(STATS) do
+  STATS_READ[#STATS_READ + 1] = v
+end
 local function read_stats(meta, known, seen)
-  local f = {'epoch', 'paused', 'last', 'floor', 'fence'}
-  for _, v in ipairs(STATS) do
-    f[#f + 1] = v
-  end
-  local m = redis.call('HMGET', meta, unpack(f))
+  local m = redis.call('HMGET', meta, unpack(STATS_READ))
   local fence = tonumber(m[5]) or 0
   if not m[1] or (known ~= '' and known ~= m[1]) or (tonumber(seen) or 0) > fence then
     return nil
