@@ -154,6 +154,7 @@ func skewRun(t *testing.T, forget bool, ticks int) (dups []string, gaps []time.T
 // (150 by default: skewTicks) of a fast job: every run starts exactly once,
 // and none is skipped.
 func TestExactlyOnceUnderClockSkew(t *testing.T) {
+	t.Parallel() // fake time, CPU-bound: the two fill both cores side by side
 	synctest.Test(t, func(t *testing.T) {
 		ticks := skewTicks()
 		dups, gaps, runs := skewRun(t, false, ticks)
@@ -174,6 +175,7 @@ func TestExactlyOnceUnderClockSkew(t *testing.T) {
 // clock lags claims a run that already ran. This proves the test above can
 // catch that bug.
 func TestSkewTestCatchesDeletedFinishedRuns(t *testing.T) {
+	t.Parallel() // fake time, CPU-bound: the two fill both cores side by side
 	synctest.Test(t, func(t *testing.T) {
 		dups, _, _ := skewRun(t, true, skewTicks())
 		if len(dups) == 0 {

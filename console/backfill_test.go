@@ -16,6 +16,7 @@ import (
 // The job page shows the job's backfill: progress, what ran, and its end;
 // the history says which runs were the backfill's.
 func TestJobPageShowsBackfill(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 2)
 	h := c.console(t, console.Config{})
 	if body := get(t, h, "/jobs/sweep").Body.String(); strings.Contains(body, `id="backfill"`) {

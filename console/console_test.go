@@ -116,6 +116,7 @@ func get(t *testing.T, h http.Handler, path string, mod ...func(*http.Request)) 
 }
 
 func TestPagesEscapeHostileOutput(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 1)
 	id := c.runOnce(t, "evil")
 	h := c.console(t, console.Config{Replica: "replica-1"})
@@ -143,6 +144,7 @@ func TestPagesEscapeHostileOutput(t *testing.T) {
 }
 
 func TestJobsPage(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 1)
 	c.runOnce(t, "evil")
 	c.runOnce(t, "sweep")
@@ -166,6 +168,7 @@ func TestJobsPage(t *testing.T) {
 }
 
 func TestJobPageTimelineAndPaging(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 2)
 	for range 27 {
 		c.runOnce(t, "sweep")
@@ -201,6 +204,7 @@ func TestJobPageTimelineAndPaging(t *testing.T) {
 }
 
 func TestReplicasPageFlagsDifferentTables(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 2)
 	other, err := scheduler.New(schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: c.srv.Addr()})), c.table[:2],
 		scheduler.WithReplicaID("stale"), scheduler.WithLogger(quiet), scheduler.WithSyncInterval(100*time.Millisecond))
@@ -243,6 +247,7 @@ func signIn(t *testing.T, srv *httptest.Server, token string) (*http.Client, *ht
 }
 
 func TestSignInSessionAndActions(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 1)
 	h := c.console(t, console.Config{Token: "s3cret-token"})
 	srv := httptest.NewServer(h)
@@ -336,6 +341,7 @@ func TestSignInSessionAndActions(t *testing.T) {
 }
 
 func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 1)
 	h := c.console(t, console.Config{ReadOnly: true})
 	body := get(t, h, "/jobs/sweep").Body.String()
@@ -361,6 +367,7 @@ func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
 
 // Mounted under a prefix, every link and form stays under it.
 func TestPrefix(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 1)
 	c.runOnce(t, "sweep")
 	h := c.console(t, console.Config{Prefix: "/ops/solocron/"})
@@ -386,6 +393,7 @@ func TestPrefix(t *testing.T) {
 // The jobs page of a thousand jobs answers quickly, and refreshes within
 // the cache's TTL cost the store nothing.
 func TestJobsPageCostIsBounded(t *testing.T) {
+	t.Parallel()
 	srv := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	var n testkit.CommandCounter
@@ -416,6 +424,7 @@ func TestJobsPageCostIsBounded(t *testing.T) {
 // Ten wrong tokens in a minute close the sign-in for the rest of it, even
 // to the right token.
 func TestSignInRateLimit(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 0)
 	srv := httptest.NewServer(c.console(t, console.Config{Token: "right"}))
 	t.Cleanup(srv.Close)

@@ -30,6 +30,7 @@ import (
 // names and IP addresses stay allowed. Without it, the Host is the
 // embedding server's business.
 func TestAllowedHosts(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 1)
 	h := c.console(t, console.Config{AllowedHosts: []string{"ops.example.com"}, Token: "s3cret-token"})
 	host := func(name string) func(*http.Request) { return func(r *http.Request) { r.Host = name } }
@@ -83,6 +84,7 @@ func tracedCluster(t *testing.T) *scheduler.Control {
 // without, it shows the id alone. A TraceURL that is not an http(s) URL
 // with {trace_id} is refused.
 func TestTraceLink(t *testing.T) {
+	t.Parallel()
 	ctl := tracedCluster(t)
 	id, err := ctl.Trigger(t.Context(), "sweep")
 	if err != nil {
@@ -132,6 +134,7 @@ func TestTraceLink(t *testing.T) {
 // its output or its error, shows it masked on every page, in its raw form
 // and in the form HTML escaping would give it.
 func TestRedactsSecrets(t *testing.T) {
+	t.Parallel()
 	const secret = `pa<ss&"word-1234`
 	c := &cluster{srv: miniredis.RunT(t)}
 	c.table = []scheduler.Job{{Name: "leaky", Schedule: "@every 1h", Handler: jobs.Func(func(ctx context.Context) error {

@@ -24,6 +24,7 @@ import (
 // whole kept history, not over the runs either page reads (the last one on
 // the jobs page, the timeline's 60 on a job's page).
 func TestSuccessRatioOverKeptHistory(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int64
 	c := newClusterOf(t, 1, []scheduler.Job{{Name: "flip", Schedule: "@every 1h", HistoryLimit: 70,
 		Handler: jobs.Func(func(context.Context) error {
@@ -47,6 +48,7 @@ func TestSuccessRatioOverKeptHistory(t *testing.T) {
 // while the job's history keeps it: the whole entry, its output tail and
 // trace id included. A run in neither is 404.
 func TestRunPageFromHistoryWhenRecordGone(t *testing.T) {
+	t.Parallel()
 	srv := miniredis.RunT(t)
 	tp := sdktrace.NewTracerProvider()
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })

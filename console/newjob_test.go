@@ -16,6 +16,7 @@ import (
 // shows no missed run: the instants before the job's state existed were
 // never its to run, and nothing is recorded for them.
 func TestNewClusterShowsNoMiss(t *testing.T) {
+	t.Parallel()
 	c := newClusterOf(t, 3, []scheduler.Job{{Name: "tick", Schedule: "@every 1s",
 		Handler: jobs.Func(func(context.Context) error { return nil })},
 		{Name: "hourly", Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return nil })}})

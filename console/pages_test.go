@@ -59,6 +59,7 @@ func engineOutcomes(t *testing.T) []scheduler.Outcome {
 // name), the class has a colour in the style sheet, and the runs page has
 // a filter that finds it.
 func TestEveryOutcomeIsShown(t *testing.T) {
+	t.Parallel()
 	css, err := assetFiles.ReadFile("assets/style.css")
 	if err != nil {
 		t.Fatal(err)

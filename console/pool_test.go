@@ -15,6 +15,7 @@ import (
 // The jobs page and a job's page show its pool's use; the job's page links
 // the runs holding the pool's slots.
 func TestPagesShowPoolUse(t *testing.T) {
+	t.Parallel()
 	long := jobs.Func(func(ctx context.Context) error {
 		select {
 		case <-time.After(5 * time.Second):

@@ -88,6 +88,7 @@ func TestBrowserCancelAndRetry(t *testing.T) {
 // The run actions are forms like the job's: a forged anti-forgery field is
 // refused, and a read-only console offers and takes none.
 func TestRunActionsGuarded(t *testing.T) {
+	t.Parallel()
 	c := newClusterOf(t, 1, blockTable())
 	id := c.waitRunning(t, "block")
 	h := c.console(t, console.Config{})

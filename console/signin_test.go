@@ -15,6 +15,7 @@ import (
 // drop TAB, CR and LF and read a backslash as a slash, so each of these
 // would otherwise leave the site.
 func TestSignInNextStaysInside(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 0)
 	base, _ := url.Parse("http://console.test/")
 	for _, prefix := range []string{"", "/ops/solocron"} {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestWords(t *testing.T) {
+	t.Parallel()
 	for spec, want := range map[string]string{
 		"@hourly":                      "every hour, on the hour",
 		"@every 90s":                   "every 1m30s",
@@ -32,6 +33,7 @@ func TestWords(t *testing.T) {
 }
 
 func TestHuman(t *testing.T) {
+	t.Parallel()
 	for d, want := range map[time.Duration]string{
 		1500 * time.Millisecond:       "1.5s",
 		90 * time.Second:              "1m30s",
@@ -49,6 +51,7 @@ func TestHuman(t *testing.T) {
 // One lane per replica that ran the job, a bar per started run (running
 // ones to now), a mark per skipped or missed instant.
 func TestTimeline(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	run := func(id, replica string, start, end time.Duration, d, o scheduler.Outcome) scheduler.Run {
 		r := scheduler.Run{ID: "j@" + id, Replica: replica, ScheduledAt: now.Add(start), Decision: d, Outcome: o}
@@ -101,6 +104,7 @@ func TestTimeline(t *testing.T) {
 // the next success. No two bars of a lane may overlap, on either timeline,
 // and every run stays counted, its outcome's symbol kept.
 func TestTimelineBarsOfALaneNeverOverlap(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	var hist []scheduler.Run
 	add := func(id string, at, took time.Duration, o scheduler.Outcome) {
@@ -152,6 +156,7 @@ func TestTimelineBarsOfALaneNeverOverlap(t *testing.T) {
 // wide, were drawn over each other, a miss among them hidden. Marks too
 // close to draw apart share one, with their count, coloured by the worst.
 func TestTimelineMarksNeverOverlap(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	hist := []scheduler.Run{{ID: "j@ran", Replica: "a", Decision: scheduler.Started, Outcome: scheduler.Succeeded,
 		ScheduledAt: now.Add(-90 * time.Second), StartedAt: now.Add(-90 * time.Second), FinishedAt: now.Add(-89 * time.Second)}}

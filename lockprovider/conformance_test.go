@@ -124,8 +124,12 @@ var conformance = []struct {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
+		// The backends are separate servers: they run side by side. The
+		// cases of one backend share it (one flushes it) and run in order.
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			for _, c := range conformance {
 				t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 			}

@@ -50,11 +50,24 @@ func redlockBackends(t *testing.T) map[string]func(t *testing.T) masters {
 }
 
 func TestRedlock(t *testing.T) {
+	t.Parallel()
 	for name, start := range redlockBackends(t) {
+		// Each case starts masters of its own: all run side by side.
 		t.Run(name, func(t *testing.T) {
-			t.Run("Exclusive", func(t *testing.T) { testRedlockExclusive(t, start(t)) })
-			t.Run("MinorityDownStillWorks", func(t *testing.T) { testRedlockDown(t, start(t)) })
-			t.Run("KeepAliveAndRelease", func(t *testing.T) { testRedlockKeepAlive(t, start(t)) })
+			t.Parallel()
+			for _, c := range []struct {
+				name string
+				fn   func(*testing.T, masters)
+			}{
+				{"Exclusive", testRedlockExclusive},
+				{"MinorityDownStillWorks", testRedlockDown},
+				{"KeepAliveAndRelease", testRedlockKeepAlive},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					c.fn(t, start(t))
+				})
+			}
 		})
 	}
 }

@@ -82,6 +82,7 @@ func (*slowClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // backlog never drained (issue 24: 3 × 10,000 jobs collapsed). Every
 // instant is still decided exactly once.
 func TestSlowClaimsGoOutOneBatchAtATime(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		rdb := c.client()

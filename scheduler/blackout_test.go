@@ -59,6 +59,7 @@ func TestBlackoutValidation(t *testing.T) {
 // Instants inside a blackout window are recorded skipped_blackout, once,
 // across replicas; the others run.
 func TestBlackoutSkipsInstants(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		start := time.Now().Truncate(time.Second)

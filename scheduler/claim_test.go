@@ -21,6 +21,7 @@ import (
 // afresh is a possible loss, and the instants before its floor are recorded
 // missed (issue 12, defect 2).
 func TestFreshStateAfterLossDoesNotRerun(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.fresh = true
@@ -70,6 +71,7 @@ func (heldClaimAnswers) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // back to the pending requests and another replica runs it (issue 12,
 // defect 8).
 func TestShutdownKeepsClaimAnswers(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		table := []scheduler.Job{
@@ -150,6 +152,7 @@ func isClaimRequest(cmd redis.Cmder) bool {
 // cannot start is recorded missed, saying it never ran (issue 12,
 // defect 12).
 func TestLateClaimAnswer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		before, after time.Duration

@@ -60,6 +60,7 @@ func (*lateThenDown) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // Redis is back, and the record says missed, not the cluster's lease_lost
 // (the search's seed 76).
 func TestLateClaimAnswerThenOutage(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		rdb := c.client()

@@ -21,6 +21,7 @@ import (
 // catches up on the instants a wrong clock called past nor writes records
 // for them.
 func TestClockStepHoldsClaimsThenResumes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		step time.Duration
@@ -81,6 +82,7 @@ func TestClockStepHoldsClaimsThenResumes(t *testing.T) {
 // of instants its clock calls past for missed runs: catch-up waits for a
 // clock that agrees with Redis'.
 func TestClockAheadAtStartCatchesNothingUp(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		table := []scheduler.Job{{Name: "cu", Schedule: "@every 10s", StartingDeadline: 2 * time.Second,
@@ -132,6 +134,7 @@ func (slowClockReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // within the round trip): it must not make a replica whose clock is right
 // distrust it and stop claiming.
 func TestSlowClockReadingsDoNotHoldClaims(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		rdb := c.client()
@@ -192,6 +195,7 @@ func isClaim(cmd redis.Cmder) bool { return claimCalls().count(cmd) }
 // at its instant on Redis' clock, placed by the heartbeat's reading of it,
 // not at "answer time + instant − the clock Redis read when it began".
 func TestSlowClaimAnswerStillStartsAtTheInstant(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		rdb := c.client()

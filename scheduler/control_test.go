@@ -33,6 +33,7 @@ func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // A trigger (the request, its bound, its hint) is one round trip once the
 // script is loaded.
 func TestTriggerIsOneRoundTrip(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		rdb := c.client()

@@ -45,6 +45,7 @@ func TestStartGateOpensAtItsTimeNeverBefore(t *testing.T) {
 // goroutine runs): it sleeps, and opens at its time, rounded up to the
 // grain. A waiter whose context ends leaves at once.
 func TestStartGateUnderFakeClock(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var g startGates
 		at := time.Now().Add(time.Second + 100*time.Microsecond)

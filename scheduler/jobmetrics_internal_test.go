@@ -309,6 +309,7 @@ func agreeingReplicas(t *testing.T, newClients func() []*redis.Client, beat, sla
 }
 
 func TestJobGaugesAgreeMiniredis(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m, _ := redistest.MiniPipe(t)
 		agreeingReplicas(t, func() []*redis.Client { return []*redis.Client{redistest.PipeClient(t, m)} }, time.Second, 500*time.Millisecond, 20*time.Second)
@@ -326,6 +327,7 @@ func TestJobGaugesAgreeRedis(t *testing.T) {
 
 // The same with three Redlock replicas on three masters.
 func TestJobGaugesAgreeRedlock(t *testing.T) {
+	t.Parallel()
 	testkit.Long(t) // TestJobGaugesAgreeMiniredis runs by default
 	synctest.Test(t, func(t *testing.T) {
 		var ms []*miniredis.Miniredis
@@ -496,6 +498,7 @@ func TestParseStats(t *testing.T) {
 
 // A stopped replica exports no job gauges and no replica_info.
 func TestJobGaugesEndWithRun(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
 		reader := sdkmetric.NewManualReader()
@@ -549,6 +552,7 @@ func TestMergeStats(t *testing.T) {
 // paused cluster-wide), and a job a reload removes leaves the gauges (and
 // so the dashboard's job list) at the next collection.
 func TestJobGaugesFollowTable(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
 		reader := sdkmetric.NewManualReader()

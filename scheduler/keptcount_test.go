@@ -25,6 +25,7 @@ import (
 // history_limit is lowered, and after the counts were lost (a store from
 // before them).
 func TestKeptCountsMatchHistory(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m, _ := redistest.MiniPipe(t)
 		keptScenario(t, func() *redis.Client { return redistest.PipeClient(t, m) })
@@ -141,6 +142,7 @@ func keptScenario(t *testing.T, client func() *redis.Client) {
 
 // On Redlock the counts are those of the master that kept the most runs.
 func TestKeptCountsRedlock(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newRLCluster(t)
 		var ran atomic.Int64

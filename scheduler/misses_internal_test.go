@@ -30,6 +30,7 @@ func (answersLost) Claim(context.Context, string, time.Duration, time.Duration, 
 // a catch-up run granted to a replica whose answers came 5.8 s late for
 // 18 s was left lease_lost, never run).
 func TestMissSentByTheFlushKeptWhileItMayHoldTheRun(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
 		s, err := New(redisStore(t, c), []Job{{Name: "catch", Schedule: "@every 4s", Lease: 6 * time.Second,

@@ -122,6 +122,7 @@ func TestNewClusterReportsNoMiss(t *testing.T) {
 // runs. With a catch-up window, the instant catch-up runs is not also
 // recorded missed.
 func TestOutageRecordedMissed(t *testing.T) {
+	t.Parallel()
 	for _, window := range []time.Duration{0, 30 * time.Second} {
 		t.Run(fmt.Sprintf("catchup_window=%v", window), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 // instants are recorded skipped_paused); resume lets exactly that many fail
 // again before the next pause.
 func TestPauseAfterFailuresAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		fail := func(context.Context) error { return errors.New("downstream refused") }

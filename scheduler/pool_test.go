@@ -67,6 +67,7 @@ func poolPair(t *testing.T, run time.Duration, overlap scheduler.Overlap, n int,
 // own to spare: never two runs at once; the runs the pool had no room for
 // are skipped, saying so.
 func TestPoolOfOneRunsOneJobAtATime(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c, f := poolPair(t, 3*time.Second, scheduler.OverlapSkip, 3, 30*time.Second)
 		if f.runs.Load() < 6 {
@@ -92,6 +93,7 @@ func TestPoolOfOneRunsOneJobAtATime(t *testing.T) {
 // overlap: wait with the pool full: every run of both jobs runs, one at a
 // time, none skipped.
 func TestPoolFullWaits(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c, _ := poolPair(t, 700*time.Millisecond, scheduler.OverlapWait, 2, 21*time.Second)
 		for _, job := range []string{"a", "b"} {
@@ -106,6 +108,7 @@ func TestPoolFullWaits(t *testing.T) {
 // A holder that died keeps its pool slot until its lease ends, and not a
 // moment longer: then the pool's jobs run again.
 func TestPoolSlotOfADeadHolderComesBackAfterItsLease(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		var f inFlight
@@ -136,6 +139,7 @@ func TestPoolSlotOfADeadHolderComesBackAfterItsLease(t *testing.T) {
 
 // Reload changing the pool's size: the new size holds from the next claim.
 func TestPoolReloadChangesItsSize(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		var f inFlight
@@ -261,6 +265,7 @@ func TestPoolValidation(t *testing.T) {
 // Status, Statuses and Overview show the pool's use: its size, the slots
 // held and by which runs, of whichever job.
 func TestPoolUseInStatus(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		var f inFlight

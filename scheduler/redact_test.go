@@ -19,6 +19,7 @@ import (
 // WithRedactor: what a job prints or returns goes through the redactor
 // before it is recorded, so a secret it leaks never reaches Redis.
 func TestRedactorMasksRunRecords(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const secret = "store-password-123"
 		_, c := redistest.MiniPipe(t)

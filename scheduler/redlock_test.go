@@ -75,6 +75,7 @@ func (c *rlCluster) replicas(n int, table []scheduler.Job, opts ...scheduler.Opt
 // masters' votes sometimes split, the losers take back their minority and
 // retry, and every run still starts exactly once, with rising tokens.
 func TestRedlockExactlyOnceUnderContention(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newRLCluster(t)
 		table := []scheduler.Job{
@@ -138,6 +139,7 @@ func plant(t *testing.T, m *miniredis.Miniredis, job string, at time.Time) {
 // A run one master believes someone else holds still starts once, on the
 // other two; a run two masters believe held does not start at all.
 func TestRedlockMajorityDecides(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newRLCluster(t)
 		table := []scheduler.Job{
@@ -166,6 +168,7 @@ func TestRedlockMajorityDecides(t *testing.T) {
 // One master gone: runs go on. Two gone: nothing starts, and the controls
 // say so instead of acting on a minority.
 func TestRedlockNeedsAMajority(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newRLCluster(t)
 		table := []scheduler.Job{{Name: "a", Schedule: "* * * * * *", StartingDeadline: time.Second, Handler: c.ledger.Job(nil)}}
@@ -198,6 +201,7 @@ func TestRedlockNeedsAMajority(t *testing.T) {
 // overlap: wait across masters: a manual run asked for while the job runs
 // waits, is admitted once the slot frees on a quorum, and runs once.
 func TestRedlockQueuedRunIsAdmittedOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newRLCluster(t)
 		table := []scheduler.Job{{Name: "long", Schedule: "@every 10s", Handler: c.ledger.Job(sleepJob(4 * time.Second))}}
@@ -233,6 +237,7 @@ func TestRedlockQueuedRunIsAdmittedOnce(t *testing.T) {
 // A master that loses its data is noticed per master; runs go on once, and
 // fencing tokens keep rising.
 func TestRedlockMasterLosesData(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newRLCluster(t)
 		table := []scheduler.Job{{Name: "a", Schedule: "* * * * * *", Handler: c.ledger.Job(nil)}}
@@ -377,6 +382,7 @@ func (c *rlCluster) heldBy(t *testing.T, job string) (n int, who []string) {
 // and holds the slot on the masters — the key the check reads is the one a
 // holder is in.
 func TestRedlockQuorumPastValidityIsNotAcquired(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newRLCluster(t)
 		const lease, late = 3 * time.Second, 2990 * time.Millisecond
@@ -444,6 +450,7 @@ func TestRedlockQuorumPastValidityIsNotAcquired(t *testing.T) {
 // over it is recorded as not started (skipped_overlap: no slot within
 // max_wait).
 func TestRedlockAdmissionPastValidityIsNotAcquired(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newRLCluster(t)
 		// A poll arriving more than the waiter's TTL (3 s) after the last

@@ -14,6 +14,7 @@ import (
 // pipeline of script calls of up to 64 runs each), not one each, and every
 // one of them keeps its lease.
 func TestRenewalsOfRunsStartedTogetherAreOneRoundTrip(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		var table []scheduler.Job

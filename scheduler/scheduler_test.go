@@ -23,6 +23,7 @@ import (
 // its interval never has more than `concurrency` runs in flight, and the
 // runs that find every slot busy are recorded skipped_overlap.
 func TestOverlapSkipNeverExceedsConcurrency(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(3, []scheduler.Job{{Name: "slow", Schedule: "@every 1s", Concurrency: 2,
@@ -44,6 +45,7 @@ func TestOverlapSkipNeverExceedsConcurrency(t *testing.T) {
 
 // overlap: wait queues runs first come, first served, across replicas.
 func TestOverlapWaitAdmitsInOrder(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		table := []scheduler.Job{{Name: "queue", Schedule: "@every 1s", Concurrency: 1,
@@ -81,6 +83,7 @@ func TestOverlapWaitAdmitsInOrder(t *testing.T) {
 // overlap: replace cancels the oldest run in flight, on whichever replica
 // it runs, and closes it as replaced.
 func TestOverlapReplaceCancelsOlderRun(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		causes := make(chan error, 10)
@@ -123,6 +126,7 @@ func TestOverlapReplaceCancelsOlderRun(t *testing.T) {
 // catchup: latest runs the most recent instant missed while every replica
 // was down, once; catchup: all runs each of them, oldest first.
 func TestCatchupAfterAllReplicasWereDown(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		policy scheduler.Catchup
 		want   int
@@ -177,6 +181,7 @@ func TestCatchupAfterAllReplicasWereDown(t *testing.T) {
 // Jitter delays each run by an amount derived from its run id: replicas with
 // different start times and clocks agree, and runs are spread out.
 func TestJitterIsIdenticalAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	testkit.Long(t) // two clusters, ten minutes of runs each
 	synctest.Test(t, func(t *testing.T) {
 		offsets := map[string]time.Duration{}
@@ -209,6 +214,7 @@ func TestJitterIsIdenticalAcrossReplicas(t *testing.T) {
 // Retries happen inside the same run, each attempt with a higher fencing
 // token.
 func TestRetriesGetRisingFencingTokens(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		var calls atomic.Int64
@@ -243,6 +249,7 @@ func TestRetriesGetRisingFencingTokens(t *testing.T) {
 
 // A permanent error is not retried.
 func TestPermanentErrorsAreNotRetried(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(1, []scheduler.Job{{Name: "perm", Schedule: "@every 1m", Retries: 5,
@@ -261,6 +268,7 @@ func TestPermanentErrorsAreNotRetried(t *testing.T) {
 // A lease taken away (the slot reassigned behind the winner's back) cancels
 // the winner's job with cause ErrLeaseLost at its next renewal.
 func TestStolenLeaseCancelsWinner(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		causes := make(chan error, 1)
@@ -294,6 +302,7 @@ func TestStolenLeaseCancelsWinner(t *testing.T) {
 // When Redis stops answering, the lease runs out on the local clock and the
 // job is cancelled before Redis could give the slot to anyone else.
 func TestExpiredLeaseCancelsWinner(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		causes := make(chan error, 1)
@@ -324,6 +333,7 @@ func TestExpiredLeaseCancelsWinner(t *testing.T) {
 
 // on_lease_lost: continue lets the job finish and records lease_lost.
 func TestLeaseLostContinueLetsJobFinish(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(1, []scheduler.Job{{Name: "cont", Schedule: "@every 1h", Lease: 3 * time.Second,
@@ -346,6 +356,7 @@ func TestLeaseLostContinueLetsJobFinish(t *testing.T) {
 // While Redis cannot be reached, nothing runs; runs whose starting deadline
 // passes meanwhile are recorded missed — once — when Redis is back.
 func TestStoreDownRecordsMissedNeverRuns(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(3, []scheduler.Job{{Name: "down", Schedule: "@every 10s", StartingDeadline: 2 * time.Second, Handler: c.ledger.Job(nil)}})
@@ -379,6 +390,7 @@ func TestStoreDownRecordsMissedNeverRuns(t *testing.T) {
 
 // Pause and resume act on every replica, through the store.
 func TestPauseAndResumeAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(3, []scheduler.Job{{Name: "p", Schedule: "@every 1s", Handler: c.ledger.Job(nil)}})
@@ -412,6 +424,7 @@ func TestPauseAndResumeAcrossReplicas(t *testing.T) {
 // A triggered run runs exactly once across the cluster, even while the job
 // is paused (a human asked for it).
 func TestTriggerRunsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(3, []scheduler.Job{{Name: "man", Schedule: "@yearly", Paused: true, Handler: c.ledger.Job(nil)}})
@@ -446,6 +459,7 @@ func TestTriggerRunsExactlyOnce(t *testing.T) {
 // lagging replica run again a run that already ran, and fencing tokens keep
 // rising across the loss.
 func TestDataLossNeverRerunsNorLowersTokens(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		table := []scheduler.Job{{Name: "loss", Schedule: "@every 1s", Handler: c.ledger.Job(sleepJob(200 * time.Millisecond))}}
@@ -479,6 +493,7 @@ func TestDataLossNeverRerunsNorLowersTokens(t *testing.T) {
 
 // The store keeps a job's last history_limit records.
 func TestHistoryKeepsLastN(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(2, []scheduler.Job{{Name: "h", Schedule: "@every 1s", HistoryLimit: 5, Handler: c.ledger.Job(nil)}})
@@ -503,6 +518,7 @@ func TestHistoryKeepsLastN(t *testing.T) {
 // Shutdown stops claiming, lets runs finish within the grace period, then
 // cancels the rest with ErrShutdown and records them interrupted.
 func TestShutdownDrainsThenInterrupts(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		causes := make(chan error, 1)
@@ -535,6 +551,7 @@ func TestShutdownDrainsThenInterrupts(t *testing.T) {
 
 // A timeout cancels the run with ErrTimeout: timed_out.
 func TestTimeoutCancelsRun(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(1, []scheduler.Job{{Name: "to", Schedule: "@every 1h", Timeout: 2 * time.Second,
@@ -556,6 +573,7 @@ func TestTimeoutCancelsRun(t *testing.T) {
 
 // A panicking job is a failure, not a dead replica.
 func TestPanicIsRecordedAsFailure(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(1, []scheduler.Job{{Name: "boom", Schedule: "@every 1h",
@@ -571,6 +589,7 @@ func TestPanicIsRecordedAsFailure(t *testing.T) {
 
 // Reload applies a new table at once; an invalid one changes nothing.
 func TestReloadIsAtomic(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		s, _ := c.replica("a", []scheduler.Job{{Name: "old", Schedule: "@every 1s", Handler: c.ledger.Job(nil)}})
@@ -681,6 +700,7 @@ func (c *scriptCounter) count(cmd redis.Cmder) bool {
 // Runs due at the same instant are claimed in one round trip: one script
 // call decides them all.
 func TestClaimsOfOneInstantAreOneRoundTrip(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		var table []scheduler.Job
@@ -748,6 +768,7 @@ func scriptWithArgs(n int) func(redis.Cmder) bool {
 // is retried; the retry must recognise the replica's own decision instead of
 // taking it for someone else's — or the run would be started by nobody.
 func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		job   scheduler.Job
@@ -829,6 +850,7 @@ func TestLostRepliesAreRetriedIdempotently(t *testing.T) {
 // 50 runs per instant, every job starts exactly on time (fake time: no
 // scheduling noise), and its record says it started at its instant.
 func TestClaimAheadStartsJobsAtTheirInstant(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		var table []scheduler.Job
@@ -862,6 +884,7 @@ func TestClaimAheadStartsJobsAtTheirInstant(t *testing.T) {
 // at their instant together, in one call, as they were claimed ahead: not
 // one round trip each.
 func TestPostponedClaimsGoAgainTogether(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		var table []scheduler.Job
@@ -894,6 +917,7 @@ func TestPostponedClaimsGoAgainTogether(t *testing.T) {
 // instant, when the slot is free, as without claiming ahead. Pauses, too,
 // are decided at the instant.
 func TestClaimAheadDecidesNothingElseEarly(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(3, []scheduler.Job{

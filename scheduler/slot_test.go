@@ -194,6 +194,7 @@ func TestEveryKeyOfAJobSharesItsSlot(t *testing.T) {
 // every path (runs, queue, manual requests, history), carry exactly their
 // job's hash tag.
 func TestKeysCreatedCarryTheirJobsTag(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m, c := redistest.MiniPipe(t)
 		names := []string{".", "-_-", "a.b", strings.Repeat("x", 128), "0.9"}

@@ -60,6 +60,7 @@ func (k *slotSink) job(concurrency int, d time.Duration) jobs.Func {
 // With concurrency N every run holds a numbered slot 1..N that no other run
 // in flight holds, and each slot's tokens rise.
 func TestRunsHoldNumberedSlots(t *testing.T) {
+	t.Parallel()
 	for _, overlap := range []scheduler.Overlap{scheduler.OverlapSkip, scheduler.OverlapWait, scheduler.OverlapReplace} {
 		t.Run(string(overlap), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

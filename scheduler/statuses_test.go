@@ -92,6 +92,7 @@ func checkStatuses(t *testing.T, ctl *scheduler.Control) {
 
 // On one server, Statuses is one command, one round trip, however many jobs.
 func TestStatusesOneRoundTrip(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
 		s, err := scheduler.New(schedtest.RedisStore(t, c), statusTable(), scheduler.WithReplicaID("r1"), scheduler.WithLogger(quiet))

@@ -68,6 +68,7 @@ func (*stopOnClaim) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // (the search's seed 71; asking only once lost the run when the second ask
 // failed too).
 func TestClaimAnswerLostWhileStopping(t *testing.T) {
+	t.Parallel()
 	for _, unreachable := range []int{0, 3} {
 		t.Run(fmt.Sprintf("unreachable=%d", unreachable), func(t *testing.T) { claimAnswerLostWhileStopping(t, unreachable) })
 	}
@@ -165,6 +166,7 @@ func (h *missAfterLostClaim) release() {
 // valid) — never leaves it to the cluster's lease_lost, which says it ran
 // (the search's seed 20093: the queued misses were dropped at the stop).
 func TestMissOfALostClaimSettledWhileStopping(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		rdb := c.client()

@@ -98,6 +98,7 @@ func (h *loseAdmission) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // the run admitted, its lease ran out, the cluster recorded it lease_lost,
 // and nobody ever ran what someone asked for (the search's seed 9623).
 func TestManualRunAdmittedWhileStoppingIsHandedBack(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		rdb := c.client()

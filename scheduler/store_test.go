@@ -17,6 +17,7 @@ import (
 // MaxHistoryLimit) and each record's error text (2 KiB) (issue 12,
 // defect 11).
 func TestStoreMemoryIsBounded(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		ctx := context.Background()

@@ -144,6 +144,7 @@ func tableChanges(t *testing.T, client func() redis.UniversalClient) {
 // one it was queued under: a manual run waiting behind a long run starts
 // as soon as a reload raises the job's concurrency.
 func TestQueuedRunAdmittedByTheLimitInForce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		table := func(n int) []scheduler.Job {

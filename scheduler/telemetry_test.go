@@ -18,6 +18,7 @@ import (
 // The instruments of SPEC section 5 are emitted through the providers given
 // as options, and each run is one span with its claim as a child.
 func TestTelemetry(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		reader := sdkmetric.NewManualReader()

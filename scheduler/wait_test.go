@@ -14,6 +14,7 @@ import (
 // when the slot frees: its lease counts from its admission, not from the
 // claim that queued it (issue 12, defect 1).
 func TestQueuedRunLeaseStartsAtAdmission(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(2, []scheduler.Job{{Name: "busy", Schedule: "@yearly", Lease: 3 * time.Second,
@@ -46,6 +47,7 @@ func TestQueuedRunLeaseStartsAtAdmission(t *testing.T) {
 // recorded skipped_paused instead of starting; a manual run still runs
 // (issue 12, defect 10).
 func TestPauseStopsQueuedRuns(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
 		c.replicas(2, []scheduler.Job{{Name: "q", Schedule: "@every 1s", Overlap: scheduler.OverlapWait,
@@ -80,6 +82,7 @@ func TestPauseStopsQueuedRuns(t *testing.T) {
 // connection to Redis is cut) goes back to the pending requests, and another
 // replica runs it, once (issue 12, defect 5).
 func TestQueuedManualRunSurvivesItsReplica(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"stop", "crash"} {
 		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

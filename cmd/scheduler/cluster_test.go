@@ -19,6 +19,7 @@ import (
 // each with its own replica id and admin port; the subtests run in order
 // against that one cluster, the last one killing the redis-server.
 func TestCluster(t *testing.T) {
+	t.Parallel()
 	tr := &transcript{}
 	pw := "pw" + randomHex(t)
 	token := "tok" + randomHex(t)

@@ -30,6 +30,7 @@ import (
 // it (with JavaScript and without), at desktop and phone width, in light
 // and dark, with no console error.
 func TestConsoleCluster(t *testing.T) {
+	t.Parallel()
 	tr := &transcript{}
 	token := "tok" + randomHex(t)
 	srv := redistest.Start(t)

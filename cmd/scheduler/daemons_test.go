@@ -21,6 +21,11 @@ import (
 // each runs once, on a replica that stays up (issue 12, defects 1 and 5).
 // By default only the replica that dies (kill -9) is played; SOLOCRON_FULL=1
 // plays the one that stops (SIGTERM) too.
+//
+// Not parallel: the doomed replica must die while the queued run still
+// waits behind the first (a 5 s sleep, less ~3.5 s of the test's own
+// waits); among the package's parallel daemons on a loaded machine that
+// window closed and the test timed out.
 func TestQueuedManualRunsOutliveTheirReplica(t *testing.T) {
 	tr := &transcript{}
 	srv := redistest.Start(t)

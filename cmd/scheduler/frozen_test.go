@@ -17,6 +17,7 @@ import (
 // next run, and no run starts twice. Once resumed, the frozen replica says
 // it was frozen past its lease, not that Redis lost its run's record.
 func TestFrozenReplicaSaysItWasFrozen(t *testing.T) {
+	t.Parallel()
 	tr := &transcript{}
 	srv := redistest.Start(t)
 	dir := t.TempDir()

@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,7 +39,15 @@ const (
 
 var bin string
 
+// parallelDaemons is how many of the package's t.Parallel tests run at
+// once unless -parallel says otherwise: they start daemons and
+// redis-servers and wait on them (replicas polling, leases running out), so
+// more than GOMAXPROCS of them share two cores well.
+const parallelDaemons = 8
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	testkit.RaiseParallel(parallelDaemons)
 	os.Exit(testMain(m))
 }
 

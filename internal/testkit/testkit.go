@@ -8,11 +8,14 @@ package testkit
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -261,5 +264,23 @@ func Long(t testing.TB) {
 	t.Helper()
 	if !Full() {
 		t.Skip("long scenario: SOLOCRON_FULL=1 runs it (as CI does)")
+	}
+}
+
+// RaiseParallel sets go test's -parallel to n (or GOMAXPROCS, if larger)
+// unless the command line gives -parallel. A package's TestMain calls it,
+// after flag.Parse, when its t.Parallel tests are bound by real time, not
+// CPU: each starts its own redis-server or daemon processes and waits for
+// replicas polling, leases and retry windows running out, using a tenth of
+// a core at most. go test's default, GOMAXPROCS (2 on a two-core machine),
+// would run them two at a time.
+func RaiseParallel(n int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		return
+	}
+	if err := flag.Set("test.parallel", strconv.Itoa(max(n, runtime.GOMAXPROCS(0)))); err != nil {
+		panic(err)
 	}
 }
