@@ -23,9 +23,9 @@ import (
 // plays the one that stops (SIGTERM) too.
 //
 // Not parallel: the doomed replica must die while the queued run still
-// waits behind the first (a 5 s sleep, less ~3.5 s of the test's own
-// waits); among the package's parallel daemons on a loaded machine that
-// window closed and the test timed out.
+// waits behind the first (an 8 s run, less ~3.5 s of the test's own waits;
+// it was 5 s, and among the package's parallel daemons on a loaded machine
+// that window closed and the test timed out).
 func TestQueuedManualRunsOutliveTheirReplica(t *testing.T) {
 	tr := &transcript{}
 	srv := redistest.Start(t)
@@ -38,7 +38,7 @@ jobs:
     lease: 3s               # shorter than a run: a queued run waits longer than a lease
     kill_grace: 1s
     command: %s
-`, ledgerCommand(ledger, "; sleep 5")))
+`, ledgerCommand(ledger, "; sleep 8")))
 	ranOn := func(id string) []string { return runsOf(t, ledger)[id] }
 	defer func() {
 		if t.Failed() {
