@@ -290,6 +290,28 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 		}
 	}
 
+	// A manual request triggered 11.3 s after a failover to a stale copy,
+	// recorded missed for the loss: made before the loss was noticed
+	// (documented) — but only because the store stalled 8 s in between,
+	// so no replica's call noticed it sooner (seed 94444). Without the
+	// stall the loss is noticed within simLossNoticed: a break.
+	for _, stalled := range []bool{false, true} {
+		w := world()
+		id := "j@manual-3"
+		loss := t0.Add(60 * time.Second)
+		w.obs.manual = []simManual{{id: id, job: "j", at: loss.Add(11300 * time.Millisecond)}}
+		w.obs.losses = []simLoss{{at: loss, what: "failover to the copy of t=50s"}}
+		w.obs.records[id] = []scheduler.Run{{ID: id, Job: "j", Kind: scheduler.KindManual, Decision: scheduler.Missed, Outcome: scheduler.Missed,
+			Replica: "r0", FinishedAt: loss.Add(12 * time.Second), Error: simLossReason + " (a failover)"}}
+		if stalled {
+			w.obs.events = []simEvent{{at: 62 * time.Second, kind: evStall, replica: -1, dur: 8 * time.Second}}
+		}
+		want := map[bool]int{false: 1, true: 0}[stalled]
+		if vs := w.check(); count(vs, invManualOnce) != want {
+			t.Errorf("store stalled %v: %d %s violations, want %d: %v", stalled, count(vs, invManualOnce), invManualOnce, want, vs)
+		}
+	}
+
 	// A backfill asked at 125 s, none of its 2 instants decided at the
 	// end: a break of backfill-decides-all — unless its job was paused in
 	// the store at the end (a paused job's backfill waits), the pause
