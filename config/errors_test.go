@@ -204,8 +204,7 @@ jobs:
 			`14:13: jobs[1].paused: expected a boolean (true or false), got string "true"`,
 		},
 	}, {
-		// A lost lease's job must be killed before the lease runs out
-		// (issue 12, defect 7).
+		// A lost lease's job must be killed before the lease runs out.
 		name: "kill grace and history limit",
 		text: `jobs:
   - name: a

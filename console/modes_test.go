@@ -42,7 +42,7 @@ const pageCheck = `(() => {
 	}
 	return out.slice(0, 12).join("\n"); })()`
 
-// The pages issue 28 added or changed — the jobs page's summary strip, the
+// The operator's pages — the jobs page's summary strip, the
 // runs page across jobs, the pools page, a job with a run in flight (its
 // Cancel), its definition and its backfill form, a failed run (its Retry,
 // its output's last line), a job paused with a reason — at 1280 px in

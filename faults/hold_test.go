@@ -218,7 +218,7 @@ func lateClaimChecks(t *testing.T, c *cluster, row *row, id string, at time.Time
 		_, ran := c.led.Run(id)
 		row.figure("%s recorded %s/%s, ran: %v", id, rec.Decision, rec.Outcome, ran)
 		if !ran && (rec.Outcome != scheduler.Missed || !strings.Contains(rec.Error, "never started")) {
-			// Issue 12 (defect 12): a run whose claim was answered past
+			// A run whose claim was answered past
 			// its lease, and that could not take the lease back, never
 			// ran, and its record says so — missed, "never started" —
 			// whether the winner heard its late answer or its retry found

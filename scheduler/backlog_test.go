@@ -79,7 +79,7 @@ func (*slowClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // waited are recorded missed without being claimed. Before, each instant's
 // batch went out on its own, however many were still unanswered: on a
 // saturated Redis they all shared it and were all answered late, and the
-// backlog never drained (issue 24: 3 × 10,000 jobs collapsed). Every
+// backlog never drained (3 × 10,000 jobs collapsed). Every
 // instant is still decided exactly once.
 func TestSlowClaimsGoOutOneBatchAtATime(t *testing.T) {
 	t.Parallel()

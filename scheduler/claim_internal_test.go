@@ -66,8 +66,7 @@ func dirty(t testing.TB, c *redis.Client) int64 {
 }
 
 // A retried claim answered "started" from the replica's own earlier record
-// writes, so that a WAIT after it covers the first call's writes (issue 12,
-// defect 4).
+// writes, so that a WAIT after it covers the first call's writes.
 func TestRetriedClaimAnswerIsAWrite(t *testing.T) {
 	s, c := benchStore(t)
 	ctx := context.Background()
@@ -91,7 +90,7 @@ func TestRetriedClaimAnswerIsAWrite(t *testing.T) {
 
 // A replica whose clock runs ahead asks to record a run missed that Redis'
 // clock says is still in the future: Redis' clock decides, and nothing is
-// recorded (issue 12, defect 9).
+// recorded.
 func TestMissedIsDecidedByRedisClock(t *testing.T) {
 	s, c := benchStore(t)
 	ctx := context.Background()
@@ -122,7 +121,7 @@ func TestMissedIsDecidedByRedisClock(t *testing.T) {
 // A catch-up claim relies on the last decided instant its replica read at a
 // heartbeat; once a record retention has passed since (a replica frozen in
 // between), what was decided after that reading may have expired, and the
-// claim is refused (issue 12, defect 6).
+// claim is refused.
 func TestCatchupRefusedOnceItsReadingIsStale(t *testing.T) {
 	s, c := benchStore(t)
 	ctx := context.Background()

@@ -19,7 +19,7 @@ import (
 // Redis loses its data while every replica is down; a replica that starts
 // afresh must not run again a run that already ran: a job state created
 // afresh is a possible loss, and the instants before its floor are recorded
-// missed (issue 12, defect 2).
+// missed.
 func TestFreshStateAfterLossDoesNotRerun(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -68,8 +68,7 @@ func (heldClaimAnswers) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 
 // A shutdown while a claim's answer is on its way keeps the answer: a
 // scheduled run won then starts within the grace period, a manual one goes
-// back to the pending requests and another replica runs it (issue 12,
-// defect 8).
+// back to the pending requests and another replica runs it.
 func TestShutdownKeepsClaimAnswers(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -149,8 +148,7 @@ func isClaimRequest(cmd redis.Cmder) bool {
 
 // A claim answered after the lease the replica may count on, while Redis
 // still holds the slot, takes the lease back and runs; one that truly
-// cannot start is recorded missed, saying it never ran (issue 12,
-// defect 12).
+// cannot start is recorded missed, saying it never ran.
 func TestLateClaimAnswer(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -63,8 +63,8 @@ func neverStarted(t *testing.T, s *store.Redis, c *redis.Client, j *jobState, id
 
 // A claim whose answer came after the client's deadline, asked again with
 // the same owner token after its lease ran out and the cluster closed the
-// run lease_lost: the run never ran, and its record says so (issue 12,
-// defect 12's remainder; the search's seeds 1, 14, 18).
+// run lease_lost: the run never ran, and its record says so (found by
+// the seeded search: seeds 1, 14, 18).
 func TestLateClaimAnswerNeverStarted(t *testing.T) {
 	s, c := benchStore(t)
 	ctx := context.Background()
@@ -224,8 +224,8 @@ func TestRecordDecidedAheadKeptFromItsInstant(t *testing.T) {
 // A replica that lost the race for a run learns the winner's fencing token
 // from the answer, as a heartbeat would teach it: a failover to a copy that
 // missed the winner's claim is noticed at the loser's next claim, which
-// records the run missed instead of starting it a second time (issue 12,
-// defect 3's window, narrowed; the search's seed 3).
+// records the run missed instead of starting it a second time (the
+// failover window, narrowed; found by seed 3).
 func TestLostRaceTeachesTheToken(t *testing.T) {
 	s, c := benchStore(t)
 	ctx := context.Background()
@@ -275,8 +275,8 @@ func TestLostRaceTeachesTheToken(t *testing.T) {
 // A queue place the store still holds for a run scheduled before its
 // data-loss floor, whose waiter stopped polling, is recorded missed for the
 // loss: after a failover to a stale copy, the run may have been admitted
-// and run on the lost primary, and its replica is not gone (issue 12,
-// defect 3's window: the copy's stale waiting entries).
+// and run on the lost primary, and its replica is not gone (the
+// failover window: the copy's stale waiting entries).
 func TestStaleQueuePlaceAfterLoss(t *testing.T) {
 	s, c := benchStore(t)
 	ctx := context.Background()
@@ -321,8 +321,8 @@ func TestStaleQueuePlaceAfterLoss(t *testing.T) {
 // A holder that asks again only after the lease_lost event of its run is due
 // (15 s after the cluster's close) finds the run recorded lease_lost, as
 // that event says, when the job notifies lease_lost: one run, one final
-// event, the one its record says (issue 23 item 10, the part a hold alone
-// cannot close). Before the event is due, or for a job that does not
+// event, the one its record says (the part a
+// hold alone cannot close). Before the event is due, or for a job that does not
 // notify lease_lost, the run is recorded missed, never started, as before.
 func TestLeaseLostFinalOnceItsEventIsDue(t *testing.T) {
 	for _, c := range []struct {

@@ -53,7 +53,7 @@ var runBudgets = map[string]map[string]int{
 // fieldBudgets are the hash fields a run's scripts read (HMGET, HGET),
 // per feature combination as runBudgets: Redis makes a Lua string (or
 // false) of each, present or not, about 0.2 µs apiece, and a lost race is
-// two of every three claims. Since 2026-11-26 (issue 24) a lost claim
+// two of every three claims. Since 2026-11-26 a lost claim
 // reads 4 (6: the decision and the slot number, which only the claim's
 // own retry needs), a close 30 (33: the error, which only a run the
 // cluster closed needs, the pause flag, which only a close that reaches

@@ -66,8 +66,8 @@ func failOverTo(t *testing.T, rdb *redis.Client, s snapshot) {
 
 // A failover to a copy that missed writes keeps the job's epoch: the
 // replicas notice it by the fencing token they saw, which the copy's
-// counter is below (issue 12, defect 3). A manual request the copy still
-// holds pending, which ran already, is not run again (defect 13).
+// counter is below. A manual request the copy still
+// holds pending, which ran already, is not run again.
 func TestStaleFailoverIsNoticedByFence(t *testing.T) {
 	t.Parallel() // real time, little CPU, its own redis-server: it sleeps alongside the other parallel tests
 	srv := redistest.Start(t)
@@ -144,7 +144,7 @@ func isRenewal(cmd redis.Cmder) bool {
 
 // A command that ignores SIGTERM is killed (kill_grace later) before Redis
 // can give its slot away when its lease is lost: the lease is declared lost
-// kill_grace plus a margin before it runs out (issue 12, defect 7).
+// kill_grace plus a margin before it runs out.
 func TestLostLeaseKillsTheProcessGroupBeforeExpiry(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")

@@ -14,8 +14,7 @@ import (
 
 // Redis' memory is bounded: a job's pending manual requests (ErrQueueFull
 // beyond MaxPendingManual), its history (history_limit at most
-// MaxHistoryLimit) and each record's error text (2 KiB) (issue 12,
-// defect 11).
+// MaxHistoryLimit) and each record's error text (2 KiB).
 func TestStoreMemoryIsBounded(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {

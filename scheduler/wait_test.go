@@ -12,7 +12,7 @@ import (
 
 // A manual run queued behind a run that lasts longer than the lease runs
 // when the slot frees: its lease counts from its admission, not from the
-// claim that queued it (issue 12, defect 1).
+// claim that queued it.
 func TestQueuedRunLeaseStartsAtAdmission(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -44,8 +44,7 @@ func TestQueuedRunLeaseStartsAtAdmission(t *testing.T) {
 }
 
 // Pausing a job stops the runs already queued for a slot: scheduled ones are
-// recorded skipped_paused instead of starting; a manual run still runs
-// (issue 12, defect 10).
+// recorded skipped_paused instead of starting; a manual run still runs.
 func TestPauseStopsQueuedRuns(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -80,7 +79,7 @@ func TestPauseStopsQueuedRuns(t *testing.T) {
 
 // A manual run queued on a replica that stops (gracefully, or dies: here its
 // connection to Redis is cut) goes back to the pending requests, and another
-// replica runs it, once (issue 12, defect 5).
+// replica runs it, once.
 func TestQueuedManualRunSurvivesItsReplica(t *testing.T) {
 	t.Parallel()
 	for _, how := range []string{"stop", "crash"} {

@@ -18,7 +18,7 @@ import (
 
 // Manual runs queued behind a run that lasts longer than the lease, on a
 // replica that then stops (SIGTERM) or dies (kill -9), with the daemon:
-// each runs once, on a replica that stays up (issue 12, defects 1 and 5).
+// each runs once, on a replica that stays up.
 // By default only the replica that dies (kill -9) is played; SOLOCRON_FULL=1
 // plays the one that stops (SIGTERM) too.
 //
@@ -79,7 +79,7 @@ jobs:
 }
 
 // Daemons against a redis-server that loses its data while every replica is
-// down (issue 12, defect 2: fails before the fix), then stalls for longer
+// down, then stalls for longer
 // than the lease: no run starts twice, no record has an empty field, and a
 // record that says a run started either ran or says it never ran (defect
 // 12's invariant; TestLateClaimAnswer in package scheduler reproduces that
@@ -155,7 +155,7 @@ jobs:
 }
 
 // A job's pending manual runs are bounded; the CLI says so clearly when
-// they are at their bound (issue 12, defect 11).
+// they are at their bound.
 func TestTriggerQueueFullMessage(t *testing.T) {
 	tr := &transcript{}
 	srv := redistest.Start(t)

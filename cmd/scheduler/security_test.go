@@ -21,7 +21,7 @@ import (
 	"github.com/solocron/solocron/internal/testkit"
 )
 
-// TestSecurity is issue 14 against the daemon, as an attacker tried it with
+// TestSecurity is the security review's attack against the daemon, as an attacker tried it with
 // the documented defaults (loopback admin API) plus a token:
 //   - a job's env printed the admin token and the store password, logged at
 //     INFO and stored in the run record, which was served without a token;
@@ -99,7 +99,7 @@ jobs:
 			t.Fatal(err)
 		}
 		// A fresh store records its first seconds' instants missed (the
-		// data-loss floor, issue 12): only runs that started, and ended,
+		// data-loss floor): only runs that started, and ended,
 		// say anything. On a loaded machine a run of "@every 1s" outlasts
 		// a second: the next is skipped while it runs.
 		return slices.DeleteFunc(rl.Runs, func(r map[string]any) bool {

@@ -341,7 +341,7 @@ func TestServerTimeouts(t *testing.T) {
 }
 
 // A job's pending manual runs are bounded: beyond the bound a trigger is
-// answered 429 with a clear message (issue 12, defect 11).
+// answered 429 with a clear message.
 func TestTriggerQueueFullIs429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, token)

@@ -152,7 +152,7 @@ func TestAnswersAreRedacted(t *testing.T) {
 		const secret = "store-password-xyz"
 		_, c := redistest.MiniPipe(t)
 		// An established job: a new one's first instants are recorded
-		// missed (issue 12's data-loss floor), and this test needs a run.
+		// missed (the data-loss floor), and this test needs a run.
 		if err := c.HSetNX(context.Background(), "solocron:{leak}:meta", "epoch", "established").Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -379,7 +379,7 @@ func TestSimCheckGrantsAndLeases(t *testing.T) {
 
 // The notification checks on hand-made observations: an event that says
 // the opposite of its run's final record (lease_lost for a run recorded
-// missed "never started": issue 23, item 10), a final record never
+// missed "never started"), a final record never
 // delivered, and a delivery POSTed again after it was acknowledged and
 // reported done are each reported; their correct counterparts are not.
 func TestSimCheckNotifications(t *testing.T) {

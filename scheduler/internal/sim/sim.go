@@ -146,7 +146,7 @@ var simKnownDefects = map[string]simKnownDefect{
 	// lost primary. Inherent without min_replicas_ack, which is the
 	// remedy; the search has no Redis replicas, so it cannot use it.
 	"D3-failover-window": {
-		name: "issue 12 defect 3, documented window: a failover to a stale copy before a replica that saw the lost writes talks to it",
+		name: "documented window: a failover to a stale copy before a replica that saw the lost writes talks to it",
 		// A backfill judges an instant by its record: one the copy lost
 		// with the writes it missed runs again (seed 12).
 		// Per-slot tokens too: the copy gives a lower token than one

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Table changes in the seeded search (issue 23, "The search"): for half the
+// Table changes in the seeded search: for half the
 // seeds the plan draws a second job table, v2, that changes some of the
 // first — concurrency, overlap, lease, schedule, time zone, blackouts, a
 // job added, a job removed (with its runs in flight) — and events that put
@@ -25,7 +25,7 @@ import (
 // in any table; pool-limit-kept: the pool's largest size).
 //
 // The changes also move a job out of its pool, change the pool's size and
-// change concurrency, up or down (issue 23, items 1 and 3: while two tables
+// change concurrency, up or down (while two tables
 // are live, one of them raises the other's limit); SOLOCRON_SIM_TABLE_POOLS=0
 // leaves those out (the plans seeds drew before they were the default).
 // SOLOCRON_SIM_TABLES=0 draws no table change at all.
