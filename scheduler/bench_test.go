@@ -153,6 +153,26 @@ func BenchmarkClaim(b *testing.B) {
 	}
 }
 
+// claimedRuns claims the runs of js at the next instant, as replica "me",
+// for a benchmark that measures what comes after the claim.
+func claimedRuns(b testing.TB, s *store.Redis, js []*jobState) []claimReq {
+	b.Helper()
+	reqs := benchClaims(js, nextInstant())
+	if _, err := s.Claim(context.Background(), "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
+		b.Fatal(err)
+	}
+	return reqs
+}
+
+// renewalsOf are the renewals of the claimed runs reqs.
+func renewalsOf(reqs []claimReq) []store.RenewReq {
+	out := make([]store.RenewReq, len(reqs))
+	for i, r := range reqs {
+		out[i] = store.RenewReq{Job: r.j.spec, ID: r.ID, Owner: r.Owner}
+	}
+	return out
+}
+
 func closeAll(reqs []claimReq) []store.CompleteReq {
 	out := make([]store.CompleteReq, len(reqs))
 	for i := range reqs {
@@ -177,11 +197,7 @@ func BenchmarkComplete(b *testing.B) {
 			fastest := -1.0
 			for b.Loop() {
 				b.StopTimer()
-				at := nextInstant()
-				reqs := benchClaims(js, at)
-				if _, err := s.Claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
-					b.Fatal(err)
-				}
+				reqs := claimedRuns(b, s, js)
 				b.StartTimer()
 				before := scriptUsec(b, c)
 				all := closeAll(reqs)
@@ -209,15 +225,7 @@ func BenchmarkRenew(b *testing.B) {
 	const runs = 64
 	js := benchJobs(b, s, runs)
 	ctx := context.Background()
-	at := nextInstant()
-	reqs := benchClaims(js, at)
-	if _, err := s.Claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
-		b.Fatal(err)
-	}
-	renewals := make([]store.RenewReq, runs)
-	for i, r := range reqs {
-		renewals[i] = store.RenewReq{Job: r.j.spec, ID: r.ID, Owner: r.Owner}
-	}
+	renewals := renewalsOf(claimedRuns(b, s, js))
 	for _, per := range []int{1, runs} {
 		b.Run(fmt.Sprintf("runs-per-call=%d", per), func(b *testing.B) {
 			b.ReportAllocs()

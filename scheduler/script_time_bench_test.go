@@ -221,11 +221,7 @@ func BenchmarkScriptTime(b *testing.B) {
 		b.Run(fmt.Sprintf("close/runs-per-call=%d", per), func(b *testing.B) {
 			t := &splitTimer{c: c}
 			for b.Loop() {
-				reqs := benchClaims(js, nextInstant())
-				if _, err := s.Claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
-					b.Fatal(err)
-				}
-				all := closeAll(reqs)
+				all := closeAll(claimedRuns(b, s, js))
 				t.batch(b, batch, func() {
 					for k := 0; k < len(all); k += per {
 						if res, err := s.Complete(ctx, all[k:k+per]); err != nil || res[0] != "ok" {
@@ -237,14 +233,7 @@ func BenchmarkScriptTime(b *testing.B) {
 			t.report(b)
 		})
 	}
-	reqs := benchClaims(js, nextInstant())
-	if _, err := s.Claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
-		b.Fatal(err)
-	}
-	renewals := make([]store.RenewReq, batch)
-	for i, r := range reqs {
-		renewals[i] = store.RenewReq{Job: r.j.spec, ID: r.ID, Owner: r.Owner}
-	}
+	renewals := renewalsOf(claimedRuns(b, s, js))
 	for _, per := range []int{1, batch} {
 		b.Run(fmt.Sprintf("renew/runs-per-call=%d", per), func(b *testing.B) {
 			t := &splitTimer{c: c}
@@ -389,11 +378,7 @@ func BenchmarkScriptTimeCuts(b *testing.B) {
 			sc := scriptCut(b, src, cut)
 			t := &splitTimer{c: c}
 			for b.Loop() {
-				reqs := benchClaims(js, nextInstant())
-				if _, err := s.Claim(ctx, "me", 2*time.Second, 3*time.Second, storeClaims(reqs...)); err != nil {
-					b.Fatal(err)
-				}
-				all := closeAll(reqs)
+				all := closeAll(claimedRuns(b, s, js))
 				var args []any
 				for i := range all {
 					args = store.AppendComplete(args, &all[i])
