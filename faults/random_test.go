@@ -34,11 +34,11 @@ import (
 // jobs (tick, and conc with concurrency 2), a job with overlap: wait
 // (waiter), a pair sharing a pool of one slot (pa, pb), a job that outlives
 // its lease and renews it (long), and manual runs asked for through the
-// admin API at random times. The faults: SIGKILL of a daemon (restarted
-// later), SIGSTOP/SIGCONT of a daemon (up to twice the lease), SIGSTOP of
-// Redis (up to twice the lease), a Redis restart that keeps its data
-// (appendonly, fsync always) and one that loses it, and a table reload by
-// SIGHUP (conc's concurrency 2→1→3, tick moved into and out of the pool).
+// admin API at random times. The faults: SIGKILL or SIGTERM of a daemon
+// (restarted later), SIGSTOP/SIGCONT of a daemon (up to twice the lease),
+// SIGSTOP of Redis (up to twice the lease), a Redis restart that keeps its
+// data (appendonly, fsync always) and one that loses it, and a table reload
+// by SIGHUP (conc's concurrency 2→1→3, tick moved into and out of the pool).
 // At most two daemons are impaired at once, and one Redis fault at a time.
 //
 // Every job process appends "<run id> <token> <start ns> <pid>" to a file
@@ -80,7 +80,8 @@ func TestRandomFaults(t *testing.T) {
 		t.Run("seed"+strconv.Itoa(seed), func(t *testing.T) {
 			t.Parallel()
 			bound(t, chaos+75*time.Second)
-			randomFaults(t, uint64(seed), chaos)
+			row := report(t, "R"+strconv.Itoa(seed), fmt.Sprintf("random faults, seed %d: 3 daemons, 6 jobs, %s of kills, freezes, Redis stalls and restarts, reloads, manual runs", seed, chaos))
+			randomFaults(t, row, uint64(seed), chaos)
 		})
 	}
 }
@@ -127,6 +128,7 @@ type chaosTrigger struct {
 // chaos is one seed's world.
 type chaos struct {
 	t        *testing.T
+	row      *row
 	rng      *rand.Rand
 	dir      string
 	prefix   string
@@ -150,6 +152,10 @@ type chaos struct {
 	losses   []chaosSpan // from the snapshot before a data loss to the loss floor
 	lossAt   []time.Time
 	before   map[string]bool // run ids recorded before a loss
+	procs    []*replica      // every daemon process, in start order
+	restarts int             // of Redis, keeping its data
+	terms    int             // daemons stopped by SIGTERM
+	reloads  int
 	triggers []chaosTrigger
 	log      []string
 	wg       sync.WaitGroup
@@ -161,8 +167,8 @@ func (c *chaos) note(format string, args ...any) {
 	c.log = append(c.log, fmt.Sprintf("%6.2fs ", time.Since(c.begin).Seconds())+fmt.Sprintf(format, args...))
 }
 
-func randomFaults(t *testing.T, seed uint64, chaosFor time.Duration) {
-	c := &chaos{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), dir: t.TempDir(),
+func randomFaults(t *testing.T, row *row, seed uint64, chaosFor time.Duration) {
+	c := &chaos{t: t, row: row, rng: rand.New(rand.NewPCG(seed, 0x5eed)), dir: t.TempDir(),
 		prefix:   "x" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36),
 		replicas: map[string]*replica{}, impaired: map[string]bool{}, tables: map[string][]replicaTable{},
 		kills: map[string][]time.Time{}, before: map[string]bool{}, freezes: map[string][]chaosSpan{}, watch: map[string]*slotWatch{}}
@@ -180,6 +186,17 @@ func randomFaults(t *testing.T, seed uint64, chaosFor time.Duration) {
 			c.mu.Lock()
 			t.Logf("seed %d, what happened:\n%s", seed, strings.Join(c.log, "\n"))
 			c.mu.Unlock()
+			if dir := os.Getenv("FAULTS_RANDOM_LOGS"); dir != "" {
+				c.mu.Lock()
+				for i, r := range c.procs {
+					path := filepath.Join(dir, fmt.Sprintf("seed%d-%02d-%s.log", seed, i, r.id))
+					if err := os.WriteFile(path, []byte(r.out.String()), 0o644); err != nil {
+						t.Log(err)
+					}
+				}
+				c.mu.Unlock()
+				t.Logf("every daemon's log: %s/seed%d-*.log", dir, seed)
+			}
 			t.Logf("replay: FAULTS_RANDOM_FIRST=%d FAULTS_RANDOM_SEEDS=1 go test -tags faults -count=1 -v -run 'TestRandomFaults' ./faults/", seed)
 		}
 	})
@@ -319,6 +336,7 @@ func (c *chaos) start(id string) *replica {
 	at := time.Now()
 	r := startReplica(c.t, id, path)
 	c.mu.Lock()
+	c.procs = append(c.procs, r)
 	c.replicas[id] = r
 	c.tables[id] = append(c.tables[id], replicaTable{asked: at, sure: at, v: v})
 	c.mu.Unlock()
@@ -383,7 +401,7 @@ func (c *chaos) fault() {
 		c.triggers = append(c.triggers, chaosTrigger{job: job, id: tr.RunID, via: via, at: at})
 		c.mu.Unlock()
 		c.note("trigger %s via %s: %s", job, via, tr.RunID)
-	case k < 5: // SIGKILL a daemon, restart it later
+	case k < 5: // SIGKILL (or SIGTERM) a daemon, restart it later
 		if len(healthy) < 2 {
 			return
 		}
@@ -393,6 +411,32 @@ func (c *chaos) fault() {
 		c.impaired[id] = true
 		r := c.replicas[id]
 		c.mu.Unlock()
+		if c.rng.IntN(3) == 0 {
+			// A graceful stop: running jobs get the shutdown grace (1 s),
+			// a queued manual run is handed back.
+			r.term()
+			c.note("SIGTERM %s, back %s after it exits", id, down)
+			c.wg.Go(func() {
+				select {
+				case <-r.done:
+				case <-time.After(15 * time.Second):
+					c.t.Errorf("%s did not exit within 15 s of SIGTERM", id)
+					r.kill9()
+				}
+				c.mu.Lock()
+				c.kills[id] = append(c.kills[id], time.Now())
+				c.terms++
+				c.mu.Unlock()
+				c.note("%s exited (%d)", id, r.code)
+				time.Sleep(down)
+				c.start(id)
+				c.mu.Lock()
+				delete(c.impaired, id)
+				c.mu.Unlock()
+				c.note("%s restarted", id)
+			})
+			return
+		}
 		at := r.kill9()
 		c.mu.Lock()
 		c.kills[id] = append(c.kills[id], at)
@@ -454,6 +498,7 @@ func (c *chaos) fault() {
 			c.redis.Restart()
 			c.note("Redis kill -9 and restart, appendonly kept its data")
 			c.mu.Lock()
+			c.restarts++
 			c.redisBad = false
 			c.mu.Unlock()
 		case 11: // restart, data lost
@@ -490,6 +535,7 @@ func (c *chaos) fault() {
 			v = c.rng.IntN(len(variants))
 		}
 		c.variant = v
+		c.reloads++
 		c.mu.Unlock()
 		c.note("reload: conc concurrency %d, tick pooled %v", variants[v].conc, variants[v].tickPooled)
 		for _, r := range c.live() {
@@ -866,14 +912,21 @@ func (c *chaos) judge(from, to, stopped time.Time, records map[string][]schedule
 			continue // its process died before it reported to the ledger
 		}
 		rs := records[id]
+		claimed := r.Scheduled().Add(-time.Second) // claims go out ahead of the instant
+		if r.Scheduled().IsZero() {
+			claimed = r.Start.Add(-10 * time.Second) // a manual run asked for by a request that timed out
+			for _, tr := range c.triggers {
+				if tr.id == id {
+					claimed = tr.at
+				}
+			}
+		}
+		if lostBefore(claimed) {
+			// Its record may be gone, or be the loss' missed record.
+			continue
+		}
 		if len(rs) == 0 {
-			claimed := r.Scheduled().Add(-time.Second) // claims go out ahead of the instant
-			if r.Scheduled().IsZero() || r.Start.Add(-time.Second).Before(claimed) {
-				claimed = r.Start.Add(-time.Second) // or wait for a slot
-			}
-			if !lostBefore(claimed) {
-				t.Errorf("%s started (token %d on %s at %s) and has no record", id, r.Token, r.Replica, r.Start.Format("15:04:05.000"))
-			}
+			t.Errorf("%s started (token %d on %s at %s) and has no record", id, r.Token, r.Replica, r.Start.Format("15:04:05.000"))
 			continue
 		}
 		if rs[0].FencingToken != r.Token || rs[0].Replica != r.Replica {
@@ -882,6 +935,7 @@ func (c *chaos) judge(from, to, stopped time.Time, records map[string][]schedule
 	}
 	undecided := map[string][]string{}
 	decided := map[string]int{}
+	missed := 0
 	for _, j := range randomJobs {
 		every, _ := time.ParseDuration(j.every)
 		for at := from.Truncate(every); !at.After(to); at = at.Add(every) {
@@ -889,8 +943,13 @@ func (c *chaos) judge(from, to, stopped time.Time, records map[string][]schedule
 				continue
 			}
 			id := j.name + "@" + at.UTC().Format(time.RFC3339)
-			if _, ok := started[id]; ok || len(records[id]) > 0 || c.before[id] {
+			o, held := c.watch[j.name].Obs(id)
+			held = held && len(o.Grants) > 0 // started, perhaps by a daemon that died before the job did
+			if _, ok := started[id]; ok || held || len(records[id]) > 0 || c.before[id] {
 				decided[j.name]++
+				if rs := records[id]; len(rs) > 0 && rs[0].Decision == scheduler.Missed {
+					missed++
+				}
 				continue
 			}
 			undecided[j.name] = append(undecided[j.name], at.UTC().Format(time.TimeOnly))
@@ -920,5 +979,14 @@ func (c *chaos) judge(from, to, stopped time.Time, records map[string][]schedule
 	}
 	t.Logf("%d starts %v, %d manual requests, %d kills, %d freezes, %d Redis stalls, %d losses; instants judged %v",
 		len(all), counts, len(c.triggers), kills, freezes, len(c.stalls), len(c.lossAt), decided)
+	dups := 0
+	for _, fs := range byFile {
+		if len(fs) > 1 {
+			dups++
+		}
+	}
+	c.row.Runs, c.row.Duplicates, c.row.Missed = len(byFile), dups, missed
+	c.row.figure("%d SIGKILLs or SIGTERMs (%d), %d SIGSTOPs of daemons, %d Redis stalls, %d restarts keeping data, %d losing it, %d reloads, %d manual runs",
+		kills, c.terms, freezes, len(c.stalls), c.restarts, len(c.lossAt), c.reloads, len(c.triggers))
 	t.Logf("faults:\n%s", strings.Join(c.log, "\n"))
 }
