@@ -280,6 +280,31 @@ func randomFaults(t *testing.T, row *row, seed uint64, chaosFor time.Duration) {
 		}
 		return true
 	})
+	// Once every process has ended, no slot of a job or of the pool stays
+	// held past a lease and a heartbeat (a dead holder's is reaped).
+	keys := []string{c.prefix + ":{pool:p}:held"}
+	for _, j := range randomJobs {
+		keys = append(keys, c.prefix+":{"+j.name+"}:slots")
+	}
+	held := map[string][]string{}
+	waitUntil(6*time.Second, func() bool {
+		clear(held)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, k := range keys {
+			m, err := c.direct.ZRange(ctx, k, 0, -1).Result()
+			if err != nil {
+				m = []string{err.Error()}
+			}
+			if len(m) > 0 {
+				held[k] = m
+			}
+		}
+		return len(held) == 0
+	})
+	for k, m := range held {
+		t.Errorf("%s still held after every job process ended: %v", k, m)
+	}
 	c.judge(from, to, stopped, records)
 }
 
