@@ -543,11 +543,13 @@ func (c *chaos) fault() {
 			}
 			c.redis.Restart()
 			c.mu.Lock()
-			// Records from the snapshot on may be gone (an instant may be
-			// decided up to max_wait after it); instants up to the loss
-			// floor (loss + max_clock_skew + claim ahead, about 2.5 s, and
-			// the noticing) are recorded missed or not at all.
-			c.losses = append(c.losses, chaosSpan{snap.Add(-5 * time.Second), time.Now().Add(5 * time.Second)})
+			// Records from the snapshot on may be gone: an instant may be
+			// decided up to its starting deadline (10 s) and max_wait (2 s)
+			// after it, and a run queued for a slot then loses its place
+			// without a record. Instants up to the loss floor (loss +
+			// max_clock_skew + claim ahead, about 2.5 s, and the noticing)
+			// are recorded missed or not at all.
+			c.losses = append(c.losses, chaosSpan{snap.Add(-13 * time.Second), time.Now().Add(5 * time.Second)})
 			c.lossAt = append(c.lossAt, at)
 			c.redisBad = false
 			c.mu.Unlock()
