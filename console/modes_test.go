@@ -27,6 +27,7 @@ const pageCheck = `(() => {
 	const bg = e => { for (; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.a > 0.5) return c; } return rgb(getComputedStyle(document.documentElement).backgroundColor); };
 	const out = [];
 	if (document.documentElement.scrollWidth > window.innerWidth + 1) out.push("the page scrolls sideways: " + document.documentElement.scrollWidth + " px wide");
+	for (const s of document.querySelectorAll(".scroll")) if (s.scrollWidth > s.clientWidth + 1) out.push("a table scrolls sideways: " + s.firstElementChild.className + " is " + s.scrollWidth + " px in " + s.clientWidth);
 	for (const e of document.querySelectorAll("button, a, input, select, summary")) {
 		const r = e.getBoundingClientRect();
 		if (r.width === 0 || e.closest("svg") || e.closest(".scroll") || e.classList.contains("visually-hidden")) continue;
@@ -46,7 +47,10 @@ const pageCheck = `(() => {
 // runs page across jobs, the pools page, a job with a run in flight (its
 // Cancel), its definition and its backfill form, a failed run (its Retry,
 // its output's last line), a job paused with a reason — at 1280 px in
-// dark mode and at 390 px light and dark: readable and usable in each.
+// dark mode and at 390 px light and dark: readable and usable in each, no
+// table scrolling sideways on a phone (the replicas and pools tables
+// among them). An error page does not re-fetch its address as the live
+// pages do (it may be a refused action's, answered 404 to a GET).
 func TestBrowserNewPagesInEveryMode(t *testing.T) {
 	block := jobs.Func(func(ctx context.Context) error { <-ctx.Done(); return nil })
 	tab := append(table(),
@@ -72,6 +76,7 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 		{"jobs", "/", "ul.strip"},
 		{"runs-bad", "/runs?outcome=bad", "table.runs .lastline"},
 		{"pools", "/pools", "table.pools"},
+		{"replicas", "/replicas", "table.replicas"},
 		{"job-running", "/jobs/export-orders", `form[action$="/cancel"] button`},
 		{"job-paused", "/jobs/nightly-report", "dl.def"},
 		{"run-failed", "/runs/" + url.PathEscape(failed), `form[action$="/retry"] button`},
@@ -104,4 +109,19 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 		}
 	}
 	b.Desktop(t, false)
+
+	// The live refresh, counted: a live page fetches itself again (within
+	// its period), an error page never, also when it becomes visible.
+	const countFetches = `(() => { window.fetches = 0; const f = window.fetch; window.fetch = (...a) => { window.fetches++; return f(...a); };
+		document.dispatchEvent(new Event("visibilitychange")); return true; })()`
+	b.Do(t, "runs page", chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(chromedp.CSS("table.runs")))
+	browsertest.JS[bool](t, b, countFetches)
+	b.Do(t, "the runs page refreshes", browsertest.WaitJS(`window.fetches > 0`))
+	for _, path := range []string{"/jobs/no-such-job", "/runs/no-such-run"} {
+		b.Do(t, path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS("p.error")))
+		browsertest.JS[bool](t, b, countFetches)
+		if n := browsertest.JS[int](t, b, `window.fetches`); n != 0 {
+			t.Errorf("the error page at %s fetched its address again %d times", path, n)
+		}
+	}
 }
