@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,8 @@ const pageCheck = `(() => {
 // its output's last line), a job paused with a reason — at 1280 px in
 // dark mode and at 390 px light and dark: readable and usable in each, no
 // table scrolling sideways on a phone (the replicas and pools tables
-// among them). An error page does not re-fetch its address as the live
+// among them), nor for a long word (a pause reason's URL, an unknown run
+// id echoed by the error page). An error page does not re-fetch its address as the live
 // pages do (it may be a refused action's, answered 404 to a GET).
 func TestBrowserNewPagesInEveryMode(t *testing.T) {
 	block := jobs.Func(func(ctx context.Context) error { <-ctx.Done(); return nil })
@@ -67,7 +69,7 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 	c.runOnce(t, "sweep")
 	running := c.waitRunning(t, "export-orders")
 	c.waitRunning(t, "export-invoices")
-	if err := c.ctl.PauseWithReason(t.Context(), "nightly-report", "waiting for the warehouse migration (INC-4711)", "ops"); err != nil {
+	if err := c.ctl.PauseWithReason(t.Context(), "nightly-report", "waiting for the warehouse migration: https://tracker.example.com/browse/INC-4711?focusedCommentId=1234567&page=com.example.issuetabpanels:comment-tabpanel", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	base := serve(t, c.console(t, console.Config{}))
@@ -77,6 +79,7 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 		{"runs-bad", "/runs?outcome=bad", "table.runs .lastline"},
 		{"pools", "/pools", "table.pools"},
 		{"replicas", "/replicas", "table.replicas"},
+		{"error-long-id", "/runs/sweep@" + strings.Repeat("9", 300), "p.error"},
 		{"job-running", "/jobs/export-orders", `form[action$="/cancel"] button`},
 		{"job-paused", "/jobs/nightly-report", "dl.def"},
 		{"run-failed", "/runs/" + url.PathEscape(failed), `form[action$="/retry"] button`},
