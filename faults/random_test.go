@@ -1013,7 +1013,7 @@ func (c *chaos) judge(from, to, stopped time.Time, records map[string][]schedule
 		}
 	}
 	c.row.Runs, c.row.Duplicates, c.row.Missed = len(byFile), dups, missed
-	c.row.figure("%d SIGKILLs or SIGTERMs (%d), %d SIGSTOPs of daemons, %d Redis stalls, %d restarts keeping data, %d losing it, %d reloads, %d manual runs",
+	c.row.figure("%d daemons stopped (%d by SIGTERM, the rest SIGKILL), %d frozen (SIGSTOP), %d Redis stalls, %d restarts keeping data, %d losing it, %d reloads, %d manual runs",
 		kills, c.terms, freezes, len(c.stalls), c.restarts, len(c.lossAt), c.reloads, len(c.triggers))
 	t.Logf("faults:\n%s", strings.Join(c.log, "\n"))
 }
