@@ -187,7 +187,7 @@ func (s *Scheduler) admitted(ctx context.Context, w *waiter, a store.AdmitRes, s
 		s.loops.Go(func() { s.handBackLate(ctx, r) })
 	default: // answerLost
 		s.manual.Delete(r.ID)
-		s.log.Warn("queued run no longer held (its place expired)", "job", r.j.Name, "run_id", r.ID)
+		s.log.Warn("queued run no longer held: its place expired (its replica stopped waiting), or Redis lost it with its data", "job", r.j.Name, "run_id", r.ID)
 	}
 	return true
 }
