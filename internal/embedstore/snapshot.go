@@ -79,7 +79,12 @@ func dump(m *miniredis.Miniredis) (data, error) {
 			}
 		case "list":
 			e.typ = typeList
-			e.strs, err = m.List(k)
+			// A copy: miniredis answers with the list itself, which LSET
+			// changes in place once commands run again, while the
+			// snapshot is still being encoded and written.
+			var l []string
+			l, err = m.List(k)
+			e.strs = slices.Clone(l)
 		case "set":
 			e.typ = typeSet
 			e.strs, err = m.Members(k)
