@@ -136,8 +136,9 @@
 // (PEM CAs, optional) requires every client to present a certificate signed
 // by one of them.
 //
-// read_only (boolean, default false) refuses trigger, pause, resume and backfill on
-// the JSON API (403) and hides and refuses them on the console. trace_url,
+// read_only (boolean, default false) refuses every action (trigger, pause,
+// resume, backfill, cancel, retry) on the JSON API (403) and hides and
+// refuses them on the console. trace_url,
 // when set, links each traced run's page on the console to its trace: an
 // http:// or https:// URL in which {trace_id} is replaced by the run's trace
 // id.

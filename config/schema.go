@@ -228,7 +228,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"rate_limit":    {desc: "Requests per second each client IP may make to /api/v1 and the console; beyond it 429. 0 means no limit.", schema: integer(0), def: 20},
 		"rate_burst":    {desc: "Requests a client may make at once before rate_limit applies.", schema: integer(1), def: 40},
 		"tls":           {desc: "HTTPS on the admin listener, for teams that expose it beyond loopback.", schema: ref("admin_tls")},
-		"read_only":     {desc: "true refuses trigger, pause, resume and backfill on the JSON API (403) and hides and refuses them on the console; reads are unchanged.", schema: boolean(), def: false},
+		"read_only":     {desc: "true refuses every action — trigger, pause, resume, backfill, cancel and retry — on the JSON API (403) and hides and refuses them on the console; reads are unchanged.", schema: boolean(), def: false},
 		"trace_url":     {desc: "A link from each run's page on the console to its trace: an http:// or https:// URL in which {trace_id} is replaced by the run's trace id, e.g. https://tempo.example/trace/{trace_id}.", schema: orVariable(map[string]any{"type": "string", "pattern": `^https?://[^/?#].*\{trace_id\}`})},
 	},
 	"admin_tls": {

@@ -188,6 +188,13 @@ func New(cfg Config) (*Console, error) {
 	m := http.NewServeMux()
 	p := cfg.Prefix
 	m.Handle("GET "+p+"/assets/", http.StripPrefix(p+"/assets", cacheAssets(files)))
+	// The icon where a browser looks for it by itself (a page of the JSON
+	// API, /metrics): without it each such page logs a failed load.
+	m.HandleFunc("GET "+p+"/favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = "/favicon.svg"
+		cacheAssets(files).ServeHTTP(w, r2)
+	})
 	m.HandleFunc("GET "+p+"/signin", c.signinForm)
 	m.Handle("POST "+p+"/signin", cop.Handler(http.HandlerFunc(c.signin)))
 	m.Handle("POST "+p+"/signout", cop.Handler(http.HandlerFunc(c.signout)))
@@ -211,8 +218,13 @@ func New(cfg Config) (*Console, error) {
 	return c, nil
 }
 
+// cacheAssets serves the embedded files, never a listing of their folder.
 func cacheAssets(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "max-age=300")
 		h.ServeHTTP(w, r)
 	})

@@ -60,6 +60,26 @@ func TestAllowedHosts(t *testing.T) {
 	}
 }
 
+// The assets are files only, served to anyone (the sign-in page needs
+// them): their folder is not listed, and /favicon.ico, which a browser asks
+// for by itself on a page that names no icon (the JSON API's), is the
+// console's icon, so that no such page logs a failed load.
+func TestAssetsServeFilesOnly(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 0)
+	h := c.console(t, consoleConfig("s3cret-token"))
+	for _, path := range []string{"/assets/", "/assets/style.css/"} {
+		if w := get(t, h, path); w.Code != http.StatusNotFound || strings.Contains(w.Body.String(), "console.js") {
+			t.Errorf("GET %s: %d %q, want 404 and no listing", path, w.Code, w.Body.String())
+		}
+	}
+	for path, typ := range map[string]string{"/assets/style.css": "text/css", "/assets/console.js": "javascript", "/favicon.ico": "image/svg+xml"} {
+		if w := get(t, h, path); w.Code != http.StatusOK || !strings.Contains(w.Header().Get("Content-Type"), typ) {
+			t.Errorf("GET %s: %d %s, want 200 %s", path, w.Code, w.Header().Get("Content-Type"), typ)
+		}
+	}
+}
+
 // tracedCluster is one replica whose runs are traced (sampled), so their
 // records keep a trace id.
 func tracedCluster(t *testing.T) *scheduler.Control {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ const pageCheck = `(() => {
 	const bg = e => { for (; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.a > 0.5) return c; } return rgb(getComputedStyle(document.documentElement).backgroundColor); };
 	const out = [];
 	if (document.documentElement.scrollWidth > window.innerWidth + 1) out.push("the page scrolls sideways: " + document.documentElement.scrollWidth + " px wide");
+	for (const s of document.querySelectorAll(".scroll")) if (s.scrollWidth > s.clientWidth + 1) out.push("a table scrolls sideways: " + s.firstElementChild.className + " is " + s.scrollWidth + " px in " + s.clientWidth);
 	for (const e of document.querySelectorAll("button, a, input, select, summary")) {
 		const r = e.getBoundingClientRect();
 		if (r.width === 0 || e.closest("svg") || e.closest(".scroll") || e.classList.contains("visually-hidden")) continue;
@@ -46,8 +48,14 @@ const pageCheck = `(() => {
 // runs page across jobs, the pools page, a job with a run in flight (its
 // Cancel), its definition and its backfill form, a failed run (its Retry,
 // its output's last line), a job paused with a reason — at 1280 px in
-// dark mode and at 390 px light and dark: readable and usable in each.
+// dark mode and at 390 px light and dark: readable and usable in each, no
+// table scrolling sideways on a phone (the replicas and pools tables
+// among them), nor for a long word (a pause reason's URL, an unknown run
+// id echoed by the error page, a name of the longest kind and its run
+// ids). An error page does not re-fetch its address as the live pages do
+// (it may be a refused action's, answered 404 to a GET).
 func TestBrowserNewPagesInEveryMode(t *testing.T) {
+	longName := "warehouse-sync_" + strings.Repeat("x", 113) // 128, the longest name
 	block := jobs.Func(func(ctx context.Context) error { <-ctx.Done(); return nil })
 	tab := append(table(),
 		scheduler.Job{Name: "disk-usage-report", Schedule: "*/15 * * * *", Handler: jobs.Func(func(ctx context.Context) error {
@@ -56,14 +64,16 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 		})},
 		scheduler.Job{Name: "export-orders", Schedule: "@every 1h", Handler: block, Concurrency: 2, Pool: "exports", PoolSize: 2, Lease: 3 * time.Second,
 			Timeout: time.Hour, Retries: 2, Blackouts: []scheduler.Blackout{{Cron: "0 0 * * 6", Duration: 48 * time.Hour, Timezone: "Europe/Paris"}}},
-		scheduler.Job{Name: "export-invoices", Schedule: "@every 1h", Handler: block, Pool: "exports", PoolSize: 2, Lease: 3 * time.Second})
+		scheduler.Job{Name: "export-invoices", Schedule: "@every 1h", Handler: block, Pool: "exports", PoolSize: 2, Lease: 3 * time.Second},
+		scheduler.Job{Name: longName, Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return errors.New("exit status 1") })})
 	c := newClusterOf(t, 1, tab)
 	c.ctl.UseTable(tab)
 	failed := c.runOnce(t, "disk-usage-report")
+	c.runOnce(t, longName)
 	c.runOnce(t, "sweep")
 	running := c.waitRunning(t, "export-orders")
 	c.waitRunning(t, "export-invoices")
-	if err := c.ctl.PauseWithReason(t.Context(), "nightly-report", "waiting for the warehouse migration (INC-4711)", "ops"); err != nil {
+	if err := c.ctl.PauseWithReason(t.Context(), "nightly-report", "waiting for the warehouse migration: https://tracker.example.com/browse/INC-4711?focusedCommentId=1234567&page=com.example.issuetabpanels:comment-tabpanel", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	base := serve(t, c.console(t, console.Config{}))
@@ -72,6 +82,9 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 		{"jobs", "/", "ul.strip"},
 		{"runs-bad", "/runs?outcome=bad", "table.runs .lastline"},
 		{"pools", "/pools", "table.pools"},
+		{"replicas", "/replicas", "table.replicas"},
+		{"error-long-id", "/runs/sweep@" + strings.Repeat("9", 300), "p.error"},
+		{"job-long-name", "/jobs/" + longName, "table.history"},
 		{"job-running", "/jobs/export-orders", `form[action$="/cancel"] button`},
 		{"job-paused", "/jobs/nightly-report", "dl.def"},
 		{"run-failed", "/runs/" + url.PathEscape(failed), `form[action$="/retry"] button`},
@@ -93,7 +106,7 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 				b.Do(t, "backfill form", chromedp.Click(chromedp.CSS("details.backfill-form summary")), chromedp.WaitVisible(chromedp.ID("bf-from")))
 			}
 			if p.name == "jobs" {
-				if broken := browsertest.JS[string](t, b, `[...document.querySelectorAll("table.jobs tbody th a")].filter(a => a.getClientRects().length > 1).map(a => a.innerText).join(", ")`); broken != "" {
+				if broken := browsertest.JS[string](t, b, `[...document.querySelectorAll("table.jobs tbody th a:not(.long)")].filter(a => a.getClientRects().length > 1).map(a => a.innerText).join(", ")`); broken != "" {
 					t.Errorf("at %s these job names break across lines: %s", mode.name, broken)
 				}
 			}
@@ -104,4 +117,19 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 		}
 	}
 	b.Desktop(t, false)
+
+	// The live refresh, counted: a live page fetches itself again (within
+	// its period), an error page never, also when it becomes visible.
+	const countFetches = `(() => { window.fetches = 0; const f = window.fetch; window.fetch = (...a) => { window.fetches++; return f(...a); };
+		document.dispatchEvent(new Event("visibilitychange")); return true; })()`
+	b.Do(t, "runs page", chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(chromedp.CSS("table.runs")))
+	browsertest.JS[bool](t, b, countFetches)
+	b.Do(t, "the runs page refreshes", browsertest.WaitJS(`window.fetches > 0`))
+	for _, path := range []string{"/jobs/no-such-job", "/runs/no-such-run"} {
+		b.Do(t, path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS("p.error")))
+		browsertest.JS[bool](t, b, countFetches)
+		if n := browsertest.JS[int](t, b, `window.fetches`); n != 0 {
+			t.Errorf("the error page at %s fetched its address again %d times", path, n)
+		}
+	}
 }

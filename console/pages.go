@@ -117,7 +117,33 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name,
 }
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	c.render(w, r, code, "error", http.StatusText(code), msg)
+	v := errorView{Message: msg}
+	// A refused action (without JavaScript, the browser is on its error
+	// page) leads back to the page it was sent from.
+	if r.Method == http.MethodPost {
+		if name := r.PathValue("name"); name != "" && c.jobNamed(name) {
+			v.Back, v.BackTo = c.cfg.Prefix+"/jobs/"+url.PathEscape(name), "job "+name
+		} else if id := r.PathValue("id"); id != "" && code != http.StatusBadRequest && code != http.StatusNotFound {
+			v.Back, v.BackTo = c.cfg.Prefix+"/runs/"+url.PathEscape(id), "run "+id
+		}
+	}
+	c.render(w, r, code, "error", http.StatusText(code), v)
+}
+
+// errorView is an error page: the message, and the page to go back to
+// besides the jobs.
+type errorView struct {
+	Message      string
+	Back, BackTo string
+}
+
+func (c *Console) jobNamed(name string) bool {
+	for _, j := range c.cfg.Jobs() {
+		if j.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Console) storeFailed(w http.ResponseWriter, r *http.Request, err error) {

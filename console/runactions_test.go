@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,45 @@ func TestRunActionsGuarded(t *testing.T) {
 	}
 	if r, _ := c.ctl.Get(t.Context(), id); r.CancelledBy != "" {
 		t.Errorf("a refused request asked the cancel: %+v", r)
+	}
+}
+
+// A refused action's error page (where a browser without JavaScript lands)
+// links back to the job or run it was asked on, besides the jobs; not to a
+// job that does not exist.
+func TestRefusedActionLeadsBack(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 0)
+	h := c.console(t, console.Config{})
+	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(get(t, h, "/jobs/sweep").Body.String())
+	if csrf == nil {
+		t.Fatal("the job page has no form")
+	}
+	for _, tc := range []struct {
+		path string
+		form url.Values
+		code int
+		back string
+	}{
+		{"/jobs/sweep/backfill", url.Values{"from": {"2026-11-20T10:00"}, "to": {"2026-11-20T09:00"}}, http.StatusBadRequest, `<a href="/jobs/sweep">Back to job sweep</a>`},
+		{"/jobs/no-such-job/trigger", nil, http.StatusNotFound, ""},
+		{"/runs/sweep@2026-11-20T10:00:00Z/cancel", nil, http.StatusNotFound, ""},
+	} {
+		form := url.Values{"csrf": {csrf[1]}}
+		for k, v := range tc.form {
+			form[k] = v
+		}
+		w := httptestRecorder()
+		h.ServeHTTP(w, httpPost(tc.path, form))
+		body := w.Body.String()
+		if w.Code != tc.code || !strings.Contains(body, `<a href="/">Back to the jobs</a>`) {
+			t.Errorf("POST %s: %d, want %d and a link to the jobs:\n%s", tc.path, w.Code, tc.code, body)
+		}
+		if tc.back != "" && !strings.Contains(body, tc.back) {
+			t.Errorf("POST %s: no %s in\n%s", tc.path, tc.back, body)
+		}
+		if tc.back == "" && (strings.Contains(body, "Back to job") || strings.Contains(body, "Back to run")) {
+			t.Errorf("POST %s links back to what does not exist:\n%s", tc.path, body)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -100,6 +101,8 @@ func TestDeployMetricsExist(t *testing.T) {
 jobs:
   - {name: quick, schedule: "@every 1s", command: ["true"]}
   - {name: slow, schedule: "@every 2s", lease: 600ms, kill_grace: 100ms, command: ["sleep", "1"]}
+  - {name: broken, schedule: "@every 1s", command: ["false"]}
+  - {name: held, schedule: "@every 1s", command: ["true"], paused: true}
 `)
 	addr := freeAddr(t)
 	p := start(t, nil, "replica", env(), "run", "--config", table, "--admin-listen", addr, "--log-format", "json")
@@ -113,8 +116,10 @@ jobs:
 	testkit.WaitFor(t, 60*time.Second, "/readyz 200", func() bool { return testkit.HTTPStatus("http://"+addr+"/readyz") == 200 })
 	var exported map[string]bool
 	var missing []string
+	var body string
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		code, body := httpDo(t, nil, "GET", "http://"+addr+"/metrics", "")
+		var code int
+		code, body = httpDo(t, nil, "GET", "http://"+addr+"/metrics", "")
 		if code != 200 {
 			t.Fatalf("/metrics: %d", code)
 		}
@@ -144,8 +149,88 @@ jobs:
 			t.Errorf("%s is in pendingMetrics but no rule or panel reads it", m)
 		}
 	}
+	checkMetricLabels(t, parseMetrics(t, body))
+	promtoolCheckMetrics(t, body)
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(60 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+}
+
+// specLabels are the labels of the metrics SPEC section 5 names (besides
+// the otel_scope_* every OpenTelemetry metric carries).
+var specLabels = map[string][]string{
+	"solocron_runs_total":                         {"job", "outcome"},
+	"solocron_claims_total":                       {"job", "result"},
+	"solocron_run_duration_seconds_count":         {"job", "outcome"},
+	"solocron_claim_duration_seconds_count":       nil,
+	"solocron_dispatch_delay_seconds_count":       {"job"},
+	"solocron_lease_renewals_total":               {"result"},
+	"solocron_lease_lost_total":                   {"job"},
+	"solocron_running":                            {"job"},
+	"solocron_job_last_success_timestamp_seconds": {"job"},
+	"solocron_job_last_run_timestamp_seconds":     {"job", "outcome"},
+	"solocron_job_next_run_timestamp_seconds":     {"job"},
+	"solocron_job_consecutive_failures":           {"job"},
+	"solocron_job_paused":                         {"job"},
+	"solocron_job_interval_seconds":               {"job"},
+	"solocron_replica_info":                       {"replica", "table", "version"},
+}
+
+// checkMetricLabels fails the test when a metric of the contract is
+// missing or has other labels than it says, or when any solocron_ label
+// carries a run id (one series per run: unbounded cardinality).
+func checkMetricLabels(t *testing.T, ms []sample) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, m := range ms {
+		if !strings.HasPrefix(m.name, "solocron_") {
+			continue
+		}
+		for k, v := range m.labels {
+			if strings.Contains(v, "@") || strings.Contains(k, "run") || k == "trace_id" {
+				t.Errorf("%s has label %s=%q: no run ids in metrics", m.name, k, v)
+			}
+		}
+		want, ok := specLabels[m.name]
+		if !ok {
+			continue
+		}
+		seen[m.name] = true
+		var got []string
+		for k := range m.labels {
+			if !strings.HasPrefix(k, "otel_scope_") {
+				got = append(got, k)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s has labels %v, want %v", m.name, got, want)
+		}
+	}
+	for name := range specLabels {
+		if !seen[name] {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}
+
+// promtoolCheckMetrics lints a scrape as Prometheus' own tool does (HELP
+// on every metric, counters ending _total, base units in names). Without
+// promtool it skips that check, unless SOLOCRON_REQUIRE_PROMTOOL=1.
+func promtoolCheckMetrics(t *testing.T, scrape string) {
+	t.Helper()
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("SOLOCRON_REQUIRE_PROMTOOL") == "1" {
+			t.Fatalf("promtool not found and SOLOCRON_REQUIRE_PROMTOOL=1: %v", err)
+		}
+		t.Log("promtool not found (apt-get install prometheus): /metrics not linted")
+		return
+	}
+	cmd := exec.Command(bin, "check", "metrics")
+	cmd.Stdin = strings.NewReader(scrape)
+	if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("promtool check metrics on /metrics: %v\n%s", err, out)
 	}
 }

@@ -238,7 +238,8 @@
 //	                                       "table":"a6c23fb2c71f","table_differs":false,...}],
 //	                                       "tables_differ":false}
 //
-// admin.read_only: true refuses trigger, pause, resume and backfill (403).
+// admin.read_only: true refuses every action (403): trigger, pause, resume,
+// backfill, cancel and retry.
 //
 // Every other path is the operator console (docs/console.md): / lists the
 // jobs, /jobs/{name} shows a job's timeline and history, /runs/{id} a run,

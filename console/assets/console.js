@@ -21,8 +21,13 @@
     if (u && v) { u.textContent = v.textContent; }
   }
 
+  // Only a page with live parts is re-fetched: an error page's address may
+  // be an action's (a refused POST) or a page that does not exist, which a
+  // GET every few seconds would only answer 404 again.
+  var live = document.querySelector("[data-live]") !== null;
+
   function refresh() {
-    if (busy || document.visibilityState === "hidden") { return Promise.resolve(); }
+    if (!live || busy || document.visibilityState === "hidden") { return Promise.resolve(); }
     busy = true;
     return fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (r) {

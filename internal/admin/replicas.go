@@ -38,7 +38,7 @@ func (a *api) listReplicas(w http.ResponseWriter, r *http.Request) {
 func (a *api) writable(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if a.cfg.ReadOnly {
-			writeError(w, http.StatusForbidden, "read-only: admin.read_only refuses trigger, pause, resume and backfill")
+			writeError(w, http.StatusForbidden, "read-only: admin.read_only refuses every action (trigger, pause, resume, backfill, cancel, retry)")
 			return
 		}
 		h(w, r)

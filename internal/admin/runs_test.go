@@ -54,7 +54,7 @@ func TestRunActionsAPI(t *testing.T) {
 		if a := f.send("POST", path(id, action), "Bearer wrong", ""); a.code != http.StatusForbidden {
 			t.Errorf("%s with a wrong token: %d", action, a.code)
 		}
-		fro.send("POST", path(id, action), bearer, "").wantError(t, http.StatusForbidden, "read-only")
+		fro.send("POST", path(id, action), bearer, "").wantError(t, http.StatusForbidden, "read-only: admin.read_only refuses every action")
 		f.send("GET", path(id, action), bearer, "").wantError(t, http.StatusMethodNotAllowed, "not allowed")
 		f.send("POST", path("block@manual-nosuch", action), bearer, "").wantError(t, http.StatusNotFound, "no such run")
 		f.send("POST", path("no id", action), bearer, "").wantError(t, http.StatusBadRequest, "not a run id")
