@@ -277,3 +277,58 @@ func TestSlotsAreNumberedAndReused(t *testing.T) {
 		}
 	})
 }
+
+// A run decided after its starting deadline (its replica was frozen, or
+// Redis out of reach) that could not have started anyway is recorded as
+// what kept it from starting: skipped_paused for a job paused in the table
+// or in the store, skipped_blackout inside a blackout window — never
+// missed, which would count, alert and notify a miss of a run nobody was to
+// run. A late run of a job that is neither is still missed.
+func TestLateRunThatCouldNotStartIsSkippedNotMissed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(t *testing.T, p *pauseProbe)
+		want Outcome
+	}{
+		{"paused in the table", func(t *testing.T, p *pauseProbe) { p.j.spec.Paused = true }, SkippedPaused},
+		{"paused in the store", func(t *testing.T, p *pauseProbe) {
+			if err := p.ctl.Pause(context.Background(), p.j.Name); err != nil {
+				t.Fatal(err)
+			}
+		}, SkippedPaused},
+		{"inside a blackout", func(t *testing.T, p *pauseProbe) {
+			w, errs := Blackout{From: p.at.Add(-time.Hour), To: p.at.Add(time.Hour)}.parse()
+			if errs != nil {
+				t.Fatal(errs)
+			}
+			p.j.blackouts = blackouts{w}
+		}, SkippedBlackout},
+		{"neither", func(t *testing.T, p *pauseProbe) {}, Missed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pauseStores(t, func(t *testing.T, s *store.Redis, c *redis.Client) {
+				// Instants 40 s ago with a 1 s starting deadline: every claim
+				// comes after the deadline, within the records' retention
+				// (which covers a wait for a slot: 5 minutes).
+				p := newPauseProbe(t, s, c, func(j *Job) {
+					j.StartingDeadline, j.Overlap, j.MaxWait = time.Second, OverlapWait, 5*time.Minute
+				})
+				tc.mod(t, p)
+				for _, kind := range []store.RunKind{'s', 'x'} {
+					p.at = p.at.Add(time.Second)
+					r := claimOf(p.j, p.at, kind, store.NewEpoch())
+					res, err := p.s.Claim(context.Background(), "r1", 2*time.Second, 3*time.Second, storeClaims(r))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if string(res[0].Status) != string(tc.want) {
+						t.Fatalf("late claim (kind %c) of %s: %+v, want %s", kind, r.ID, res[0], tc.want)
+					}
+					if got, err := p.ctl.Get(context.Background(), r.ID); err != nil || got == nil || got.Outcome != tc.want {
+						t.Fatalf("record of %s: %+v, %v; want %s", r.ID, got, err, tc.want)
+					}
+				}
+			})
+		})
+	}
+}

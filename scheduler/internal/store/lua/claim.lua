@@ -286,6 +286,16 @@ local function claim(meta, a, rerun)
         if now > sched + retention then
           return {'refused', epoch, 'too old to decide'}
         end
+        -- A run that could not have started anyway is recorded as what
+        -- kept it from starting, however late it is decided (a replica
+        -- frozen, or Redis out of reach, past its deadline): a paused
+        -- job's instants and a blackout's are skipped, never missed.
+        if blackout == '1' then
+          return decide('skipped_blackout', 'inside a blackout window')
+        end
+        if paused == '1' or lpaused == '1' then
+          return decide('skipped_paused', 'job paused')
+        end
         return decide('missed', 'not claimed before its starting deadline')
       end
     elseif kind == 'o' then
