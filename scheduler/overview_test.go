@@ -52,6 +52,7 @@ func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // The overview of a thousand jobs, one of them running, costs two round
 // trips, and shows the running run with its lease; HistoryPage pages.
 func TestOverviewRoundTrips(t *testing.T) {
+	t.Parallel()
 	srv := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	release := make(chan struct{})

@@ -182,6 +182,9 @@ func TestPoolReloadChangesItsSize(t *testing.T) {
 
 // The same on real servers: a standalone redis-server and a Redis Cluster,
 // three replicas, two jobs of a pool of 1 with 400ms runs every second.
+// The two run one after the other in the test's own parallel slot: a
+// parallel subtest of a parallel test waits behind every other parallel
+// test of the package, and ended the package's run.
 func TestPoolOnRedisAndCluster(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -192,7 +195,6 @@ func TestPoolOnRedisAndCluster(t *testing.T) {
 		{"cluster", func(t *testing.T) redis.UniversalClient { return redistest.StartCluster(t, 3, nil).Client(t, nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			var f inFlight
 			table := []scheduler.Job{}
 			for _, n := range []string{"a", "b"} {

@@ -30,6 +30,7 @@ func registryTable(schedule string) []scheduler.Job {
 // one with a different table is flagged, says so in its log, and a replica
 // that stops leaves the registry.
 func TestReplicaRegistry(t *testing.T) {
+	t.Parallel()
 	srv := miniredis.RunT(t)
 	ctl := schedtest.RedisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr()})).Control()
 	f := newFleet(t)

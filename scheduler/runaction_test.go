@@ -56,6 +56,7 @@ func (l *startLog) startsOf(id string) []string {
 // as a manual run linked both ways; a running run cannot be retried, an
 // ended one cannot be cancelled.
 func TestCancelAndRetryAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctl := schedtest.RedisStore(t, srv.Client(t, nil)).Control()
 	log := &startLog{starts: map[string][]string{}, causes: map[string]error{}}

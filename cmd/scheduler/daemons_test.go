@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,23 +23,26 @@ import (
 // By default only the replica that dies (kill -9) is played; SOLOCRON_FULL=1
 // plays the one that stops (SIGTERM) too.
 //
-// Not parallel: the doomed replica must die while the queued run still
-// waits behind the first (an 8 s run, less ~3.5 s of the test's own waits;
-// it was 5 s, and among the package's parallel daemons on a loaded machine
-// that window closed and the test timed out).
+// The doomed replica must die while the queued run still waits behind the
+// first: every run holds until the test creates the release file, after the
+// signal and once the first run has outlived its lease, so however slow
+// the machine, the queued run cannot start on the doomed replica.
 func TestQueuedManualRunsOutliveTheirReplica(t *testing.T) {
+	t.Parallel()
 	tr := &transcript{}
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	ledger := filepath.Join(dir, "busy.ledger")
+	release := filepath.Join(dir, "release")
+	const lease = 3 * time.Second
 	table := writeTable(t, dir, srv.Addr(), fmt.Sprintf(`
 jobs:
   - name: busy
     schedule: "@yearly"
-    lease: 3s               # shorter than a run: a queued run waits longer than a lease
+    lease: %s               # shorter than a run: a queued run waits longer than a lease
     kill_grace: 1s
     command: %s
-`, ledgerCommand(ledger, "; sleep 8")))
+`, lease, ledgerCommand(ledger, "; until [ -e "+release+" ]; do sleep 0.1; done")))
 	ranOn := func(id string) []string { return runsOf(t, ledger)[id] }
 	defer func() {
 		if t.Failed() {
@@ -51,9 +55,13 @@ jobs:
 		hows = []string{"SIGTERM", "kill -9"}
 	}
 	for _, how := range hows {
+		if err := os.Remove(release); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
 		doomed := startReplica(t, tr, env(), table, "doomed-"+strings.Fields(how)[0])
 		first := trigger(t, tr, env(), table, "busy")
 		testkit.WaitFor(t, 30*time.Second, first+" started", func() bool { return len(ranOn(first)) == 1 })
+		firstSeen := time.Now()
 		queued := trigger(t, tr, env(), table, "busy")
 		time.Sleep(2 * time.Second) // the doomed replica claims it and queues it behind the first
 		heir := startReplica(t, tr, env(), table, "heir-"+strings.Fields(how)[0])
@@ -62,6 +70,8 @@ jobs:
 		} else {
 			doomed.signal(syscall.SIGKILL)
 		}
+		time.Sleep(time.Until(firstSeen.Add(lease + time.Second))) // the first run outlives its lease
+		writeFile(t, release, "")
 		testkit.WaitFor(t, 60*time.Second, queued+" run by another replica", func() bool { return len(ranOn(queued)) > 0 })
 		time.Sleep(2 * time.Second) // a second start would show by now
 		if on := ranOn(queued); len(on) != 1 || on[0] != heir.id {
