@@ -368,6 +368,17 @@ func (c *chaos) start(id string) *replica {
 	return r
 }
 
+// restartAfter starts the stopped daemon id again after down, and counts
+// it healthy from then on.
+func (c *chaos) restartAfter(id string, down time.Duration) {
+	time.Sleep(down)
+	c.start(id)
+	c.mu.Lock()
+	delete(c.impaired, id)
+	c.mu.Unlock()
+	c.note("%s restarted", id)
+}
+
 func (c *chaos) live() []*replica {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -453,12 +464,7 @@ func (c *chaos) fault() {
 				c.terms++
 				c.mu.Unlock()
 				c.note("%s exited (%d)", id, r.code)
-				time.Sleep(down)
-				c.start(id)
-				c.mu.Lock()
-				delete(c.impaired, id)
-				c.mu.Unlock()
-				c.note("%s restarted", id)
+				c.restartAfter(id, down)
 			})
 			return
 		}
@@ -468,12 +474,7 @@ func (c *chaos) fault() {
 		c.mu.Unlock()
 		c.note("kill -9 %s, back in %s", id, down)
 		c.wg.Go(func() {
-			time.Sleep(down)
-			c.start(id)
-			c.mu.Lock()
-			delete(c.impaired, id)
-			c.mu.Unlock()
-			c.note("%s restarted", id)
+			c.restartAfter(id, down)
 		})
 	case k < 8: // SIGSTOP a daemon
 		if len(healthy) < 2 {
