@@ -215,6 +215,8 @@ local function claim(meta, a, rerun)
   end
 
   local loss = LOSS
+  -- A scheduled run claimed after its starting deadline (below).
+  local late = false
   if unsure then
     loss = LOSS_UNSURE
   end
@@ -286,17 +288,10 @@ local function claim(meta, a, rerun)
         if now > sched + retention then
           return {'refused', epoch, 'too old to decide'}
         end
-        -- A run that could not have started anyway is recorded as what
-        -- kept it from starting, however late it is decided (a replica
-        -- frozen, or Redis out of reach, past its deadline): a paused
-        -- job's instants and a blackout's are skipped, never missed.
-        if blackout == '1' then
-          return decide('skipped_blackout', 'inside a blackout window')
-        end
-        if paused == '1' or lpaused == '1' then
-          return decide('skipped_paused', 'job paused')
-        end
-        return decide('missed', 'not claimed before its starting deadline')
+        -- Missed, unless it could not have started anyway: the blackout
+        -- and pause checks below decide it first, however late (a replica
+        -- frozen, or Redis out of reach, past its deadline).
+        late = true
       end
     elseif kind == 'o' then
       -- Due while no replica claimed it, before the instant the asking
@@ -364,6 +359,9 @@ local function claim(meta, a, rerun)
       return {'later', epoch, now_s}
     end
     return decide('skipped_paused', 'job paused')
+  end
+  if late then
+    return decide('missed', 'not claimed before its starting deadline')
   end
   if kind == 'o' then
     return decide('missed', 'no replica was up to run it (every replica was down, or none could reach Redis); ' ..
