@@ -368,6 +368,15 @@ func (c *chaos) start(id string) *replica {
 	return r
 }
 
+// impair counts daemon id as stopped or frozen (not healthy) from now on,
+// and returns it.
+func (c *chaos) impair(id string) *replica {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.impaired[id] = true
+	return c.replicas[id]
+}
+
 // restartAfter starts the stopped daemon id again after down, and counts
 // it healthy from then on.
 func (c *chaos) restartAfter(id string, down time.Duration) {
@@ -443,10 +452,7 @@ func (c *chaos) fault() {
 		}
 		id := pick()
 		down := time.Duration(300+c.rng.IntN(4000)) * time.Millisecond
-		c.mu.Lock()
-		c.impaired[id] = true
-		r := c.replicas[id]
-		c.mu.Unlock()
+		r := c.impair(id)
 		if c.rng.IntN(3) == 0 {
 			// A graceful stop: running jobs get the shutdown grace (1 s),
 			// a queued manual run is handed back.
@@ -482,10 +488,7 @@ func (c *chaos) fault() {
 		}
 		id := pick()
 		d := time.Duration(500+c.rng.IntN(5500)) * time.Millisecond
-		c.mu.Lock()
-		c.impaired[id] = true
-		r := c.replicas[id]
-		c.mu.Unlock()
+		r := c.impair(id)
 		from := r.stop()
 		c.note("SIGSTOP %s for %s", id, d)
 		c.wg.Go(func() {
