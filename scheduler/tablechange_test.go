@@ -3,7 +3,9 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -172,4 +174,50 @@ func TestQueuedRunAdmittedByTheLimitInForce(t *testing.T) {
 		}
 		c.stop()
 	})
+}
+
+// A table that claims a run later than another table keeps its record (a
+// jitter raised from 0 to a minute, by a rolling deploy or by a reload)
+// still finds the run decided: its record is kept as long as the longest
+// retention any table claims with, and a run decided before that rose,
+// its record kept less, is refused rather than started again.
+func TestRecordsOutliveEveryTablesClaims(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		reload bool
+	}{{"two tables live", false}, {"reload", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newCluster(t)
+				job := func(jitter time.Duration) []scheduler.Job {
+					return []scheduler.Job{{Name: "j", Schedule: "@every 1s", Jitter: jitter,
+						Handler: c.ledger.Job(sleepJob(100 * time.Millisecond))}}
+				}
+				var logs logBuffer
+				a, _ := c.replica("a", job(0), scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+				if tc.reload {
+					time.Sleep(2 * time.Minute)
+					if err := a.Reload(job(time.Minute)); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					c.replica("b", job(time.Minute))
+				}
+				time.Sleep(2 * time.Minute)
+				c.stop()
+				for _, d := range c.ledger.Duplicates() {
+					t.Errorf("started more than once: %s", d)
+				}
+				if n := len(c.ledger.Starts()); n < 100 {
+					t.Errorf("%d runs started in 2 minutes of an every-second job, want about 120", n)
+				}
+				// The reloaded replica goes on from the instant it was at:
+				// it does not claim again the runs it decided before.
+				if n := strings.Count(logs.String(), `msg="run not claimed"`); tc.reload && n > 0 {
+					t.Errorf("%d runs refused after the reload", n)
+				}
+			})
+		})
+	}
 }
