@@ -221,3 +221,32 @@ func TestRecordsOutliveEveryTablesClaims(t *testing.T) {
 		})
 	}
 }
+
+// A replica that starts with a table whose schedule has instants the other
+// table's has not (every minute → every 10 s, with a catch-up window) does
+// not take the instants nobody decided since the job's last run for an
+// outage: the other replica was up all along, and ran the job as its table
+// said. It neither catches them up nor records them missed.
+func TestScheduleChangeIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		job := func(sched string, window time.Duration) []scheduler.Job {
+			return []scheduler.Job{{Name: "j", Schedule: sched, CatchupWindow: window, Catchup: scheduler.CatchupAll,
+				Handler: c.ledger.Job(sleepJob(100 * time.Millisecond))}}
+		}
+		c.replica("a", job("@every 1m", 0))
+		time.Sleep(time.Minute + 55*time.Second)
+		c.replica("b", job("@every 10s", time.Minute))
+		time.Sleep(30 * time.Second)
+		c.stop()
+		for _, r := range c.history("j") {
+			if r.Kind == scheduler.KindCatchup || r.Outcome == scheduler.Missed {
+				t.Errorf("%s: %s %s (%s); no replica was down", r.ID, r.Kind, r.Outcome, r.Error)
+			}
+		}
+		if n := len(c.ledger.Starts()); n < 5 {
+			t.Errorf("%d runs started, want the 2 of the first table and those of the second after it started", n)
+		}
+	})
+}

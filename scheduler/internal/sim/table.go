@@ -11,8 +11,9 @@ import (
 
 // Table changes in the seeded search: for half the
 // seeds the plan draws a second job table, v2, that changes some of the
-// first — concurrency, overlap, lease, schedule, time zone, blackouts, a
-// job added, a job removed (with its runs in flight) — and events that put
+// first — concurrency, overlap, lease, schedule, time zone, blackouts,
+// starting deadline, a job added, a job removed (with its runs in
+// flight) — and events that put
 // it in force: a rolling deploy (replicas stop and start with v2 one after
 // the other, the others still on v1 meanwhile), perhaps a rollback to v1
 // the same way, and reloads (SIGHUP) of single replicas to either table.
@@ -113,6 +114,15 @@ func (p *simPlan) drawTables() {
 			}
 		}
 		p.changes = append(p.changes, k)
+	}
+	// A starting deadline changed, drawn apart so that the plans above stay
+	// those the seeds drew before it: a replica of the table with the
+	// longer deadline, frozen or cut off past the other table's record
+	// retention, still claims the job's runs (seed 200002: tick's record,
+	// kept by v1's retention, expired before a v2 replica's late claim).
+	if dl := rand.New(rand.NewPCG(p.seed, 0xdead1)); dl.IntN(2) == 0 {
+		job("tick").StartingDeadline = []time.Duration{30 * time.Second, time.Minute}[dl.IntN(2)]
+		p.changes = append(p.changes, "deadline")
 	}
 	p.tables = [][]simJob{p.jobs, v2}
 

@@ -180,7 +180,7 @@ local function claim(meta, a, rerun)
   if check_fence then
     seen = ffloor
   end
-  local epoch, floor, paused, last, fence_last, lost, unsure = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen, born)
+  local epoch, floor, paused, last, fence_last, lost, unsure, kept = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen, born, true)
 
   -- The record of a run of the schedule is kept at least as long as any
   -- table's claims need (parts/kept.lua): kret, not only this table's
@@ -190,7 +190,7 @@ local function claim(meta, a, rerun)
     local gone
     -- A run may be decided from claim ahead (at most the skew) before its
     -- instant, on a clock within the skew of Redis'.
-    kret, gone, kset = kept_retention(meta, retention, sched, now, 2 * skew, last)
+    kret, gone, kset = kept_retention(kept, retention, sched, now, 2 * skew, last)
     if gone then
       return {'refused', epoch, 'too old to decide: another table (a rolling deploy, a reload) may have decided ' ..
         'it and kept its record for less than this one keeps records'}
