@@ -187,10 +187,16 @@ local function claim(meta, a, rerun)
   -- retention. The checks below keep to this table's own retention.
   local kret, kset = retention, nil
   if kind ~= 'm' and kind ~= 'b' and not (unsure and sched < floor) then
-    local gone
     -- A run may be decided from claim ahead (at most the skew) before its
-    -- instant, on a clock within the skew of Redis'.
-    kret, gone, kset = kept_retention(kept, retention, sched, now, 2 * skew, last)
+    -- instant, on a clock within the skew of Redis'; a catch-up's (or an
+    -- outage's) instant was undecided when the replica read the job's
+    -- last decided instant.
+    local from = sched - 2 * skew
+    if kind == 'c' or kind == 'o' then
+      from = math.max(from, tonumber(read_s) or 0)
+    end
+    local gone
+    kret, gone, kset = kept_retention(kept, retention, sched, from, now, last)
     if gone then
       return {'refused', epoch, 'too old to decide: another table (a rolling deploy, a reload) may have decided ' ..
         'it and kept its record for less than this one keeps records'}

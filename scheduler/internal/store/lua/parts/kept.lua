@@ -28,13 +28,13 @@
 -- as check_epoch read it, or false) for a claim that decides a run now
 -- with retention ret (ms). Returns the retention the decision keeps its
 -- record (ret or more), whether a claim that found no record must refuse
--- the run (scheduled at sched, ms; margin: how long before its instant it
--- may have been decided; last: the job's last decided instant, which no
+-- the run (scheduled at sched, ms; from: the earliest it may have been
+-- decided, server ms; last: the job's last decided instant, which no
 -- decision of a scheduled run leaves behind it), and the meta fields to
 -- write with the decision (an empty table when nothing changes). It
 -- writes nothing: the caller writes the fields with its decision, after
 -- its last check.
-local function kept_retention(k, ret, sched, now, margin, last)
+local function kept_retention(k, ret, sched, from, now, last)
   local kr, kru, krs, krp
   if k then
     kr, kru, krs, krp = string.match(k, '^(%d+)|(%d+)|(%d+)|(%d+)$')
@@ -43,13 +43,16 @@ local function kept_retention(k, ret, sched, now, margin, last)
   local changed = false
   if not (kr and kru and krs and krp) then
     -- A new job, or state written before kr was kept: nothing tells how
-    -- long its records were kept but the asking table.
-    kr, kru, krs, krp, changed = ret, now + 2 * ret, now, ret, true
+    -- long its records were kept but the asking table (krs 0: since
+    -- ever, as before kr was kept).
+    kr, kru, krs, krp, changed = ret, now + 2 * ret, 0, ret, true
   elseif ret > kr then
     -- A table with a longer retention: records decided so far were kept
     -- kr (those since krs) or krp (before). krp is forgotten once the
-    -- instants decided before krs are past any claim's retention.
-    if now <= krs + margin + ret then
+    -- runs decided before krs are past any claim's retention (a claim
+    -- comes at most its retention after the run's instant, a catch-up's
+    -- after it read the gap; ret is more than the 2 skews of claim ahead).
+    if krs > 0 and now <= krs + 2 * ret then
       krp = math.min(kr, krp)
     else
       krp = kr
@@ -68,10 +71,10 @@ local function kept_retention(k, ret, sched, now, margin, last)
   if changed then
     set = {'kr', int(kr) .. '|' .. int(kru) .. '|' .. int(krs) .. '|' .. int(krp)}
   end
-  -- A run decided before krs was kept krp; decided since, kr: a claim
-  -- with ret <= kr would find its record. A run scheduled before
-  -- krs + margin may have been decided before krs; one after the job's
-  -- last decided instant never was.
-  local gone = sched <= last and sched < krs + margin and now > sched + krp
+  -- A run decided since krs keeps its record kr, and a claim with ret <=
+  -- kr finds it. One decided before (from < krs) kept it krp from its
+  -- decision, and from its instant (keep). One after the job's last
+  -- decided instant never was.
+  local gone = sched <= last and from < krs and now > math.max(sched, from) + krp
   return kr, gone, set
 end
