@@ -118,8 +118,8 @@ func (p *simPlan) drawTables() {
 	// A starting deadline changed, drawn apart so that the plans above stay
 	// those the seeds drew before it: a replica of the table with the
 	// longer deadline, frozen or cut off past the other table's record
-	// retention, still claims the job's runs (seed 200002: tick's record,
-	// kept by v1's retention, expired before a v2 replica's late claim).
+	// retention, still claims the job's runs, and must find them decided
+	// (TestRecordsOutliveEveryTablesClaims plays the same with jitter).
 	if dl := rand.New(rand.NewPCG(p.seed, 0xdead1)); dl.IntN(2) == 0 {
 		job("tick").StartingDeadline = []time.Duration{30 * time.Second, time.Minute}[dl.IntN(2)]
 		p.changes = append(p.changes, "deadline")
