@@ -198,8 +198,9 @@ local function claim(meta, a, rerun)
     local gone
     kret, gone, kset = kept_retention(kept, retention, sched, from, now, last)
     if gone then
-      return {'refused', epoch, 'too old to decide: another table (a rolling deploy, a reload) may have decided ' ..
-        'it and kept its record for less than this one keeps records'}
+      -- The reason is protocol.go's ReasonOtherTable.
+      return {'refused', epoch, 'may have been decided under another job table, which keeps records for less ' ..
+        'time: not started again'}
     end
   end
   local kret_s = ret_s
