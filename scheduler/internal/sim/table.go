@@ -178,17 +178,22 @@ func (p *simPlan) limit(job string) int {
 	return n
 }
 
-// deadline is the longest starting deadline of job in any table.
+// deadline is the shortest starting deadline of job in any table: while
+// two tables are live, a replica of the one with the shorter deadline
+// records a run missed once it passes (the run is then decided, and the
+// other table's replicas find it so).
 func (p *simPlan) deadline(job string) time.Duration {
-	var d time.Duration
+	d := time.Duration(-1)
 	for _, t := range append([][]simJob{p.jobs}, p.tables...) {
 		for _, j := range t {
 			if j.Name == job {
-				d = max(d, engine.WithDefaults(j.Job).StartingDeadline)
+				if jd := engine.WithDefaults(j.Job).StartingDeadline; d < 0 || jd < d {
+					d = jd
+				}
 			}
 		}
 	}
-	return d
+	return max(d, 0)
 }
 
 // poolSizes is each pool's largest size in any table, and its jobs: those
