@@ -627,3 +627,39 @@ func TestIntervalGaugeWalksEachScheduleOnce(t *testing.T) {
 		t.Errorf("a later collection walked %d schedules", n)
 	}
 }
+
+// solocron.store.up says whether the replica reaches Redis while an outage
+// lasts (the alert SolocronStoreUnreachable reads it), and comes back to 1
+// once Redis answers again: no alert stays firing after the recovery.
+func TestStoreUpGaugeFollowsTheStore(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m, c := redistest.MiniPipe(t)
+		reader := sdkmetric.NewManualReader()
+		s, err := New(redisStore(t, c), []Job{{Name: "j", Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return nil })}},
+			WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		const key = "solocron.store.up{replica=r}"
+		time.Sleep(3 * time.Second)
+		if v, ok := gauges(t, reader)[key]; !ok || v != 1 {
+			t.Fatalf("Redis answering: %s = %v (present %v), want 1", key, v, ok)
+		}
+		m.SetError("LOADING the store is down")
+		time.Sleep(30 * time.Second)
+		if v, ok := gauges(t, reader)[key]; !ok || v != 0 {
+			t.Errorf("Redis refusing every command for 30s: %s = %v (present %v), want 0", key, v, ok)
+		}
+		m.SetError("")
+		time.Sleep(10 * time.Second)
+		if v := gauges(t, reader)[key]; v != 1 {
+			t.Errorf("Redis answering again: %s = %v, want 1", key, v)
+		}
+	})
+}
