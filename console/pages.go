@@ -167,7 +167,7 @@ const storeRetry = 5
 // second run.
 func (c *Console) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.Warn("console: store error", "err", err)
-	msg := "The store (Redis) did not answer: " + c.redact(err.Error()) + "."
+	msg := "The store did not answer: " + c.redact(err.Error()) + "."
 	w.Header().Set("Retry-After", strconv.Itoa(storeRetry))
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		c.fail(w, r, http.StatusServiceUnavailable, msg+" Whether the action was applied is unknown: check the page once the store answers before sending it again.")
