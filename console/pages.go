@@ -231,6 +231,11 @@ type runningView struct {
 	Since       time.Time
 	Token       int64
 	LeaseLeft   string
+	// LeaseExpired is how long ago its lease ran out unrenewed ("" while
+	// it has not): its replica is frozen, dead or cut off from the store,
+	// and the cluster is about to close the run lease_lost. Shown instead
+	// of "lease 0s left", which reads as a run about to renew.
+	LeaseExpired string
 }
 
 type jobRow struct {
@@ -295,7 +300,11 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 	for _, r := range o.Running {
 		v := runningView{ID: r.ID, Replica: r.Replica, Since: r.StartedAt, Token: r.FencingToken, Cancelling: r.CancelledBy != ""}
 		if until, ok := o.LeaseUntil[r.ID]; ok {
-			v.LeaseLeft = human(max(until.Sub(now), 0))
+			if left := until.Sub(now); left > 0 {
+				v.LeaseLeft = human(left)
+			} else {
+				v.LeaseExpired = human(-left)
+			}
 		}
 		row.Running = append(row.Running, v)
 	}
