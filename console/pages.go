@@ -30,6 +30,10 @@ type page struct {
 	Flash    string
 	Now      time.Time
 	Data     any
+	// Refresh, when above 0, has the browser load the page again after so
+	// many seconds (a meta refresh, no script needed): an error page for a
+	// store that did not answer recovers by itself once it answers.
+	Refresh int
 }
 
 var funcs = template.FuncMap{
@@ -83,6 +87,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name,
 		SignedIn: c.cfg.Token != "" && c.Authenticate(r), ReadOnly: c.cfg.ReadOnly,
 		CSRF: c.csrf(r), Now: c.cfg.Now().UTC(), Data: data,
 	}
+	if v, ok := data.(errorView); ok {
+		p.Refresh = v.Refresh
+	}
 	switch r.URL.Query().Get("done") {
 	case "trigger":
 		p.Flash = "Run requested: a replica picks it up within a heartbeat."
@@ -135,6 +142,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg str
 type errorView struct {
 	Message      string
 	Back, BackTo string
+	Refresh      int // seconds before the browser loads the page again; 0 never
 }
 
 func (c *Console) jobNamed(name string) bool {
@@ -146,9 +154,27 @@ func (c *Console) jobNamed(name string) bool {
 	return false
 }
 
+// storeRetry is how often an error page for a store that did not answer
+// loads itself again (and the Retry-After of the answer).
+const storeRetry = 5
+
+// storeFailed answers 503 for a store that did not answer (Redis down,
+// unreachable, too slow). A page (GET) says so and loads itself again every
+// storeRetry seconds, so an operator watching it during an outage sees the
+// page come back with the store, not an error page that stays. An action
+// (POST) says that whether it was applied is unknown: the store may have
+// applied it and the answer got lost, and a second Run now would be a
+// second run.
 func (c *Console) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.Warn("console: store error", "err", err)
-	c.fail(w, r, http.StatusServiceUnavailable, "The store did not answer: "+c.redact(err.Error()))
+	msg := "The store did not answer: " + c.redact(err.Error()) + "."
+	w.Header().Set("Retry-After", strconv.Itoa(storeRetry))
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		c.fail(w, r, http.StatusServiceUnavailable, msg+" Whether the action was applied is unknown: check the page once the store answers before sending it again.")
+		return
+	}
+	v := errorView{Message: msg, Refresh: storeRetry}
+	c.render(w, r, http.StatusServiceUnavailable, "error", http.StatusText(http.StatusServiceUnavailable), v)
 }
 
 // outcomeView is an outcome as shown: a symbol and words, so that the
@@ -205,6 +231,11 @@ type runningView struct {
 	Since       time.Time
 	Token       int64
 	LeaseLeft   string
+	// LeaseExpired is how long ago its lease ran out unrenewed ("" while
+	// it has not): its replica is frozen, dead or cut off from the store,
+	// and the cluster is about to close the run lease_lost. Shown instead
+	// of "lease 0s left", which reads as a run about to renew.
+	LeaseExpired string
 }
 
 type jobRow struct {
@@ -269,7 +300,11 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 	for _, r := range o.Running {
 		v := runningView{ID: r.ID, Replica: r.Replica, Since: r.StartedAt, Token: r.FencingToken, Cancelling: r.CancelledBy != ""}
 		if until, ok := o.LeaseUntil[r.ID]; ok {
-			v.LeaseLeft = human(max(until.Sub(now), 0))
+			if left := until.Sub(now); left > 0 {
+				v.LeaseLeft = human(left)
+			} else {
+				v.LeaseExpired = human(-left)
+			}
 		}
 		row.Running = append(row.Running, v)
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/solocron/solocron/scheduler"
 )
@@ -89,6 +90,41 @@ func TestEveryOutcomeIsShown(t *testing.T) {
 		}
 		if found == "" {
 			t.Errorf("outcome %q: no filter of the runs page finds it", o)
+		}
+	}
+}
+
+// A running run whose lease ran out unrenewed (its replica frozen, dead or
+// cut off from the store) says so, not "lease 0s left", which reads as a
+// healthy run about to renew.
+func TestRunningWithExpiredLease(t *testing.T) {
+	c := &Console{}
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	o := scheduler.Overview{LeaseUntil: map[string]time.Time{"j@a": now.Add(-7 * time.Second), "j@b": now.Add(4 * time.Second)}}
+	o.Running = []scheduler.Run{{ID: "j@a", Replica: "r1", StartedAt: now.Add(-time.Minute)}, {ID: "j@b", Replica: "r2", StartedAt: now}}
+	row := c.row(scheduler.Job{Name: "j", Schedule: "@every 1m"}, o, now)
+	if len(row.Running) != 2 {
+		t.Fatalf("running: %+v", row.Running)
+	}
+	if a := row.Running[0]; a.LeaseLeft != "" || a.LeaseExpired != "7s" {
+		t.Errorf("a run whose lease ran out 7s ago: left %q, expired %q", a.LeaseLeft, a.LeaseExpired)
+	}
+	if b := row.Running[1]; b.LeaseLeft != "4s" || b.LeaseExpired != "" {
+		t.Errorf("a run with 4s of lease left: left %q, expired %q", b.LeaseLeft, b.LeaseExpired)
+	}
+	pages, err := parsePages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"jobs", "job"} {
+		var found bool
+		for _, tpl := range pages[name].Templates() {
+			if tpl.Tree != nil && strings.Contains(tpl.Tree.Root.String(), ".LeaseExpired") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the %s page does not show LeaseExpired", name)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func (c *periodCache) get(j *jobState, from time.Time) time.Duration {
 // the last heartbeat read.
 type jobGauges struct {
 	lastSuccess, lastRun, nextRun, interval, deadline, clockOffset, maxSkew metric.Float64ObservableGauge
-	fails, paused, pauseAfter, info                                         metric.Int64ObservableGauge
+	fails, paused, pauseAfter, info, storeUp                                metric.Int64ObservableGauge
 }
 
 // registerJobGauges registers the gauges and their callback with the
@@ -145,6 +145,10 @@ func (s *Scheduler) registerJobGauges() error {
 	g.paused = i("solocron.job.paused", "1 when the job is paused (cluster-wide, or paused: true in the table), else 0.", "")
 	g.pauseAfter = i("solocron.job.pause_after_failures", "The job's pause_after_failures (0: never), from the table.", "")
 	g.info = i("solocron.replica.info", "1 for this replica, with its id, its version and the fingerprint of the job table it runs.", "")
+	// Whether the replica reaches Redis, as /readyz says: an outage of the
+	// store pages (SolocronStoreUnreachable) while it lasts, not only once
+	// its missed runs are recorded after it.
+	g.storeUp = i("solocron.store.up", "1 while this replica's heartbeats reach the store (as /readyz says), else 0.", "")
 	if err != nil {
 		return err
 	}
@@ -161,6 +165,11 @@ func (s *Scheduler) registerJobGauges() error {
 			attribute.String("version", version),
 			attribute.String("table", fp.get(tab, gen))))
 		o.ObserveFloat64(g.maxSkew, s.cfg.skew.Seconds())
+		var up int64
+		if s.Ready() == nil {
+			up = 1
+		}
+		o.ObserveInt64(g.storeUp, up, metric.WithAttributes(attribute.String("replica", s.cfg.replicaID)))
 		if off, ok := s.redisClock.offset(now); ok {
 			o.ObserveFloat64(g.clockOffset, off.Seconds(), metric.WithAttributes(attribute.String("replica", s.cfg.replicaID)))
 		}
@@ -202,7 +211,7 @@ func (s *Scheduler) registerJobGauges() error {
 			}
 		}
 		return nil
-	}, g.lastSuccess, g.lastRun, g.nextRun, g.interval, g.deadline, g.clockOffset, g.maxSkew, g.fails, g.paused, g.pauseAfter, g.info)
+	}, g.lastSuccess, g.lastRun, g.nextRun, g.interval, g.deadline, g.clockOffset, g.maxSkew, g.fails, g.paused, g.pauseAfter, g.info, g.storeUp)
 	return err
 }
 

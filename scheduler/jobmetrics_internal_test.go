@@ -24,6 +24,7 @@ import (
 	"github.com/solocron/solocron/internal/redistest"
 	"github.com/solocron/solocron/internal/testkit"
 	"github.com/solocron/solocron/jobs"
+	"github.com/solocron/solocron/notify"
 	"github.com/solocron/solocron/scheduler/internal/store"
 )
 
@@ -626,4 +627,73 @@ func TestIntervalGaugeWalksEachScheduleOnce(t *testing.T) {
 	if n := periodWalks.Load() - before; n != 0 {
 		t.Errorf("a later collection walked %d schedules", n)
 	}
+}
+
+// solocron.store.up says whether the replica reaches Redis while an outage
+// lasts (the alert SolocronStoreUnreachable reads it), and comes back to 1
+// once Redis answers again: no alert stays firing after the recovery.
+func TestStoreUpGaugeFollowsTheStore(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m, c := redistest.MiniPipe(t)
+		reader := sdkmetric.NewManualReader()
+		s, err := New(redisStore(t, c), []Job{{Name: "j", Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return nil })}},
+			WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		const key = "solocron.store.up{replica=r}"
+		time.Sleep(3 * time.Second)
+		if v, ok := gauges(t, reader)[key]; !ok || v != 1 {
+			t.Fatalf("Redis answering: %s = %v (present %v), want 1", key, v, ok)
+		}
+		m.SetError("LOADING the store is down")
+		time.Sleep(30 * time.Second)
+		if v, ok := gauges(t, reader)[key]; !ok || v != 0 {
+			t.Errorf("Redis refusing every command for 30s: %s = %v (present %v), want 0", key, v, ok)
+		}
+		m.SetError("")
+		time.Sleep(10 * time.Second)
+		if v := gauges(t, reader)[key]; v != 1 {
+			t.Errorf("Redis answering again: %s = %v, want 1", key, v)
+		}
+	})
+}
+
+// solocron.notifications starts at 0 for each target, event and result
+// from the replica's start: increase() cannot see a counter's first
+// event, so a receiver down from the start would page only after its
+// next retry, minutes later (SolocronNotificationsFailing).
+func TestNotificationCountersStartAtZero(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		_, c := redistest.MiniPipe(t)
+		reader := sdkmetric.NewManualReader()
+		tg := notify.Target{Name: "ops", URL: "http://127.0.0.1:1/hook", On: []notify.Event{notify.Failed, notify.Missed}}
+		s, err := New(redisStore(t, c), []Job{{Name: "j", Schedule: "@every 1h", Notify: []string{"ops"}, Handler: jobs.Func(func(context.Context) error { return nil })}},
+			WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithNotifications(tg),
+			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(3 * time.Second)
+		g := gauges(t, reader)
+		for _, ev := range []string{"failed", "missed"} {
+			for _, res := range []string{"delivered", "failed", "gave_up"} {
+				k := "solocron.notifications{event=" + ev + ",notification=ops,result=" + res + "}"
+				if v, ok := g[k]; !ok || v != 0 {
+					t.Errorf("%s = %v (present %v), want 0 before any event", k, v, ok)
+				}
+			}
+		}
+	})
 }

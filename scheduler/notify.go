@@ -222,6 +222,21 @@ func (s *Scheduler) newNotifier(ctx context.Context) *notifier {
 		s.log.Warn("notifications: no metric", "error", err)
 	}
 	n := &notifier{s: s, st: st, owner: s.cfg.replicaID + "/" + store.NewEpoch(), sem: make(chan struct{}, notifyWorkers), counts: counts, gen: -1}
+	if counts != nil {
+		// Each target's series start at 0: a counter that first shows up
+		// at 1 hides its first event from increase(), and the alert on a
+		// target that takes nothing (SolocronNotificationsFailing) would
+		// miss a receiver down from the replica's start until its next
+		// retry, minutes later.
+		for _, t := range s.cfg.notify.targets {
+			for _, e := range t.On {
+				for _, r := range []string{notifyDelivered, notifyFailed, notifyGaveUp} {
+					counts.Add(ctx, 0, metric.WithAttributes(attribute.String("notification", t.Name),
+						attribute.String("event", string(e)), attribute.String("result", r)))
+				}
+			}
+		}
+	}
 	n.resubscribe(ctx)
 	return n
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -82,6 +83,14 @@ func (c *cli) withControl(cmd string, pos []string, needJob bool, fn func(ctx co
 // adminFlag registers --admin, for the commands that reach the cluster.
 func (c *cli) adminFlag(fs *flag.FlagSet) {
 	fs.StringVar(&c.admin, "admin", "", "reach the cluster through the daemon's admin API at `URL` (http://HOST:PORT) instead of the store; the default for a table on the embedded store is its admin.listen; the token is the table's admin.token")
+}
+
+// unanswered reports whether err is a request that got no answer in time
+// (as opposed to one refused, or a connection never made): the store may
+// have applied it.
+func unanswered(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // storeFailed reports an error of the store and returns exitFailure.
@@ -336,7 +345,14 @@ func triggerFlags(fs *flag.FlagSet, c *cli) func([]string) int {
 				return exitFailure
 			}
 			if err != nil {
-				return c.storeFailed("trigger", f, err)
+				code := c.storeFailed("trigger", f, err)
+				if unanswered(err) {
+					// Redis may have queued the request and lost only its
+					// answer (a stalled server runs what it had read once it
+					// resumes): a second trigger could be a second run.
+					fmt.Fprintf(c.stderr, "the request may still have reached the store: check scheduler status %s (or history) once it answers before triggering again\n", job)
+				}
+				return code
 			}
 			fmt.Fprintln(c.stdout, id)
 			if *wait == 0 {

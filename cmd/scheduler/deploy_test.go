@@ -97,11 +97,15 @@ func TestDeployMetricsExist(t *testing.T) {
 	}
 	dir := t.TempDir()
 	table := filepath.Join(dir, "solocron.yaml")
+	// A notification target, so that its counters (the rules read them) are
+	// there: from the start, at 0.
 	writeFile(t, table, `
+notifications:
+  - {name: ops, url: "http://127.0.0.1:1/hook", on: [failed]}
 jobs:
   - {name: quick, schedule: "@every 1s", command: ["true"]}
   - {name: slow, schedule: "@every 2s", lease: 600ms, kill_grace: 100ms, command: ["sleep", "1"]}
-  - {name: broken, schedule: "@every 1s", command: ["false"]}
+  - {name: broken, schedule: "@every 1s", command: ["false"], notify: [ops]}
   - {name: held, schedule: "@every 1s", command: ["true"], paused: true}
 `)
 	addr := freeAddr(t)

@@ -26,16 +26,44 @@
   // GET every few seconds would only answer 404 again.
   var live = document.querySelector("[data-live]") !== null;
 
+  // stale says, above the page, that what it shows is no longer live and
+  // why (the store did not answer, the replica does not answer); "" takes
+  // it away. A page kept as it was when a refresh fails must not pass for
+  // the present during an outage.
+  function stale(why) {
+    var s = document.getElementById("stale");
+    if (!why) { if (s) { s.remove(); } return; }
+    if (!s) {
+      s = document.createElement("p");
+      s.id = "stale";
+      s.className = "stale";
+      s.setAttribute("role", "alert");
+      var main = document.getElementById("main");
+      main.insertBefore(s, main.firstChild);
+    }
+    var u = document.getElementById("updated");
+    s.textContent = "Not up to date (" + (u ? u.textContent : "") + "): " + why + " Retrying every " + (PERIOD / 1000) + " seconds.";
+  }
+
   function refresh() {
     if (!live || busy || document.visibilityState === "hidden") { return Promise.resolve(); }
     busy = true;
     return fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (r) {
-        if (r.redirected || !r.ok) { return null; } // signed out, or the store failed: keep the page
+        if (r.redirected) { return null; } // signed out: keep the page
+        if (!r.ok) {
+          // The store failed (503, its error page says why): keep the page,
+          // and say it is stale.
+          return r.text().then(function (html) {
+            var e = new DOMParser().parseFromString(html, "text/html").querySelector("p.error");
+            stale("the last refresh failed (" + r.status + ")" + (e ? ": " + e.textContent : "."));
+            return null;
+          });
+        }
         return r.text();
       })
-      .then(function (html) { if (html) { swap(html); } })
-      .catch(function () {})
+      .then(function (html) { if (html) { swap(html); stale(""); } })
+      .catch(function () { stale("this replica does not answer (it may be down; another replica's console still works)."); })
       .finally(function () { busy = false; });
   }
 
