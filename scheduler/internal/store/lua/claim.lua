@@ -198,6 +198,13 @@ local function claim(meta, a, rerun)
     local gone
     kret, gone, kset = kept_retention(kept, retention, sched, from, now, last)
     if gone then
+      -- The longer retention is kept all the same (a write that decides
+      -- nothing, whole by itself): from now on the other table's records
+      -- last as long as this one's claims need, and its later runs are
+      -- found decided rather than refused.
+      if #kset > 0 then
+        redis.call('HSET', meta, unpack(kset))
+      end
       -- The reason is protocol.go's ReasonOtherTable.
       return {'refused', epoch, 'may have been decided under another job table, which keeps records for less ' ..
         'time: not started again'}
