@@ -22,7 +22,9 @@
 --   krp  decisions before krs kept theirs at least krp
 -- A lower kr changes nothing for records kept longer, so only a rise moves
 -- krs. It is written only when kr rises, falls or is renewed (about once
--- per retention), with the decision's own write of the meta.
+-- per retention), with the decision's own write of the meta, or alone by
+-- a claim refused for it (a rise is kept all the same). A holder's close
+-- (complete.lua) keeps the record for the retention the claim wrote in it.
 
 -- kept_retention takes the job's kept retention (k: the meta's kr field
 -- as check_epoch read it, or false) for a claim that decides a run now
