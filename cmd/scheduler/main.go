@@ -163,6 +163,10 @@ func newFlagSet(cmd command, c *cli) (*flag.FlagSet, func([]string) int) {
 	fs.Usage = func() {}
 	if takesTable(cmd.name) {
 		fs.StringVar(&c.config, "config", "solocron.yaml", "the job table `FILE`")
+	} else {
+		// Every command takes --config (SPEC), so that a wrapper may pass
+		// it to all of them; these two read no table and ignore it.
+		fs.StringVar(&c.config, "config", "solocron.yaml", "ignored: this command reads no job table")
 	}
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -170,7 +174,8 @@ func newFlagSet(cmd command, c *cli) (*flag.FlagSet, func([]string) int) {
 }
 
 // takesTable reports whether a command reads the job table (--config):
-// every one but schema and version, which answer without one.
+// every one but schema and version, which answer without one (and accept
+// the flag, ignored).
 func takesTable(name string) bool { return name != "schema" && name != "version" }
 
 // parseInterspersed parses flags anywhere among the arguments, so that
@@ -248,9 +253,9 @@ Commands:
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-Every command takes --log-format text|json and --log-level
-debug|info|warn|error; all but schema and version read the job table named
-by --config FILE (default ./solocron.yaml). scheduler --version (or -v)
+Every command takes --config FILE (default ./solocron.yaml), --log-format
+text|json and --log-level debug|info|warn|error; all but schema and version
+read the job table named by --config. scheduler --version (or -v)
 prints the version, commit and build date.
 Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
 
