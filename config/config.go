@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -361,7 +362,11 @@ func Load(path string, opts ...Option) (*File, error) {
 	defer f.Close()
 	// Read one byte past the limit so Parse can tell an oversized file.
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, err // it names the file already (a directory: "read DIR: is a directory")
+	case err != nil:
 		return nil, &os.PathError{Op: "read", Path: path, Err: err}
 	}
 	return Parse(path, data, opts...)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 
@@ -295,6 +296,7 @@ func (c *cli) loadTable() (*config.File, int) {
 
 func printConfigError(w io.Writer, path string, err error) {
 	var es *config.Errors
+	var pe *fs.PathError
 	switch {
 	case errors.As(err, &es):
 		for _, e := range *es {
@@ -302,6 +304,11 @@ func printConfigError(w io.Writer, path string, err error) {
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintf(w, "%s: no such file (name the job table with --config FILE)\n", path)
+	case errors.Is(err, syscall.EISDIR):
+		fmt.Fprintf(w, "%s: is a directory, not a job table (name the file with --config FILE)\n", path)
+	case errors.As(err, &pe) && pe.Path == path:
+		// "FILE: permission denied", not "FILE: open FILE: permission denied".
+		fmt.Fprintf(w, "%s: %v\n", path, pe.Err)
 	default:
 		fmt.Fprintf(w, "%s: %v\n", path, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -67,6 +68,19 @@ func TestValidate(t *testing.T) {
 		r.want(t, 2, "validate")
 		if !strings.Contains(r.stderr, "nope.yaml: no such file") {
 			t.Errorf("stderr %q", r.stderr)
+		}
+	})
+	// A directory or an unreadable file is named once, with what is wrong
+	// (not "DIR: read DIR: read DIR: is a directory").
+	t.Run("directory", func(t *testing.T) {
+		sub := filepath.Join(dir, "conf.d")
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, nil, env(), "validate", "--config", sub)
+		r.want(t, 2, "validate")
+		if want := sub + ": is a directory, not a job table (name the file with --config FILE)\n"; r.stderr != want {
+			t.Errorf("stderr %q, want %q", r.stderr, want)
 		}
 	})
 	t.Run("example", func(t *testing.T) {
