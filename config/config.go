@@ -9,7 +9,10 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/notify"
@@ -348,6 +351,24 @@ func WithLookupEnv(f func(string) (string, bool)) Option {
 			o.lookupEnv = f
 		}
 	}
+}
+
+// CheckReplicaID reports what is wrong with a replica id, wherever it came
+// from (replica_id, SOLOCRON_REPLICA_ID, --replica-id): 1 to 256 bytes of
+// UTF-8 text without control characters. It names the replica in run
+// records, status tables, logs and metric labels, so a newline or an escape
+// sequence in it would break (or forge) their lines on an operator's
+// terminal.
+func CheckReplicaID(id string) error {
+	switch {
+	case id == "" || len(id) > 256:
+		return fmt.Errorf("must be 1 to 256 bytes (got %d)", len(id))
+	case !utf8.ValidString(id):
+		return fmt.Errorf("must be UTF-8 text (got %q)", id)
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return fmt.Errorf("must not contain control characters such as newlines or escapes (got %q)", id)
+	}
+	return nil
 }
 
 // Load reads the job table at path and parses it as Parse does, naming the

@@ -83,6 +83,10 @@ func (c *cli) run(o runOptions) int {
 	c.learnSecrets(f)
 
 	replica := firstNonEmpty(o.replicaID, os.Getenv("SOLOCRON_REPLICA_ID"), f.ReplicaID, defaultReplicaID())
+	if err := config.CheckReplicaID(replica); err != nil {
+		log.Error("invalid replica id (--replica-id, SOLOCRON_REPLICA_ID or replica_id)", "err", err)
+		return exitUsage
+	}
 	listen, ok := adminListen(f, o, log)
 	if !ok {
 		return exitUsage

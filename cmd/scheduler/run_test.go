@@ -257,6 +257,36 @@ func TestRunBadTable(t *testing.T) {
 	}
 }
 
+// A replica id with a control character (a newline, an escape sequence)
+// would break or forge lines of status tables and logs: run refuses it,
+// wherever it came from, before it touches the store.
+func TestRunRefusesControlCharactersInReplicaID(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t.yaml")
+	writeFile(t, table, "jobs: []\n")
+	for _, tc := range []struct {
+		environ []string
+		args    []string
+	}{
+		{env(), []string{"--replica-id", "web-1\nlevel=ERROR"}},
+		{env("SOLOCRON_REPLICA_ID=web-1\x1b[31m"), nil},
+	} {
+		r := runCLI(t, nil, tc.environ, append([]string{"run", "--config", table}, tc.args...)...)
+		r.want(t, 2, "run")
+		if !strings.Contains(r.stderr, "invalid replica id") || !strings.Contains(r.stderr, "control characters") {
+			t.Errorf("run %q: %q", tc.args, r.stderr)
+		}
+	}
+	// In the file it is a problem of the table, at its line.
+	writeFile(t, table, "replica_id: \"web-1\\tx\"\njobs: []\n")
+	r := runCLI(t, nil, env(), "validate", "--config", table)
+	r.want(t, 2, "validate")
+	if want := table + ":1:13: replica_id: must not contain control characters"; !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("validate: %q, want it to start with %q", r.stderr, want)
+	}
+}
+
 // The example table runs out of the box on the embedded store: the
 // heartbeat job every 5 seconds, its line in the log, the other commands
 // through the admin API, a clean exit on SIGTERM.
