@@ -221,8 +221,19 @@ func backfillErr(err error) error {
 	default:
 		return err
 	}
-	return fmt.Errorf("%w (%s)", sentinel, ae.msg)
+	return &sentinelError{sentinel: sentinel, msg: ae.msg}
 }
+
+// sentinelError is the admin API's message (which says what the sentinel
+// says already: "bad backfill range: from ... is after to ...") carrying
+// the scheduler's sentinel for errors.Is.
+type sentinelError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *sentinelError) Error() string { return e.msg }
+func (e *sentinelError) Unwrap() error { return e.sentinel }
 
 func (a *adminControl) Backfill(ctx context.Context, job scheduler.Job, from, to time.Time, parallel int) (*scheduler.Backfill, error) {
 	var b scheduler.Backfill
