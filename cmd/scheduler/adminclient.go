@@ -112,7 +112,13 @@ func (a *adminControl) do(ctx context.Context, method, path string, body, out an
 	}
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin API %s: %w (is the daemon running, with admin.listen?)", a.base.Redacted(), err)
+		// The command names the API's address already ("the daemon's admin
+		// API at URL: ..."): say what went wrong, not the request again.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%w (is the daemon running, with admin.listen?)", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))

@@ -118,3 +118,18 @@ func TestExampleTableLoads(t *testing.T) {
 		t.Errorf("heartbeat: %+v", hb)
 	}
 }
+
+// A command whose daemon is not up says where it looked once, and what
+// went wrong.
+func TestAdminAPIDown(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t.yaml")
+	writeFile(t, table, "admin: {listen: \"127.0.0.1:1\"}\njobs:\n  - {name: a, schedule: \"@daily\", command: [\"true\"]}\n")
+	r := runCLI(t, nil, env(), "status", "--config", table)
+	r.want(t, 1, "status")
+	want := "scheduler status: the daemon's admin API at http://127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused (is the daemon running, with admin.listen?)\n"
+	if r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+}
