@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -99,6 +100,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitUsage
 	}
+	args = commandFirst(args)
 	name := args[0]
 	switch name {
 	case "-v", "-version", "--version":
@@ -147,6 +149,32 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return run(pos)
+}
+
+// commandFirst moves the command in front of the flags every command
+// takes, so that "scheduler --config t.yaml status" works as "scheduler
+// status --config t.yaml" does. Only --config, --log-format and --log-level
+// (each with its value, or as --flag=value) may come before it; anything
+// else leaves args as they are, for Main to report.
+func commandFirst(args []string) []string {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		name, _, withValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if name != "config" && name != "log-format" && name != "log-level" {
+			return args
+		}
+		i++
+		if !withValue {
+			i++
+		}
+	}
+	if i == 0 || i >= len(args) {
+		return args
+	}
+	if _, ok := lookup(args[i]); !ok {
+		return args
+	}
+	return slices.Concat(args[i:i+1], args[:i], args[i+1:])
 }
 
 func lookup(name string) (command, bool) {
