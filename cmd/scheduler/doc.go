@@ -15,7 +15,9 @@
 //
 //	scheduler <command> [flags] [args]
 //
-// Flags may come before or after the arguments ("history lottery --limit 5").
+// Flags may come before or after the arguments ("history lottery --limit 5");
+// --config, --log-format and --log-level also before the command
+// ("scheduler --config t.yaml status").
 // Every command takes (schema and version read no table: they ignore --config):
 //
 //	--config FILE        the job table; default ./solocron.yaml
