@@ -190,6 +190,12 @@ func adminListen(f *config.File, o runOptions, log *slog.Logger) (listen string,
 				"admin_listen", listen)
 			return "", false
 		}
+		if f.Admin.Token == "" && !adminMTLS(f) {
+			// Loopback is not private on a shared host: any local user
+			// can connect, and the API runs this process's jobs.
+			log.Warn("the admin API has no token: every user of this machine can use it (read run records and job output; trigger, pause, cancel and retry jobs, which run as this process's user, unless admin.read_only); set admin.token where the machine has other users",
+				"admin_listen", listen)
+		}
 	}
 	return listen, true
 }

@@ -287,6 +287,30 @@ func TestRunRefusesControlCharactersInReplicaID(t *testing.T) {
 	}
 }
 
+// An admin API without a token is open to every local user, loopback or
+// not: run says so, and says nothing of it with a token.
+func TestRunWarnsOfAnAdminAPIWithoutToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t.yaml")
+	writeFile(t, table, "admin: {token: \"${TOK}\"}\njobs: []\n")
+	const warning = "the admin API has no token"
+	for _, tc := range []struct {
+		tok  string
+		warn bool
+	}{{"", true}, {"a-long-random-token", false}} {
+		// ${TOK} set to "" leaves admin.token unset.
+		p := start(t, nil, "admin", env("TOK="+tc.tok, "STATE_DIRECTORY="+t.TempDir()), "run", "--config", table,
+			"--admin-listen", freeAddr(t), "--log-format", "json")
+		p.waitLog(60*time.Second, "admin API and console listening", 1)
+		if got := len(p.findLogs(warning)) > 0; got != tc.warn {
+			t.Errorf("token %q: warned %v, want %v", tc.tok, got, tc.warn)
+		}
+		p.signal(syscall.SIGTERM)
+		p.wait(30 * time.Second)
+	}
+}
+
 // The example table runs out of the box on the embedded store: the
 // heartbeat job every 5 seconds, its line in the log, the other commands
 // through the admin API, a clean exit on SIGTERM.
