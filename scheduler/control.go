@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/solocron/solocron/scheduler/internal/store"
 )
@@ -49,7 +48,7 @@ const maxReason = 512
 
 func pauseWhy(reason, who string) string {
 	oneLine := func(s string) string {
-		return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+		return strings.Join(strings.FieldsFunc(s, unprintable), " ")
 	}
 	reason, who = capText(oneLine(reason), maxReason), oneLine(who)
 	switch {
