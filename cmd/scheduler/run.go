@@ -83,6 +83,10 @@ func (c *cli) run(o runOptions) int {
 	c.learnSecrets(f)
 
 	replica := firstNonEmpty(o.replicaID, os.Getenv("SOLOCRON_REPLICA_ID"), f.ReplicaID, defaultReplicaID())
+	if err := config.CheckReplicaID(replica); err != nil {
+		log.Error("invalid replica id (--replica-id, SOLOCRON_REPLICA_ID or replica_id)", "err", err)
+		return exitUsage
+	}
 	listen, ok := adminListen(f, o, log)
 	if !ok {
 		return exitUsage
@@ -185,6 +189,12 @@ func adminListen(f *config.File, o runOptions, log *slog.Logger) (listen string,
 			log.Error("refusing to start: the admin API would listen on a non-loopback address without a token; set admin.token (e.g. token: ${SOLOCRON_ADMIN_TOKEN}), require client certificates (admin.tls.client_ca_file), or listen on 127.0.0.1",
 				"admin_listen", listen)
 			return "", false
+		}
+		if f.Admin.Token == "" && !adminMTLS(f) {
+			// Loopback is not private on a shared host: any local user
+			// can connect, and the API runs this process's jobs.
+			log.Warn("the admin API has no token: every user of this machine can use it (read run records and job output; trigger, pause, cancel and retry jobs, which run as this process's user, unless admin.read_only); set admin.token where the machine has other users",
+				"admin_listen", listen)
 		}
 	}
 	return listen, true
