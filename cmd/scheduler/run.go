@@ -192,9 +192,16 @@ func adminListen(f *config.File, o runOptions, log *slog.Logger) (listen string,
 		}
 		if f.Admin.Token == "" && !adminMTLS(f) {
 			// Loopback is not private on a shared host: any local user
-			// can connect, and the API runs this process's jobs.
-			log.Warn("the admin API has no token: every user of this machine can use it (read run records and job output; trigger, pause, cancel and retry jobs, which run as this process's user, unless admin.read_only); set admin.token where the machine has other users",
-				"admin_listen", listen)
+			// can connect, and the API runs this process's jobs. Where
+			// the system says who connected, only this user (and root)
+			// may (owner.go).
+			if canTellPeers() {
+				log.Info("the admin API has no token: it answers only this user's connections (and root's); other local users get 403 but for /healthz, /readyz and /metrics. Set admin.token to let them in",
+					"admin_listen", listen, "uid", os.Getuid())
+			} else {
+				log.Warn("the admin API has no token: every user of this machine can use it (read run records and job output; trigger, pause, cancel and retry jobs, which run as this process's user, unless admin.read_only); set admin.token where the machine has other users",
+					"admin_listen", listen)
+			}
 		}
 	}
 	return listen, true
@@ -291,6 +298,10 @@ func (c *cli) serveAdmin(f *config.File, conn *storeconn.Conn, sched *scheduler.
 		},
 	})
 	srv = admin.NewServer(h, log)
+	if f.Admin.Token == "" && !adminMTLS(f) && canTellPeers() {
+		// No token: loopback only (adminListen), and this user's alone.
+		ownerOnly(srv, log)
+	}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin API stopped", "err", err)
