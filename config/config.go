@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -8,7 +9,10 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/notify"
@@ -349,6 +353,24 @@ func WithLookupEnv(f func(string) (string, bool)) Option {
 	}
 }
 
+// CheckReplicaID reports what is wrong with a replica id, wherever it came
+// from (replica_id, SOLOCRON_REPLICA_ID, --replica-id): 1 to 256 bytes of
+// UTF-8 text without control characters. It names the replica in run
+// records, status tables, logs and metric labels, so a newline or an escape
+// sequence in it would break (or forge) their lines on an operator's
+// terminal.
+func CheckReplicaID(id string) error {
+	switch {
+	case id == "" || len(id) > 256:
+		return fmt.Errorf("must be 1 to 256 bytes (got %d)", len(id))
+	case !utf8.ValidString(id):
+		return fmt.Errorf("must be UTF-8 text (got %q)", id)
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return fmt.Errorf("must not contain control characters such as newlines or escapes (got %q)", id)
+	}
+	return nil
+}
+
 // Load reads the job table at path and parses it as Parse does, naming the
 // file as path in every error. A file that cannot be read gives the
 // *fs.PathError from the operating system (errors.Is(err, fs.ErrNotExist)
@@ -361,7 +383,11 @@ func Load(path string, opts ...Option) (*File, error) {
 	defer f.Close()
 	// Read one byte past the limit so Parse can tell an oversized file.
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, err // it names the file already (a directory: "read DIR: is a directory")
+	case err != nil:
 		return nil, &os.PathError{Op: "read", Path: path, Err: err}
 	}
 	return Parse(path, data, opts...)

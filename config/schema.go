@@ -181,7 +181,7 @@ func strMap() map[string]any {
 // section (as passed to section) and the field's name in the loader's list.
 var schemaFields = map[string]map[string]fieldDoc{
 	"top": {
-		"replica_id":    {desc: "Names this replica in run records, logs and metrics. Default <hostname>-<pid>; the environment variable SOLOCRON_REPLICA_ID and the flag --replica-id win over it.", schema: text},
+		"replica_id":    {desc: "Names this replica in run records, logs and metrics: 1 to 256 bytes, no control characters. Default <hostname>-<pid>; the environment variable SOLOCRON_REPLICA_ID and the flag --replica-id win over it.", schema: text},
 		"store":         {desc: "Where the replicas race for runs. Without url the store is embedded in the process: one replica only.", schema: ref("store")},
 		"admin":         {desc: "The admin HTTP server: /healthz, /readyz, /metrics, the console and the JSON API. Off when listen is unset.", schema: ref("admin")},
 		"defaults":      {desc: "Any job field except name and schedule; a job's own value wins (env and http.headers merge key by key).", schema: ref("defaults")},

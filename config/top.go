@@ -39,7 +39,12 @@ func (d *decoder) top(f *File, root *yaml.Node) {
 	d.fields(d.mapping(root, ""), "", topFields, topHint, func(p pair, path string) bool {
 		switch p.name {
 		case "replica_id":
-			f.ReplicaID, _ = d.str(p.val, path)
+			if id, ok := d.str(p.val, path); ok && id != "" {
+				if err := CheckReplicaID(id); err != nil {
+					d.errorf(p.val, path, "%v", err)
+				}
+				f.ReplicaID = id
+			}
 		case "store":
 			store = &p
 		case "admin":

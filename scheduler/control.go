@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/solocron/solocron/scheduler/internal/store"
 )
@@ -49,7 +48,7 @@ const maxReason = 512
 
 func pauseWhy(reason, who string) string {
 	oneLine := func(s string) string {
-		return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+		return strings.Join(strings.FieldsFunc(s, unprintable), " ")
 	}
 	reason, who = capText(oneLine(reason), maxReason), oneLine(who)
 	switch {
@@ -101,7 +100,8 @@ func newManualID(job string) string {
 }
 
 // History returns the job's finished run records, newest first, at most
-// limit of them (the store keeps the job's history_limit).
+// limit of them (the store keeps the job's history_limit), each with its
+// retry links (RetryOf, RetriedAs, RetriedBy) as Get gives them.
 func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, error) {
 	if err := checkJob(job); err != nil {
 		return nil, err
@@ -109,7 +109,18 @@ func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, er
 	if limit <= 0 {
 		limit = DefaultHistoryLimit
 	}
-	return c.store.History(ctx, job, limit)
+	runs, err := c.store.History(ctx, job, limit)
+	if err != nil || len(runs) == 0 {
+		return runs, err
+	}
+	// Advisory, as in Get: the runs are shown without their links rather
+	// than not at all.
+	if links, err := c.store.Retries(ctx, job); err == nil && len(links) > 0 {
+		for i := range runs {
+			linkRetries(&runs[i], links)
+		}
+	}
+	return runs, nil
 }
 
 // Status reads the job's state with the history's latest limit runs.

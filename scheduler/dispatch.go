@@ -208,9 +208,33 @@ func sameInstants(a, b *jobState) bool {
 	return a.Schedule == b.Schedule && a.Timezone == b.Timezone && a.Offset == b.Offset
 }
 
-// first is the first instant a replica considers for j at now.
+// first is the first instant a replica considers for j at now: the last
+// one due (its fire at or before now) while its starting deadline lasts,
+// else the next one.
 func (s *Scheduler) first(j *jobState, now time.Time) time.Time {
-	t := j.sched.Next(now.Add(-(j.StartingDeadline + j.Jitter)))
+	return firstInstant(j, now)
+}
+
+func firstInstant(j *jobState, now time.Time) time.Time {
+	// Every instant up to now - jitter is due (a run fires less than the
+	// jitter after its instant), so the walk to the last due one may begin
+	// at the last of those instead of at the deadline's start: found by
+	// looking back over windows that double, never past the deadline's
+	// start. A starting deadline of years (the loader takes any duration)
+	// walked one instant at a time for minutes at every start and reload.
+	lower := now.Add(-(j.StartingDeadline + j.Jitter))
+	from, due := lower, now.Add(-j.Jitter)
+	for w := time.Second; ; w *= 2 {
+		start := due.Add(-w)
+		if !start.After(lower) || w >= 1<<62 {
+			break
+		}
+		if t := j.sched.Next(start); !t.IsZero() && !t.After(due) {
+			from = start
+			break
+		}
+	}
+	t := j.sched.Next(from)
 	for !t.IsZero() {
 		n := j.sched.Next(t)
 		if n.IsZero() || j.fire(n).After(now) {

@@ -63,6 +63,14 @@ func TestPauseWithReason(t *testing.T) {
 	if st, _ := ctl.Status(ctx, "held", 1); st.PausedWhy != "paused by console from 10.1.2.3" {
 		t.Errorf("a pause without a reason: why %q", st.PausedWhy)
 	}
+	// Bidirectional controls would show what follows them reversed: the
+	// "(paused by ...)" that says who asked, in a terminal or the console.
+	if err := ctl.PauseWithReason(ctx, "held", "deploy\u202e)4.3.2.1 morf ipa yb desuap(", "cli bob\u2066@ops2"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := ctl.Status(ctx, "held", 1); st.PausedWhy != "deploy )4.3.2.1 morf ipa yb desuap( (paused by cli bob @ops2)" {
+		t.Errorf("a reason with bidirectional controls: why %q", st.PausedWhy)
+	}
 	long := strings.Repeat("x", 2000)
 	if err := ctl.PauseWithReason(ctx, "held", long, ""); err != nil {
 		t.Fatal(err)

@@ -30,10 +30,19 @@ var (
 // maxWho bounds the text saying who asked, as kept in a record.
 const maxWho = 200
 
+// unprintable reports the runes an operator's text (a pause reason, who
+// asked) must not carry into a terminal or a page: whitespace other than a
+// space, control characters, and the bidirectional controls (U+202E...),
+// which would show "(paused by ...)" after them reversed, or anything else
+// the text wants to hide.
+func unprintable(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+}
+
 // cleanWho makes who fit a record: printable, bounded, never empty.
 func cleanWho(who string) string {
 	who = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unprintable(r) {
 			return ' '
 		}
 		return r

@@ -143,6 +143,15 @@ func TestCancelAndRetryAcrossReplicas(t *testing.T) {
 	if old, _ := ctl.Get(t.Context(), id); old == nil || old.RetriedAs != again || old.Outcome != scheduler.Cancelled {
 		t.Errorf("the cancelled run's record after the retry: %+v", old)
 	}
+	// The job's history (the API's run list, scheduler history) links them too.
+	hist, err = ctl.History(t.Context(), "long", 10)
+	links := map[string][2]string{}
+	for _, h := range hist {
+		links[h.ID] = [2]string{h.RetryOf, h.RetriedAs}
+	}
+	if err != nil || links[id] != [2]string{"", again} || links[again] != [2]string{id, ""} {
+		t.Errorf("history after the retry: %v; links (retry of, retried as) %v, want %s retried as %s", err, links, id, again)
+	}
 	// Several heartbeats later, the cancelled run has still started once.
 	time.Sleep(500 * time.Millisecond) // five heartbeats in which nothing may start
 	if s := log.startsOf(id); len(s) != 1 {

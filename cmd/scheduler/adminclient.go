@@ -112,7 +112,13 @@ func (a *adminControl) do(ctx context.Context, method, path string, body, out an
 	}
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin API %s: %w (is the daemon running, with admin.listen?)", a.base.Redacted(), err)
+		// The command names the API's address already ("the daemon's admin
+		// API at URL: ..."): say what went wrong, not the request again.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%w (is the daemon running, with admin.listen?)", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -221,8 +227,19 @@ func backfillErr(err error) error {
 	default:
 		return err
 	}
-	return fmt.Errorf("%w (%s)", sentinel, ae.msg)
+	return &sentinelError{sentinel: sentinel, msg: ae.msg}
 }
+
+// sentinelError is the admin API's message (which says what the sentinel
+// says already: "bad backfill range: from ... is after to ...") carrying
+// the scheduler's sentinel for errors.Is.
+type sentinelError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *sentinelError) Error() string { return e.msg }
+func (e *sentinelError) Unwrap() error { return e.sentinel }
 
 func (a *adminControl) Backfill(ctx context.Context, job scheduler.Job, from, to time.Time, parallel int) (*scheduler.Backfill, error) {
 	var b scheduler.Backfill

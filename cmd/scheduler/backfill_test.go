@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -255,5 +256,29 @@ func TestErrTextDropsThePackagePrefix(t *testing.T) {
 	err := fmt.Errorf("%w: from is after to", scheduler.ErrBackfillRange)
 	if s := "scheduler backfill: " + errText(err); strings.Contains(s, "scheduler: scheduler") || strings.Count(s, "scheduler") != 1 {
 		t.Errorf("%q", s)
+	}
+}
+
+// Through a daemon's admin API (the embedded store) a backfill's error says
+// its message once: "bad backfill range: from ... is after to ...", not
+// "bad backfill range (bad backfill range: ...)".
+func TestBackfillErrFromTheAdminAPI(t *testing.T) {
+	for _, tc := range []struct {
+		code     int
+		msg      string
+		sentinel error
+	}{
+		{400, "bad backfill range: from (2026-11-27T09:40:31Z) is after to (2026-11-27T09:39:31Z)", scheduler.ErrBackfillRange},
+		{409, "a backfill of bf goes on already; DELETE it first", scheduler.ErrBackfillBusy},
+		{404, "job bf has no backfill going on", scheduler.ErrNoBackfill},
+		{501, "backfill needs a Redis store, not Redlock", scheduler.ErrBackfillUnsupported},
+	} {
+		err := backfillErr(&apiError{code: tc.code, msg: tc.msg})
+		if !errors.Is(err, tc.sentinel) || errText(err) != tc.msg {
+			t.Errorf("%d %q: %q (is %v: %v)", tc.code, tc.msg, errText(err), tc.sentinel, errors.Is(err, tc.sentinel))
+		}
+	}
+	if err := backfillErr(&apiError{code: 503, msg: "store unavailable"}); errors.Is(err, scheduler.ErrBackfillRange) {
+		t.Errorf("503: %v", err)
 	}
 }

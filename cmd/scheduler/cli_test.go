@@ -137,10 +137,16 @@ func TestUsage(t *testing.T) {
 		{[]string{"retry", "nojobid"}, 2, "", `"nojobid" is not a run id`},
 		{[]string{"version", "extra"}, 2, "", "unexpected arguments"},
 		{[]string{"--version", "extra"}, 2, "", "unexpected arguments"},
-		// schema and version read no table: --config is no flag of theirs.
-		{[]string{"version", "--config", "solocron.yaml"}, 2, "", "flag provided but not defined: -config"},
-		{[]string{"schema", "--config", "solocron.yaml"}, 2, "", "flag provided but not defined: -config"},
+		// Every command takes --config (SPEC section 4); schema and version
+		// read no table and ignore it, even one that does not exist.
+		{[]string{"version", "--config", "no-such-table.yaml"}, 0, "solocron", ""},
+		{[]string{"schema", "--config", "no-such-table.yaml"}, 0, "json-schema.org", ""},
 		{[]string{"help", "version"}, 0, "-log-format", ""},
+		// The flags every command takes may come before the command too.
+		{[]string{"--config", "../../config.example.yaml", "validate"}, 0, "config.example.yaml: ok (3 jobs)", ""},
+		{[]string{"--log-level=warn", "-config", "../../config.example.yaml", "next", "--count", "1", "lottery"}, 0, "Asia/Shanghai", ""},
+		{[]string{"--config", "../../config.example.yaml", "frobnicate"}, 2, "", `unknown command "--config"`},
+		{[]string{"--json", "status"}, 2, "", `unknown command "--json"`},
 	} {
 		r := runCLI(t, nil, env(), tc.args...)
 		if r.code != tc.code || (tc.stdout == "") != (r.stdout == "") || !strings.Contains(r.stdout, tc.stdout) || !strings.Contains(r.stderr, tc.stderr) {

@@ -229,6 +229,21 @@ func printStatusTable(w io.Writer, states []jobState) {
 			orDash(last.ID), orDash(outcome(last)), orDash(last.Replica), stamp(last.FinishedAt), dur(last))
 	}
 	_ = tw.Flush()
+	// Who runs what now: the replica, since when, with which fencing token
+	// (status JOB says the same for one job).
+	var running []scheduler.Run
+	for _, st := range states {
+		running = append(running, st.Running...)
+	}
+	if len(running) > 0 {
+		fmt.Fprintln(w, "running now:")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  RUN\tREPLICA\tSINCE\tSLOT\tTOKEN\tATTEMPTS")
+		for _, r := range running {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\n", r.ID, r.Replica, stamp(r.StartedAt), r.Slot, r.FencingToken, r.Attempts)
+		}
+		_ = tw.Flush()
+	}
 	seen := map[string]bool{}
 	for _, st := range states {
 		if p := st.Pool; p != nil && !seen[p.Name] {

@@ -15,8 +15,10 @@
 //
 //	scheduler <command> [flags] [args]
 //
-// Flags may come before or after the arguments ("history lottery --limit 5").
-// Every command takes (schema and version read no table, so no --config):
+// Flags may come before or after the arguments ("history lottery --limit 5");
+// --config, --log-format and --log-level also before the command
+// ("scheduler --config t.yaml status").
+// Every command takes (schema and version read no table: they ignore --config):
 //
 //	--config FILE        the job table; default ./solocron.yaml
 //	--log-format FORMAT  text (default) or json; logs go to stderr

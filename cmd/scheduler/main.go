@@ -9,7 +9,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 
@@ -98,6 +100,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitUsage
 	}
+	args = commandFirst(args)
 	name := args[0]
 	switch name {
 	case "-v", "-version", "--version":
@@ -148,6 +151,32 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return run(pos)
 }
 
+// commandFirst moves the command in front of the flags every command
+// takes, so that "scheduler --config t.yaml status" works as "scheduler
+// status --config t.yaml" does. Only --config, --log-format and --log-level
+// (each with its value, or as --flag=value) may come before it; anything
+// else leaves args as they are, for Main to report.
+func commandFirst(args []string) []string {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		name, _, withValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if name != "config" && name != "log-format" && name != "log-level" {
+			return args
+		}
+		i++
+		if !withValue {
+			i++
+		}
+	}
+	if i == 0 || i >= len(args) {
+		return args
+	}
+	if _, ok := lookup(args[i]); !ok {
+		return args
+	}
+	return slices.Concat(args[i:i+1], args[:i], args[i+1:])
+}
+
 func lookup(name string) (command, bool) {
 	for _, c := range commands {
 		if c.name == name {
@@ -163,6 +192,10 @@ func newFlagSet(cmd command, c *cli) (*flag.FlagSet, func([]string) int) {
 	fs.Usage = func() {}
 	if takesTable(cmd.name) {
 		fs.StringVar(&c.config, "config", "solocron.yaml", "the job table `FILE`")
+	} else {
+		// Every command takes --config (SPEC), so that a wrapper may pass
+		// it to all of them; these two read no table and ignore it.
+		fs.StringVar(&c.config, "config", "solocron.yaml", "ignored: this command reads no job table")
 	}
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -170,7 +203,8 @@ func newFlagSet(cmd command, c *cli) (*flag.FlagSet, func([]string) int) {
 }
 
 // takesTable reports whether a command reads the job table (--config):
-// every one but schema and version, which answer without one.
+// every one but schema and version, which answer without one (and accept
+// the flag, ignored).
 func takesTable(name string) bool { return name != "schema" && name != "version" }
 
 // parseInterspersed parses flags anywhere among the arguments, so that
@@ -248,9 +282,9 @@ Commands:
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-Every command takes --log-format text|json and --log-level
-debug|info|warn|error; all but schema and version read the job table named
-by --config FILE (default ./solocron.yaml). scheduler --version (or -v)
+Every command takes --config FILE (default ./solocron.yaml), --log-format
+text|json and --log-level debug|info|warn|error; all but schema and version
+read the job table named by --config. scheduler --version (or -v)
 prints the version, commit and build date.
 Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
 
@@ -290,6 +324,7 @@ func (c *cli) loadTable() (*config.File, int) {
 
 func printConfigError(w io.Writer, path string, err error) {
 	var es *config.Errors
+	var pe *fs.PathError
 	switch {
 	case errors.As(err, &es):
 		for _, e := range *es {
@@ -297,6 +332,11 @@ func printConfigError(w io.Writer, path string, err error) {
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintf(w, "%s: no such file (name the job table with --config FILE)\n", path)
+	case errors.Is(err, syscall.EISDIR):
+		fmt.Fprintf(w, "%s: is a directory, not a job table (name the file with --config FILE)\n", path)
+	case errors.As(err, &pe) && pe.Path == path:
+		// "FILE: permission denied", not "FILE: open FILE: permission denied".
+		fmt.Fprintf(w, "%s: %v\n", path, pe.Err)
 	default:
 		fmt.Fprintf(w, "%s: %v\n", path, err)
 	}

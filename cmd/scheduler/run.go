@@ -83,6 +83,10 @@ func (c *cli) run(o runOptions) int {
 	c.learnSecrets(f)
 
 	replica := firstNonEmpty(o.replicaID, os.Getenv("SOLOCRON_REPLICA_ID"), f.ReplicaID, defaultReplicaID())
+	if err := config.CheckReplicaID(replica); err != nil {
+		log.Error("invalid replica id (--replica-id, SOLOCRON_REPLICA_ID or replica_id)", "err", err)
+		return exitUsage
+	}
 	listen, ok := adminListen(f, o, log)
 	if !ok {
 		return exitUsage
@@ -186,6 +190,19 @@ func adminListen(f *config.File, o runOptions, log *slog.Logger) (listen string,
 				"admin_listen", listen)
 			return "", false
 		}
+		if f.Admin.Token == "" && !adminMTLS(f) {
+			// Loopback is not private on a shared host: any local user
+			// can connect, and the API runs this process's jobs. Where
+			// the system says who connected, only this user (and root)
+			// may (owner.go).
+			if canTellPeers() {
+				log.Info("the admin API has no token: it answers only this user's connections (and root's); other local users get 403 but for /healthz, /readyz and /metrics. Set admin.token to let them in",
+					"admin_listen", listen, "uid", os.Getuid())
+			} else {
+				log.Warn("the admin API has no token: every user of this machine can use it (read run records and job output; trigger, pause, cancel and retry jobs, which run as this process's user, unless admin.read_only); set admin.token where the machine has other users",
+					"admin_listen", listen)
+			}
+		}
 	}
 	return listen, true
 }
@@ -281,6 +298,10 @@ func (c *cli) serveAdmin(f *config.File, conn *storeconn.Conn, sched *scheduler.
 		},
 	})
 	srv = admin.NewServer(h, log)
+	if f.Admin.Token == "" && !adminMTLS(f) && canTellPeers() {
+		// No token: loopback only (adminListen), and this user's alone.
+		ownerOnly(srv, log)
+	}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin API stopped", "err", err)

@@ -257,6 +257,60 @@ func TestRunBadTable(t *testing.T) {
 	}
 }
 
+// A replica id with a control character (a newline, an escape sequence)
+// would break or forge lines of status tables and logs: run refuses it,
+// wherever it came from, before it touches the store.
+func TestRunRefusesControlCharactersInReplicaID(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t.yaml")
+	writeFile(t, table, "jobs: []\n")
+	for _, tc := range []struct {
+		environ []string
+		args    []string
+	}{
+		{env(), []string{"--replica-id", "web-1\nlevel=ERROR"}},
+		{env("SOLOCRON_REPLICA_ID=web-1\x1b[31m"), nil},
+	} {
+		r := runCLI(t, nil, tc.environ, append([]string{"run", "--config", table}, tc.args...)...)
+		r.want(t, 2, "run")
+		if !strings.Contains(r.stderr, "invalid replica id") || !strings.Contains(r.stderr, "control characters") {
+			t.Errorf("run %q: %q", tc.args, r.stderr)
+		}
+	}
+	// In the file it is a problem of the table, at its line.
+	writeFile(t, table, "replica_id: \"web-1\\tx\"\njobs: []\n")
+	r := runCLI(t, nil, env(), "validate", "--config", table)
+	r.want(t, 2, "validate")
+	if want := table + ":1:13: replica_id: must not contain control characters"; !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("validate: %q, want it to start with %q", r.stderr, want)
+	}
+}
+
+// An admin API without a token is open to every local user, loopback or
+// not: run says so, and says nothing of it with a token.
+func TestRunWarnsOfAnAdminAPIWithoutToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t.yaml")
+	writeFile(t, table, "admin: {token: \"${TOK}\"}\njobs: []\n")
+	const warning = "the admin API has no token"
+	for _, tc := range []struct {
+		tok  string
+		warn bool
+	}{{"", true}, {"a-long-random-token", false}} {
+		// ${TOK} set to "" leaves admin.token unset.
+		p := start(t, nil, "admin", env("TOK="+tc.tok, "STATE_DIRECTORY="+t.TempDir()), "run", "--config", table,
+			"--admin-listen", freeAddr(t), "--log-format", "json")
+		p.waitLog(60*time.Second, "admin API and console listening", 1)
+		if got := len(p.findLogs(warning)) > 0; got != tc.warn {
+			t.Errorf("token %q: warned %v, want %v", tc.tok, got, tc.warn)
+		}
+		p.signal(syscall.SIGTERM)
+		p.wait(30 * time.Second)
+	}
+}
+
 // The example table runs out of the box on the embedded store: the
 // heartbeat job every 5 seconds, its line in the log, the other commands
 // through the admin API, a clean exit on SIGTERM.

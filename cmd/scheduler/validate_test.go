@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -69,6 +70,19 @@ func TestValidate(t *testing.T) {
 			t.Errorf("stderr %q", r.stderr)
 		}
 	})
+	// A directory or an unreadable file is named once, with what is wrong
+	// (not "DIR: read DIR: read DIR: is a directory").
+	t.Run("directory", func(t *testing.T) {
+		sub := filepath.Join(dir, "conf.d")
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, nil, env(), "validate", "--config", sub)
+		r.want(t, 2, "validate")
+		if want := sub + ": is a directory, not a job table (name the file with --config FILE)\n"; r.stderr != want {
+			t.Errorf("stderr %q, want %q", r.stderr, want)
+		}
+	})
 	t.Run("example", func(t *testing.T) {
 		r := runCLI(t, nil, env(), "validate", "--config", "../../config.example.yaml")
 		r.want(t, 0, "validate")
@@ -102,5 +116,20 @@ func TestExampleTableLoads(t *testing.T) {
 	}
 	if hb, ok := findJob(f, "heartbeat"); !ok || hb.Schedule != "@every 5s" {
 		t.Errorf("heartbeat: %+v", hb)
+	}
+}
+
+// A command whose daemon is not up says where it looked once, and what
+// went wrong.
+func TestAdminAPIDown(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t.yaml")
+	writeFile(t, table, "admin: {listen: \"127.0.0.1:1\"}\njobs:\n  - {name: a, schedule: \"@daily\", command: [\"true\"]}\n")
+	r := runCLI(t, nil, env(), "status", "--config", table)
+	r.want(t, 1, "status")
+	want := "scheduler status: the daemon's admin API at http://127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused (is the daemon running, with admin.listen?)\n"
+	if r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}
 }

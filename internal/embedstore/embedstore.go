@@ -128,6 +128,7 @@ func Open(o Options) (*Store, error) {
 		s.m.Close()
 		return nil, fmt.Errorf("embedded store: data directory: %w", err)
 	}
+	guardDir(s.dir, s.log)
 	if s.lock, err = lockDir(s.dir); err != nil {
 		s.m.Close()
 		return nil, err
