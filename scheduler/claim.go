@@ -405,9 +405,15 @@ func (s *Scheduler) claimRefused(ctx context.Context, r claimReq, res store.Clai
 		backfillRefused(log(), res.Reason)
 		return
 	}
-	if res.Reason == store.ReasonBeforeState {
+	switch res.Reason {
+	case store.ReasonBeforeState:
 		// A new job's first instants: not a miss, nothing to report.
 		log().Debug("run not claimed", "reason", res.Reason)
+		return
+	case store.ReasonOtherTable:
+		// Runs another table decided, their records gone: expected for a
+		// while after a deploy or a reload that keeps records longer.
+		log().Info("run not claimed", "reason", res.Reason)
 		return
 	}
 	log().Warn("run not claimed", "reason", res.Reason)

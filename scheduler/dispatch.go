@@ -177,11 +177,21 @@ func (s *Scheduler) plan(tab []*jobState, old entryHeap) entryHeap {
 	now := s.now()
 	h := make(entryHeap, 0, len(tab))
 	for _, j := range tab {
-		if e, ok := kept[j.Name]; ok && sameTiming(e.j, j) {
+		e, ok := kept[j.Name]
+		if ok && sameTiming(e.j, j) {
 			h = append(h, entry{j: j, sched: e.sched, fire: e.fire})
 			continue
 		}
-		if t := s.first(j, now); !t.IsZero() {
+		t := s.first(j, now)
+		if ok && sameInstants(e.j, j) && t.Before(e.sched) {
+			// Only the jitter or the starting deadline changed: the
+			// instants before the old plan's next one were claimed under
+			// the old table already. A longer jitter would otherwise go
+			// back to claim them again (Redis finds them decided, or
+			// refuses those whose records the old table kept for less).
+			t = e.sched
+		}
+		if !t.IsZero() {
 			h = append(h, entry{j: j, sched: t, fire: j.fire(t)})
 		}
 	}
@@ -190,8 +200,12 @@ func (s *Scheduler) plan(tab []*jobState, old entryHeap) entryHeap {
 }
 
 func sameTiming(a, b *jobState) bool {
-	return a.Schedule == b.Schedule && a.Timezone == b.Timezone && a.Offset == b.Offset &&
-		a.Jitter == b.Jitter && a.StartingDeadline == b.StartingDeadline
+	return sameInstants(a, b) && a.Jitter == b.Jitter && a.StartingDeadline == b.StartingDeadline
+}
+
+// sameInstants says whether a and b schedule the same instants.
+func sameInstants(a, b *jobState) bool {
+	return a.Schedule == b.Schedule && a.Timezone == b.Timezone && a.Offset == b.Offset
 }
 
 // first is the first instant a replica considers for j at now: the last

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,6 +161,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 	// ahead would take an hour of future instants for missed ones.
 	trusted := s.clockTrusted(now)
 	var claims []claimReq
+	var others *otherTables
 	for i, r := range res {
 		j := jobs[i]
 		if lost := j.memo.observe(r.Epoch, r.Fence); lost != "" {
@@ -187,9 +189,12 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 			at := time.UnixMilli(ms)
 			claims = append(claims, s.claimFor(j, id, at, at, store.RunManual))
 		}
+		if gap && others == nil {
+			others = s.otherTables(ctx, tab)
+		}
 		var runs []time.Time
 		if catchup {
-			runs = catchupInstants(j, r.Last, now)
+			runs = others.drop(j, catchupInstants(j, r.Last, now))
 			for _, t := range runs {
 				c := s.newClaim(j, t, store.RunCatchup)
 				c.Base, c.ReadAt = r.Last, server
@@ -201,7 +206,7 @@ func (s *Scheduler) sync(ctx context.Context) []claimReq {
 			// whole cluster was down (or cut off from Redis). Recorded
 			// missed, never run; bounded by the history the job keeps.
 			until := s.first(j, s.runStart)
-			for _, t := range outageInstants(j, r.Last, until, s.runStart, min(j.HistoryLimit, maxCatchup), runs) {
+			for _, t := range others.drop(j, outageInstants(j, r.Last, until, s.runStart, min(j.HistoryLimit, maxCatchup), runs)) {
 				c := s.newClaim(j, t, store.RunOutage)
 				c.Base, c.ReadAt = r.Last, server
 				s.queueMiss(c)
@@ -225,4 +230,64 @@ func (s *Scheduler) storeAnswered() {
 		s.lastDownAt.Store(0)
 		s.log.Info("store reachable again", "down_for", time.Since(time.Unix(0, since)).Round(time.Millisecond))
 	}
+}
+
+// otherTables are the live replicas that run another job table than this
+// one, read from the replica registry when a heartbeat finds a gap.
+type otherTables struct {
+	up   []store.Replica
+	skew time.Duration
+	beat time.Duration // a live replica beats at least this often
+}
+
+// otherTables reads the registry for the live replicas (this one aside)
+// whose job table differs from tab: during a rolling deploy, or after a
+// reload, the instants after a job's last decided one that nobody decided
+// may be instants only this table has (a schedule changed, a job put back),
+// not runs every replica missed. Empty when the store keeps no registry or
+// does not answer.
+func (s *Scheduler) otherTables(ctx context.Context, tab []*jobState) *otherTables {
+	o := &otherTables{skew: s.cfg.skew, beat: s.cfg.syncInterval}
+	if !s.store.Caps().Registry {
+		return o
+	}
+	cctx, cancel := context.WithTimeout(ctx, max(s.cfg.syncInterval, time.Second))
+	defer cancel()
+	live, err := s.store.Registry(cctx, store.RegistryList, "", nil)
+	if err != nil {
+		return o
+	}
+	jobs := make([]Job, len(tab))
+	for i, j := range tab {
+		jobs[i] = j.Job
+	}
+	mine := TableFingerprint(jobs)
+	for _, r := range live {
+		if r.ID != s.cfg.replicaID && r.Table != mine && !r.Started.IsZero() {
+			o.up = append(o.up, r)
+		}
+	}
+	return o
+}
+
+// drop leaves out of ts, instants of j that nobody decided, those a
+// replica with another table was up for: it had started (by its own clock,
+// within the skew) before the instant's starting deadline passed, and beat
+// after (or was listed live when it would beat next). It ran the job as its table says, which may not have that instant
+// (a schedule changed, a job removed): catching it up, or recording it
+// missed as if every replica had been down, would run or report an instant
+// no table in force had while a replica was up.
+func (o *otherTables) drop(j *jobState, ts []time.Time) []time.Time {
+	if o == nil || len(o.up) == 0 {
+		return ts
+	}
+	return slices.DeleteFunc(ts, func(t time.Time) bool {
+		end := j.fire(t).Add(j.StartingDeadline)
+		for _, r := range o.up {
+			if r.Started.Add(o.skew).Before(end) && !r.LastHeartbeat.Add(o.beat).Before(end) {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -3,7 +3,9 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -171,5 +173,107 @@ func TestQueuedRunAdmittedByTheLimitInForce(t *testing.T) {
 			t.Errorf("%d runs started 3s after the reload raised concurrency to 2, want 2", n)
 		}
 		c.stop()
+	})
+}
+
+// A table that claims a run later than another table keeps its record (a
+// jitter raised from 0 to a minute, by a rolling deploy or by a reload)
+// still finds the run decided: its record is kept as long as the longest
+// retention any table claims with, and a run decided before that rose,
+// its record kept less, is refused rather than started again.
+func TestRecordsOutliveEveryTablesClaims(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		reload bool
+	}{{"two tables live", false}, {"reload", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newCluster(t)
+				job := func(jitter time.Duration) []scheduler.Job {
+					return []scheduler.Job{{Name: "j", Schedule: "@every 1s", Jitter: jitter,
+						Handler: c.ledger.Job(sleepJob(100 * time.Millisecond))}}
+				}
+				var logs logBuffer
+				a, _ := c.replica("a", job(0), scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+				time.Sleep(2 * time.Minute)
+				bStart := time.Now()
+				if tc.reload {
+					if err := a.Reload(job(time.Minute)); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					c.replica("b", job(time.Minute), scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+				}
+				time.Sleep(2 * time.Minute)
+				c.stop()
+				for _, d := range c.ledger.Duplicates() {
+					t.Errorf("started more than once: %s", d)
+				}
+				if n := len(c.ledger.Starts()); n < 120 {
+					t.Errorf("%d runs started, want at least those of the first 2 minutes of an every-second job", n)
+				}
+				// The reloaded replica goes on from the instant it was at:
+				// it does not claim again the runs it decided before.
+				if n := strings.Count(logs.String(), `msg="run not claimed"`); tc.reload && n > 0 {
+					t.Errorf("%d runs refused after the reload", n)
+				}
+				// Runs refused because another table may have decided them
+				// (b's first ones: it starts with the instants of the last
+				// minute, a's records of them kept 15 s) are expected while
+				// two tables are live: not a warning.
+				for l := range strings.Lines(logs.String()) {
+					if strings.Contains(l, `level=WARN msg="run not claimed"`) {
+						t.Errorf("logged: %s", l)
+					}
+				}
+				// And only those: the first refusal keeps b's longer
+				// retention, and a's records of the later runs last as long.
+				refused := 0
+				for l := range strings.Lines(logs.String()) {
+					if !strings.Contains(l, `level=INFO msg="run not claimed"`) {
+						continue
+					}
+					refused++
+					_, at, _ := strings.Cut(l, "run_id=j@")
+					at, _, _ = strings.Cut(at, " ")
+					if sched, err := time.Parse(time.RFC3339, at); err != nil || sched.After(bStart.Add(time.Minute)) {
+						t.Errorf("refused %s, more than a minute after b started at %s", at, bStart.Format(time.TimeOnly))
+					}
+				}
+				if !tc.reload && refused == 0 {
+					t.Errorf("no run refused: b's first instants were decided by a, their records expired")
+				}
+			})
+		})
+	}
+}
+
+// A replica that starts with a table whose schedule has instants the other
+// table's has not (every minute → every 10 s, with a catch-up window) does
+// not take the instants nobody decided since the job's last run for an
+// outage: the other replica was up all along, and ran the job as its table
+// said. It neither catches them up nor records them missed.
+func TestScheduleChangeIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		job := func(sched string, window time.Duration) []scheduler.Job {
+			return []scheduler.Job{{Name: "j", Schedule: sched, CatchupWindow: window, Catchup: scheduler.CatchupAll,
+				Handler: c.ledger.Job(sleepJob(100 * time.Millisecond))}}
+		}
+		c.replica("a", job("@every 1m", 0))
+		time.Sleep(time.Minute + 55*time.Second)
+		c.replica("b", job("@every 10s", time.Minute))
+		time.Sleep(30 * time.Second)
+		c.stop()
+		for _, r := range c.history("j") {
+			if r.Kind == scheduler.KindCatchup || r.Outcome == scheduler.Missed {
+				t.Errorf("%s: %s %s (%s); no replica was down", r.ID, r.Kind, r.Outcome, r.Error)
+			}
+		}
+		if n := len(c.ledger.Starts()); n < 5 {
+			t.Errorf("%d runs started, want the 2 of the first table and those of the second after it started", n)
+		}
 	})
 }

@@ -11,8 +11,9 @@ import (
 
 // Table changes in the seeded search: for half the
 // seeds the plan draws a second job table, v2, that changes some of the
-// first — concurrency, overlap, lease, schedule, time zone, blackouts, a
-// job added, a job removed (with its runs in flight) — and events that put
+// first — concurrency, overlap, lease, schedule, time zone, blackouts,
+// starting deadline, a job added, a job removed (with its runs in
+// flight) — and events that put
 // it in force: a rolling deploy (replicas stop and start with v2 one after
 // the other, the others still on v1 meanwhile), perhaps a rollback to v1
 // the same way, and reloads (SIGHUP) of single replicas to either table.
@@ -114,6 +115,15 @@ func (p *simPlan) drawTables() {
 		}
 		p.changes = append(p.changes, k)
 	}
+	// A starting deadline changed, drawn apart so that the plans above stay
+	// those the seeds drew before it: a replica of the table with the
+	// longer deadline, frozen or cut off past the other table's record
+	// retention, still claims the job's runs, and must find them decided
+	// (TestRecordsOutliveEveryTablesClaims plays the same with jitter).
+	if dl := rand.New(rand.NewPCG(p.seed, 0xdead1)); dl.IntN(2) == 0 {
+		job("tick").StartingDeadline = []time.Duration{30 * time.Second, time.Minute}[dl.IntN(2)]
+		p.changes = append(p.changes, "deadline")
+	}
 	p.tables = [][]simJob{p.jobs, v2}
 
 	// A rolling deploy to v2, perhaps rolled back; reloads of single
@@ -168,17 +178,22 @@ func (p *simPlan) limit(job string) int {
 	return n
 }
 
-// deadline is the longest starting deadline of job in any table.
+// deadline is the shortest starting deadline of job in any table: while
+// two tables are live, a replica of the one with the shorter deadline
+// records a run missed once it passes (the run is then decided, and the
+// other table's replicas find it so).
 func (p *simPlan) deadline(job string) time.Duration {
-	var d time.Duration
+	d := time.Duration(-1)
 	for _, t := range append([][]simJob{p.jobs}, p.tables...) {
 		for _, j := range t {
 			if j.Name == job {
-				d = max(d, engine.WithDefaults(j.Job).StartingDeadline)
+				if jd := engine.WithDefaults(j.Job).StartingDeadline; d < 0 || jd < d {
+					d = jd
+				}
 			}
 		}
 	}
-	return d
+	return max(d, 0)
 }
 
 // poolSizes is each pool's largest size in any table, and its jobs: those

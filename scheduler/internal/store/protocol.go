@@ -84,6 +84,13 @@ const (
 // never the job's to run, and no miss. It is logged at DEBUG only.
 const ReasonBeforeState = "due before the job's state existed"
 
+// ReasonOtherTable is claim.lua's refusal of a run that finds no record
+// but may have been decided by another job table that kept its record for
+// less time than the asking one (parts/kept.lua): expected for a while
+// after a rolling deploy or a reload raises the retention (jitter,
+// starting deadline, max wait, interval). Logged at INFO.
+const ReasonOtherTable = "may have been decided under another job table, which keeps records for less time: not started again"
+
 // decidedByUs reports whether a is a decision this replica recorded that
 // starts nothing (a skip or a miss).
 func (a Answer) decidedByUs() bool {

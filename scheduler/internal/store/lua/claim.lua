@@ -180,7 +180,49 @@ local function claim(meta, a, rerun)
   if check_fence then
     seen = ffloor
   end
-  local epoch, floor, paused, last, fence_last, lost, unsure = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen, born)
+  local epoch, floor, paused, last, fence_last, lost, unsure, kept = check_epoch(meta, known, now, skew + ahead_ms, fresh, seen, born, true)
+
+  -- The record of a run of the schedule is kept at least as long as any
+  -- table's claims need (parts/kept.lua): kret, not only this table's
+  -- retention. The checks below keep to this table's own retention.
+  local kret, kset = retention, nil
+  if kind ~= 'm' and kind ~= 'b' and not (unsure and sched < floor) then
+    -- A run may be decided from claim ahead (at most the skew) before its
+    -- instant, on a clock within the skew of Redis'; a catch-up's (or an
+    -- outage's) instant was undecided when the replica read the job's
+    -- last decided instant.
+    local from = sched - 2 * skew
+    if kind == 'c' or kind == 'o' then
+      from = math.max(from, tonumber(read_s) or 0)
+    end
+    local gone
+    kret, gone, kset = kept_retention(kept, retention, sched, from, now, last)
+    if gone then
+      -- The longer retention is kept all the same (a write that decides
+      -- nothing, whole by itself): from now on the other table's records
+      -- last as long as this one's claims need, and its later runs are
+      -- found decided rather than refused.
+      if #kset > 0 then
+        redis.call('HSET', meta, unpack(kset))
+      end
+      -- The reason is protocol.go's ReasonOtherTable.
+      return {'refused', epoch, 'may have been decided under another job table, which keeps records for less ' ..
+        'time: not started again'}
+    end
+  end
+  local kret_s = ret_s
+  if kret ~= retention then
+    kret_s = int(kret)
+  end
+  -- with appends the kept retention's fields to a write of the job's meta.
+  local function with(set)
+    if kset then
+      for _, v in ipairs(kset) do
+        set[#set + 1] = v
+      end
+    end
+    return set
+  end
 
   -- The run's record. id and job are not stored: they are in its key.
   local rkind = (kind == 'x' or kind == 'o') and 's' or kind
@@ -196,9 +238,9 @@ local function claim(meta, a, rerun)
     if rerun then
       redis.call('DEL', rk)
     end
-    redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
+    redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', kret_s,
       'hl', hlimit, 'decision', outcome, 'outcome', outcome, 'finished', now_s, 'error', err)
-    keep(rk, retention, sched, now)
+    keep(rk, kret, sched, now)
     local m = redis.call('HMGET', meta, 'h:n', 'h:s', 'h:ok', 'notify', 'h:f')
     local rec = {id = id, job = job, kind = rkind, sched = sched_s, decision = outcome, outcome = outcome,
       replica = replica, finished = now_s, error = err}
@@ -207,7 +249,7 @@ local function claim(meta, a, rerun)
     if moves_last and sched > last then
       set[#set + 1], set[#set + 2] = 'last', sched_s
     end
-    redis.call('HSET', meta, unpack(set))
+    redis.call('HSET', meta, unpack(with(set)))
     if m[4] == '1' then
       notify(base, rec)
     end
@@ -405,11 +447,16 @@ local function claim(meta, a, rerun)
       end
       -- The ticket stays in the record: a run taken back out of a slot
       -- (undo.lua) returns to its place.
-      redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
+      redis.call('HSET', rk, 'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', kret_s,
         'hl', hlimit, 'pf', pf, 'decision', '', 'outcome', 'waiting', 'wait_until', int(now + max_wait), 'ticket', ticket)
-      redis.call('PEXPIRE', rk, retention + max_wait)
+      redis.call('PEXPIRE', rk, kret + max_wait)
+      local mset = {}
       if moves_last and sched > last then
-        redis.call('HSET', meta, 'last', sched_s)
+        mset = {'last', sched_s}
+      end
+      mset = with(mset)
+      if #mset > 0 then
+        redis.call('HSET', meta, unpack(mset))
       end
       redis.call('ZADD', queue, ticket, id)
       redis.call('ZADD', base .. 'waiting', now + waiter_ttl, id)
@@ -464,7 +511,7 @@ local function claim(meta, a, rerun)
   if rerun then
     redis.call('DEL', rk)
   end
-  local rf = {'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', ret_s,
+  local rf = {'kind', rkind, 'sched', sched_s, 'replica', replica, 'owner', owner, 'ret', kret_s,
     'hl', hlimit, 'pf', pf, 'decision', 'started', 'outcome', 'running', 'fence', f, 'started', started, 'slot', slot}
   if ticket ~= '' then
     rf[#rf + 1], rf[#rf + 2] = 'ticket', ticket
@@ -473,12 +520,12 @@ local function claim(meta, a, rerun)
     rf[#rf + 1], rf[#rf + 2] = 'pool', pk
   end
   redis.call('HSET', rk, unpack(rf))
-  redis.call('PEXPIRE', rk, lease + retention)
+  redis.call('PEXPIRE', rk, lease + kret)
   hold(base, id, now + lease, false, pk)
   if moves_last and sched > last then
-    redis.call('HSET', meta, 'fence', f, 'last', sched_s)
+    redis.call('HSET', meta, unpack(with({'fence', f, 'last', sched_s})))
   else
-    redis.call('HSET', meta, 'fence', f)
+    redis.call('HSET', meta, unpack(with({'fence', f})))
   end
   -- Number 1 (most runs) as a literal: no string.format.
   return {'started', epoch, f, now_s, slot == 1 and '1' or int(slot)}

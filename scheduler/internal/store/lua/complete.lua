@@ -50,7 +50,7 @@ local function close_one(i)
   local rk = run_key(base, id)
   -- The error it had is read only when the cluster closed it (below).
   local rec = redis.call('HMGET', rk, 'owner', 'outcome', 'closed_by', 'decision', 'fence', 'started', 'sched', 'pf',
-    'cancelled_by', 'slot', 'pool')
+    'cancelled_by', 'slot', 'pool', 'ret')
   if rec[1] ~= owner then
     out[i] = 'lost'
   elseif rec[3] == 'holder' then
@@ -72,8 +72,10 @@ local function close_one(i)
     redis.call('HSET', rk, 'decision', decision, 'outcome', outcome, 'finished', fin, 'error', ARGV[a + 5],
       'attempts', ARGV[a + 4], 'closed_by', 'holder')
     -- Kept for its retention, never deleted: a replica whose clock lags must
-    -- still find the run decided.
-    keep(rk, ARGV[a + 7], rec[7], now)
+    -- still find the run decided. The claim kept the longest retention any
+    -- live table claims with in the record (parts/kept.lua), and the
+    -- holder's table may have changed since: the longer one.
+    keep(rk, math.max(tonumber(ARGV[a + 7]) or 0, tonumber(rec[12]) or 0), rec[7], now)
     local set = {'at:' .. outcome, fin}
     -- m[ST + 1..]: the statistics as this close leaves them (STATS order).
     if AT[outcome] then

@@ -30,11 +30,18 @@
 -- job's to run, and no miss is reported for them. A replica that remembers
 -- the job (another epoch, or a higher fencing token) makes it a sure loss:
 -- the rest of the floor is then recorded missed.
--- Returns epoch, floor, paused, last, fence, lost, unsure.
-local function check_epoch(meta, known, now, margin, fresh, seen, born)
+-- Returns epoch, floor, paused, last, fence, lost, unsure, and with kept
+-- set the kept retention's field as read (parts/kept.lua), read here so
+-- that a won claim reads its meta once.
+local function check_epoch(meta, known, now, margin, fresh, seen, born, kept)
   -- guarded is read only by a replica that knows another epoch (below):
   -- every won claim reads the rest.
-  local m = redis.call('HMGET', meta, 'epoch', 'floor', 'paused', 'last', 'fence', 'day', 'lost', 'unsure')
+  local m
+  if kept then
+    m = redis.call('HMGET', meta, 'epoch', 'floor', 'paused', 'last', 'fence', 'day', 'lost', 'unsure', 'kr')
+  else
+    m = redis.call('HMGET', meta, 'epoch', 'floor', 'paused', 'last', 'fence', 'day', 'lost', 'unsure')
+  end
   local epoch, floor, lost = m[1], tonumber(m[2]) or 0, tonumber(m[7]) or 0
   local fence = tonumber(m[5]) or 0
   -- A number: formatted only on the day it is written (string.format is
@@ -82,5 +89,5 @@ local function check_epoch(meta, known, now, margin, fresh, seen, born)
     redis.call('PEXPIRE', meta, META_TTL)
     redis.call('PEXPIRE', base .. 'history', META_TTL)
   end
-  return epoch, floor, m[3] or '0', tonumber(m[4]) or 0, fence, lost, unsure
+  return epoch, floor, m[3] or '0', tonumber(m[4]) or 0, fence, lost, unsure, m[9]
 end
