@@ -234,6 +234,12 @@ func firstInstant(j *jobState, now time.Time) time.Time {
 			break
 		}
 	}
+	return walkFirst(j, from, now)
+}
+
+// walkFirst walks j's instants after from to the last one due at now
+// (the next one if its starting deadline has passed).
+func walkFirst(j *jobState, from, now time.Time) time.Time {
 	t := j.sched.Next(from)
 	for !t.IsZero() {
 		n := j.sched.Next(t)

@@ -13,18 +13,7 @@ import (
 // firstByWalking is first as it was: every instant from the deadline's
 // start, one at a time.
 func firstByWalking(j *jobState, now time.Time) time.Time {
-	t := j.sched.Next(now.Add(-(j.StartingDeadline + j.Jitter)))
-	for !t.IsZero() {
-		n := j.sched.Next(t)
-		if n.IsZero() || j.fire(n).After(now) {
-			break
-		}
-		t = n
-	}
-	if !t.IsZero() && j.fire(t).Add(j.StartingDeadline).Before(now) {
-		t = j.sched.Next(t)
-	}
-	return t
+	return walkFirst(j, now.Add(-(j.StartingDeadline + j.Jitter)), now)
 }
 
 func testState(t *testing.T, spec Job) *jobState {

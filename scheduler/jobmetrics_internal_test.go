@@ -502,24 +502,14 @@ func TestJobGaugesEndWithRun(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
-		reader := sdkmetric.NewManualReader()
-		s, err := New(redisStore(t, c), []Job{{Name: "j", Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return nil })}},
-			WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = s.Run(ctx); close(done) }()
+		reader, stop := meteredReplica(t, c, Job{Name: "j", Schedule: "@every 1h"})
 		time.Sleep(3 * time.Second)
 		if g := gauges(t, reader); g["solocron.job.paused{job=j}"] != 0 || len(g) < 5 {
 			t.Fatalf("running: %v", g)
 		} else if _, ok := g["solocron.job.paused{job=j}"]; !ok {
 			t.Fatalf("running: no paused gauge: %v", g)
 		}
-		cancel()
-		<-done
+		stop()
 		for k := range gauges(t, reader) {
 			if strings.HasPrefix(k, "solocron.job.") || strings.HasPrefix(k, "solocron.replica.") {
 				t.Errorf("after Run returned: %s", k)
@@ -636,17 +626,8 @@ func TestStoreUpGaugeFollowsTheStore(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m, c := redistest.MiniPipe(t)
-		reader := sdkmetric.NewManualReader()
-		s, err := New(redisStore(t, c), []Job{{Name: "j", Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return nil })}},
-			WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = s.Run(ctx); close(done) }()
-		defer func() { cancel(); <-done }()
+		reader, stop := meteredReplica(t, c, Job{Name: "j", Schedule: "@every 1h"})
+		defer stop()
 		const key = "solocron.store.up{replica=r}"
 		time.Sleep(3 * time.Second)
 		if v, ok := gauges(t, reader)[key]; !ok || v != 1 {
@@ -673,18 +654,9 @@ func TestNotificationCountersStartAtZero(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
-		reader := sdkmetric.NewManualReader()
 		tg := notify.Target{Name: "ops", URL: "http://127.0.0.1:1/hook", On: []notify.Event{notify.Failed, notify.Missed}}
-		s, err := New(redisStore(t, c), []Job{{Name: "j", Schedule: "@every 1h", Notify: []string{"ops"}, Handler: jobs.Func(func(context.Context) error { return nil })}},
-			WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithNotifications(tg),
-			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = s.Run(ctx); close(done) }()
-		defer func() { cancel(); <-done }()
+		reader, stop := meteredReplica(t, c, Job{Name: "j", Schedule: "@every 1h", Notify: []string{"ops"}}, WithNotifications(tg))
+		defer stop()
 		time.Sleep(3 * time.Second)
 		g := gauges(t, reader)
 		for _, ev := range []string{"failed", "missed"} {
@@ -696,4 +668,23 @@ func TestNotificationCountersStartAtZero(t *testing.T) {
 			}
 		}
 	})
+}
+
+// meteredReplica runs replica "r" with job j (a handler that does nothing)
+// on c, its metrics read by the returned reader, until stop (which waits
+// for Run to return).
+func meteredReplica(t *testing.T, c redis.UniversalClient, j Job, opts ...Option) (reader *sdkmetric.ManualReader, stop func()) {
+	t.Helper()
+	reader = sdkmetric.NewManualReader()
+	j.Handler = jobs.Func(func(context.Context) error { return nil })
+	opts = append([]Option{WithReplicaID("r"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))}, opts...)
+	s, err := New(redisStore(t, c), []Job{j}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.Run(ctx); close(done) }()
+	return reader, func() { cancel(); <-done }
 }
