@@ -35,7 +35,7 @@ func (a *api) overview(w http.ResponseWriter, r *http.Request, tab []scheduler.J
 	defer cancel()
 	ov, err := a.cfg.Control.Overview(ctx, names, recent)
 	if err != nil {
-		a.storeError(w, err)
+		a.storeError(w, r, err)
 		return nil, false
 	}
 	return ov, true

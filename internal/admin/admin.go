@@ -432,7 +432,7 @@ func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	sts, err := a.cfg.Control.Statuses(ctx, names, 1)
 	if err != nil {
-		a.storeError(w, err)
+		a.storeError(w, r, err)
 		return
 	}
 	out := JobList{Replica: a.cfg.ReplicaID, Jobs: make([]JobInfo, 0, len(page)), NextCursor: next}
@@ -469,7 +469,7 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	st, err := a.cfg.Control.Status(ctx, j.Name, limit)
 	if err != nil {
-		a.storeError(w, err)
+		a.storeError(w, r, err)
 		return
 	}
 	in := a.info(j)
@@ -496,7 +496,7 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	runs, err := a.cfg.Control.History(ctx, j.Name, limit)
 	if err != nil {
-		a.storeError(w, err)
+		a.storeError(w, r, err)
 		return
 	}
 	if runs == nil {
@@ -524,7 +524,7 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		a.storeError(w, err)
+		a.storeError(w, r, err)
 		return
 	}
 	a.log.Info("admin: manual run requested", "job", j.Name, "run_id", id, "remote", r.RemoteAddr)
@@ -581,7 +581,7 @@ func (a *api) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
 		}, "paused"
 	}
 	if err := do(ctx, j.Name); err != nil {
-		a.storeError(w, err)
+		a.storeError(w, r, err)
 		return
 	}
 	if paused {
@@ -623,11 +623,18 @@ func intParam(w http.ResponseWriter, r *http.Request, name string, def, most int
 }
 
 // storeError answers 503: every error of Control here is the store's (job
-// names were checked against the table first).
-func (a *api) storeError(w http.ResponseWriter, err error) {
+// names were checked against the table first). Whether an action (a
+// POST) the store failed to answer was applied is unknown — Redis runs
+// what it had read before it stalled, and an answer can be lost — so the
+// answer says so, as the console does: a second trigger could be a second
+// run.
+func (a *api) storeError(w http.ResponseWriter, r *http.Request, err error) {
 	msg := err.Error()
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = "store did not answer in time: " + msg
+	}
+	if r.Method == http.MethodPost {
+		msg += "; whether the action was applied is unknown: check the job (or run) once the store answers, before sending it again"
 	}
 	a.log.Warn("admin: store error", "err", err)
 	writeError(w, http.StatusServiceUnavailable, "store unavailable: "+msg)

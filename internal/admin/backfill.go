@@ -110,7 +110,7 @@ func (a *api) backfillCall(w http.ResponseWriter, r *http.Request, j scheduler.J
 	case errors.Is(err, scheduler.ErrBackfillUnsupported):
 		writeError(w, http.StatusNotImplemented, msg)
 	default:
-		a.storeError(w, err)
+		a.storeError(w, r, err)
 	}
 	return nil, false
 }

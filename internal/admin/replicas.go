@@ -21,7 +21,7 @@ func (a *api) listReplicas(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	rs, err := a.cfg.Control.Replicas(ctx)
 	if err != nil {
-		a.storeError(w, err)
+		a.storeError(w, r, err)
 		return
 	}
 	out := ReplicaList{Replica: a.cfg.ReplicaID, Replicas: rs}

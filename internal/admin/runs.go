@@ -70,7 +70,7 @@ func (a *api) cancelRun(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
 	defer cancel()
 	err := a.cfg.Control.Cancel(ctx, id, who)
-	if a.runError(w, err) {
+	if a.runError(w, r, err) {
 		return
 	}
 	a.log.Info("admin: run cancel asked", "run_id", id, "remote", r.RemoteAddr)
@@ -86,7 +86,7 @@ func (a *api) retryRun(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.StoreTimeout)
 	defer cancel()
 	again, err := a.cfg.Control.Retry(ctx, id, who)
-	if a.runError(w, err) {
+	if a.runError(w, r, err) {
 		return
 	}
 	a.log.Info("admin: run retry asked", "run_id", id, "retry", again, "remote", r.RemoteAddr)
@@ -95,7 +95,7 @@ func (a *api) retryRun(w http.ResponseWriter, r *http.Request) {
 
 // runError answers err of Cancel or Retry, if any: 404, 409, 429, 400 for
 // a malformed id, 503 for the store's.
-func (a *api) runError(w http.ResponseWriter, err error) bool {
+func (a *api) runError(w http.ResponseWriter, r *http.Request, err error) bool {
 	switch {
 	case err == nil:
 		return false
@@ -108,7 +108,7 @@ func (a *api) runError(w http.ResponseWriter, err error) bool {
 	case errors.Is(err, scheduler.ErrBadRunID):
 		writeError(w, http.StatusBadRequest, err.Error())
 	default:
-		a.storeError(w, err)
+		a.storeError(w, r, err)
 	}
 	return true
 }
