@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/solocron/solocron/internal/admin"
 )
 
 // An admin API without a token (or client certificates) listens on
@@ -61,10 +62,7 @@ func ownerOnly(srv *http.Server, log *slog.Logger) {
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		if strings.HasPrefix(r.URL.Path, "/api/") {
-			b, _ := json.Marshal(map[string]string{"error": p.why})
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write(append(b, '\n'))
+			admin.WriteError(w, http.StatusForbidden, p.why)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -640,6 +640,11 @@ func (a *api) storeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, http.StatusServiceUnavailable, "store unavailable: "+msg)
 }
 
+// WriteError answers code with the API's error body, {"error": msg}: for
+// a wrapper of the handler (cmd/scheduler's owner check) to answer as the
+// API does.
+func WriteError(w http.ResponseWriter, code int, msg string) { writeError(w, code, msg) }
+
 func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
 }
