@@ -32,6 +32,9 @@ func (c *Command) run(ctx context.Context, argv, env []string) error {
 	if err != nil {
 		return startError(name, err)
 	}
+	if f.stopBy != nil {
+		go c.sendStopBy(stopByFrom(ctx), f.stopBy, w.exited)
+	}
 	report, drained := c.read(ctx, f, supervised)
 	stopped := c.stopGroup(ctx, w, supervised, drained)
 	reap(ctx, name, w, f, drained)
@@ -44,6 +47,9 @@ func (c *Command) run(ctx context.Context, argv, env []string) error {
 type childFiles struct {
 	child []*os.File
 	ours  []*os.File // stdout, stderr[, the supervisor's report]
+	// stopBy, supervised, is the write end of the supervisor's fd 4, where
+	// sendStopBy tells it when to stop the program on its own.
+	stopBy *os.File
 }
 
 func closeAll(fs []*os.File) {
@@ -75,9 +81,18 @@ func openChildFiles(supervised bool) (*childFiles, error) {
 	if err == nil && supervised {
 		err = pipe() // the supervisor's fd 3
 	}
+	if err == nil && supervised {
+		var r *os.File
+		if r, f.stopBy, err = os.Pipe(); err == nil {
+			f.child = append(f.child, r) // the supervisor's fd 4
+		}
+	}
 	if err != nil {
 		closeAll(f.child)
 		closeAll(f.ours)
+		if f.stopBy != nil {
+			_ = f.stopBy.Close()
+		}
 		return nil, err
 	}
 	return f, nil
@@ -104,9 +119,43 @@ func (c *Command) start(argv, env []string, supervised bool, f *childFiles) (*wa
 	closeAll(f.child)
 	if startErr != nil {
 		closeAll(f.ours)
+		if f.stopBy != nil {
+			_ = f.stopBy.Close()
+		}
 		return nil, startErr
 	}
 	return w, nil
+}
+
+// sendStopBy tells the supervisor (on out, its fd 4) when to stop the
+// program on its own (WithStopBy): at once, and each time the time moves, a
+// line "<time on CLOCK_MONOTONIC, ns> <kill grace, ns>", until the leader
+// exits. Without stopBy it closes out at once and the supervisor watches
+// nothing. The clock is read before the time left is: a stall between the
+// two makes the deadline earlier, never later.
+func (c *Command) sendStopBy(stopBy *StopBy, out *os.File, exited <-chan struct{}) {
+	defer out.Close()
+	if stopBy == nil {
+		return
+	}
+	grace := c.killGrace()
+	var last time.Time
+	for {
+		t, changed := stopBy.get()
+		if !t.IsZero() && !t.Equal(last) {
+			last = t
+			now := monoNow()
+			goneBy := now + int64(time.Until(t))
+			if _, err := fmt.Fprintf(out, "%d %d\n", goneBy, int64(grace)); err != nil {
+				return // the supervisor is gone
+			}
+		}
+		select {
+		case <-exited:
+			return
+		case <-changed:
+		}
+	}
 }
 
 // read reads the output until every writer has closed it: drained is

@@ -161,7 +161,13 @@
 // SIGUSR2, checks with getppid that its parent really is gone, and SIGKILLs
 // the whole group, itself included. It checks getppid at start-up too, in case
 // the replica died before the signal was armed. SIGUSR2 sent to a supervisor
-// whose parent is alive is ignored. The supervisor is a whole Go process: the
+// whose parent is alive is ignored. Under WithStopBy (the scheduler sets it
+// to just before the run's lease ends, moved at every renewal) the parent
+// also sends the supervisor that deadline on CLOCK_MONOTONIC through a pipe,
+// and the supervisor stops the program on its own when it comes — SIGTERM to
+// the group kill_grace before it (unless it passed one on from the replica
+// already: no program gets two), SIGKILL at it — even while the replica is
+// frozen (SIGSTOP, a paused VM) and cannot. The supervisor is a whole Go process: the
 // runtime and every package's init functions run in it before main, so keep
 // init functions free of side effects. Programs that do not want the
 // supervisor's extra process do not call SupervisorMain and keep the

@@ -48,10 +48,15 @@ func NewContext(ctx context.Context, info Info) context.Context {
 	return context.WithValue(ctx, infoKey{}, info)
 }
 
-// FromContext returns the Info stored in ctx by NewContext.
+// FromContext returns the Info stored in ctx by NewContext (or WithRun).
 func FromContext(ctx context.Context) (Info, bool) {
-	info, ok := ctx.Value(infoKey{}).(Info)
-	return info, ok
+	switch info := ctx.Value(infoKey{}).(type) {
+	case Info:
+		return info, true
+	case *Info: // WithRun's
+		return *info, true
+	}
+	return Info{}, false
 }
 
 // RunID returns the run id stored in ctx, or "".

@@ -1,13 +1,16 @@
 package jobs
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -63,6 +66,8 @@ func supervise(parent string, args []string) int {
 
 	syscall.CloseOnExec(3) // the program must not hold the report pipe open
 	report := os.NewFile(3, "report")
+	syscall.CloseOnExec(4) // nor the stop-by pipe
+	stopBy := os.NewFile(4, "stop-by")
 	fail := func(err error) int {
 		var errno syscall.Errno
 		errors.As(err, &errno)
@@ -86,7 +91,23 @@ func supervise(parent string, args []string) int {
 		mu      sync.Mutex
 		started bool
 		pending syscall.Signal // a forwardable signal received before the start
+		fwd     sync.Mutex     // one signal passed on to the group at a time
+		termed  atomic.Bool    // a SIGTERM was passed on: the program was asked to stop
 	)
+	// toGroup gives every other member of the group sig exactly once: it is
+	// ignored here while kill(0, sig) runs, so the supervisor does not
+	// receive (and forward) its own copy. No fork happens in this process
+	// any more, so the ignored disposition cannot leak into a child.
+	toGroup := func(sig syscall.Signal) {
+		fwd.Lock()
+		defer fwd.Unlock()
+		signal.Ignore(sig)
+		_ = syscall.Kill(0, sig)
+		signal.Notify(sigs, sig)
+		if sig == syscall.SIGTERM {
+			termed.Store(true)
+		}
+	}
 	go func() {
 		for s := range sigs {
 			sig := s.(syscall.Signal)
@@ -105,14 +126,7 @@ func supervise(parent string, args []string) int {
 				continue
 			}
 			mu.Unlock()
-			// Every other member of the group gets sig exactly once: it is
-			// ignored here while kill(0, sig) runs, so the supervisor does
-			// not receive (and forward) its own copy. No fork happens in
-			// this process any more, so the ignored disposition cannot leak
-			// into a child.
-			signal.Ignore(sig)
-			_ = syscall.Kill(0, sig)
-			signal.Notify(sigs, sig)
+			toGroup(sig)
 		}
 	}()
 
@@ -138,6 +152,7 @@ func supervise(parent string, args []string) int {
 	started = true
 	mu.Unlock()
 	_ = report.Close()
+	go watchStopBy(stopBy, toGroup, &termed)
 
 	state, err := p.Wait()
 	if err != nil {
@@ -148,6 +163,68 @@ func supervise(parent string, args []string) int {
 		dieBySignal(ws.Signal())
 	}
 	return state.ExitCode()
+}
+
+// watchStopBy stops the program on its own when the time its parent gives
+// on in (Command.sendStopBy, jobs.WithStopBy) comes: SIGTERM to the group
+// the kill grace before it, SIGKILL to the whole group (the supervisor
+// included: its parent then sees the program killed) at it. The parent may
+// be frozen meanwhile; this process is not. A later time moves the deadline
+// until SIGTERM is sent. Nothing is watched until a first time comes, and
+// the last one stands when the parent closes the pipe (the program ended)
+// or dies (the parent-death signal ends the group then).
+//
+// When the parent already had SIGTERM passed on (a live replica stops the
+// job itself when it loses the lease, a kill grace before its own SIGKILL),
+// no second SIGTERM goes: a program that takes a second one as "quit now"
+// would lose the rest of its grace. SIGKILL still comes at the deadline.
+func watchStopBy(in *os.File, toGroup func(syscall.Signal), termed *atomic.Bool) {
+	var goneBy, grace atomic.Int64
+	go func() {
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			a, b, ok := strings.Cut(sc.Text(), " ")
+			t, err1 := strconv.ParseInt(a, 10, 64)
+			g, err2 := strconv.ParseInt(b, 10, 64)
+			if !ok || err1 != nil || err2 != nil || t <= 0 || g < 0 {
+				continue
+			}
+			grace.Store(g)
+			goneBy.Store(t)
+		}
+	}()
+	tick := time.NewTicker(stopByCheck)
+	defer tick.Stop()
+	var killAt int64
+	for range tick.C {
+		now := monoNow()
+		if killAt == 0 {
+			if t := goneBy.Load(); t > 0 && now >= t-grace.Load() {
+				killAt = t
+				if termed.Load() {
+					continue // asked to stop already; SIGKILL at the deadline
+				}
+				_, _ = fmt.Fprintf(os.Stderr, "%s: the run's lease is about to end and its replica has not stopped the job (frozen or stalled?): stopping it (SIGTERM, then SIGKILL after the kill grace)\n", supervisorArg0)
+				toGroup(syscall.SIGTERM)
+			}
+			continue
+		}
+		if now >= killAt {
+			_ = syscall.Kill(0, syscall.SIGKILL)
+			return
+		}
+	}
+}
+
+// stopByCheck is how often the supervisor looks at the clock for watchStopBy.
+const stopByCheck = 20 * time.Millisecond
+
+// monoNow is CLOCK_MONOTONIC in nanoseconds: one clock for every process of
+// the machine, which neither a wall clock step nor a frozen process moves.
+func monoNow() int64 {
+	var ts syscall.Timespec
+	_, _, _ = syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1 /* CLOCK_MONOTONIC */, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
 }
 
 // dieBySignal ends the process by sig, so the supervisor's parent sees the

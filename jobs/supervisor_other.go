@@ -9,3 +9,6 @@ const supervisorSupported = false
 // to build supervision on. It is safe to call first thing in main on every
 // platform.
 func SupervisorMain() {}
+
+// monoNow is never needed without a supervisor.
+func monoNow() int64 { return 0 }

@@ -74,7 +74,7 @@ func KeepAlive(ctx context.Context, l *Lease, opts ...KeepAliveOption) (context.
 		}
 	}
 	if k.interval <= 0 {
-		k.interval = max((l.TTL()-k.stopGrace)/3, time.Millisecond)
+		k.interval = defaultInterval(l.TTL(), k.stopGrace)
 	}
 	if k.callTimeout <= 0 {
 		k.callTimeout = k.interval
@@ -85,9 +85,33 @@ func KeepAlive(ctx context.Context, l *Lease, opts ...KeepAliveOption) (context.
 	defer k.mu.Unlock()
 	k.lossDue = time.Now().Add(k.untilLost())
 	k.lossTimer = time.AfterFunc(time.Until(k.lossDue), k.lose)
-	granted := l.Until().Add(-(l.TTL() - Drift(l.TTL())))
-	k.timer = time.AfterFunc(time.Until(granted.Add(k.interval)), k.renew)
+	k.timer = time.AfterFunc(time.Until(granted(l).Add(k.interval)), k.renew)
 	return k.ctx, k.stop
+}
+
+// defaultInterval is KeepAlive's renewal interval without WithInterval.
+func defaultInterval(ttl, stopGrace time.Duration) time.Duration {
+	return max((ttl-stopGrace)/3, time.Millisecond)
+}
+
+// granted is when l was last granted or renewed, as Until counts it.
+func granted(l *Lease) time.Time { return l.Until().Add(-(l.TTL() - Drift(l.TTL()))) }
+
+// KeepAliveDue is the latest time KeepAlive(ctx, l, WithStopGrace(stopGrace))
+// can be started for l and keep it exactly as if started now: its first
+// renewal (one default interval after l was granted or last renewed) or,
+// if sooner, l's deadline less stopGrace. Until then a keepalive only waits
+// on its timers, which it sets from the lease, not from its own start (one
+// overdue fires at once: a process frozen past the deadline is told so). A
+// holder whose work is usually shorter than a renewal interval can start
+// KeepAlive at this time, and never when its work ends first.
+func KeepAliveDue(l *Lease, stopGrace time.Duration) time.Time {
+	stopGrace = max(stopGrace, 0)
+	first := granted(l).Add(defaultInterval(l.TTL(), stopGrace))
+	if lost := l.Until().Add(-stopGrace); lost.Before(first) {
+		return lost
+	}
+	return first
 }
 
 // keeper is one KeepAlive: a renewal timer and a loss timer.

@@ -209,3 +209,40 @@ func TestStopGraceDeclaresTheLossEarly(t *testing.T) {
 		}
 	})
 }
+
+// A KeepAlive started at KeepAliveDue renews when one started with the
+// lease would: nothing happens before that time, and its timers count from
+// the lease's grant. With a stop grace that leaves less than a renewal
+// interval, the due time is the lease's deadline less the grace.
+func TestKeepAliveStartedWhenDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &fakeStore{answer: func(int) (time.Duration, error) { return 0, nil }}
+		start := time.Now()
+		l := NewLease(store, "job", "tok", 1, ttl, start)
+		due := KeepAliveDue(l, 0)
+		if want := start.Add(ttl / 3); !due.Equal(want) {
+			t.Fatalf("due at +%s, want +%s (the first renewal)", due.Sub(start), want.Sub(start))
+		}
+		time.Sleep(time.Until(due))
+		ctx, stop := KeepAlive(t.Context(), l)
+		time.Sleep(time.Until(start.Add(105 * time.Second)))
+		stop()
+		if ctx.Err() == nil {
+			t.Fatal("context alive after stop")
+		}
+		sent := store.sent()
+		if len(sent) != 10 {
+			t.Fatalf("%d renewals in 105s, want 10", len(sent))
+		}
+		for i, s := range sent {
+			if want := start.Add(time.Duration(i+1) * ttl / 3); !s.Equal(want) {
+				t.Errorf("renewal %d sent at +%s, want +%s", i+1, s.Sub(start), want.Sub(start))
+			}
+		}
+		l2 := NewLease(store, "job", "tok", 1, ttl, start)
+		grace := ttl - Drift(ttl) // the deadline less the grace is the grant itself
+		if got, want := KeepAliveDue(l2, grace), l2.Until().Add(-grace); !got.Equal(want) {
+			t.Errorf("with a grace of %s: due at +%s, want +%s (the deadline less the grace)", grace, got.Sub(start), want.Sub(start))
+		}
+	})
+}
