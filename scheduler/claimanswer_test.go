@@ -82,3 +82,34 @@ func TestLateClaimAnswerThenOutage(t *testing.T) {
 		}
 	})
 }
+
+// A claim answered just before its lease runs out (60 ms left), Redis then
+// unreachable: no renewal can succeed, so the job must not start — it
+// would be killed as it starts and recorded lease_lost though it barely
+// ran (the fault suite's scenario 20, a Redis stall right after a claim).
+// The run is recorded missed, "never started".
+func TestClaimAnsweredAsItsLeaseEndsDoesNotStart(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		rdb := c.client()
+		lease := 3 * time.Second
+		// The lease's local deadline is the claim's send + lease − drift
+		// (1 % + 2 ms): answer 60 ms before it.
+		after := lease - lease/100 - 2*time.Millisecond - 60*time.Millisecond
+		rdb.AddHook(&lateThenDown{after: after, down: 9 * time.Second})
+		runAlone(t, rdb, []scheduler.Job{{Name: "late", Schedule: "@every 10s", Lease: lease,
+			Handler: c.ledger.Job(nil)}}, 35*time.Second)
+		h := c.history("late")
+		if len(h) == 0 {
+			t.Fatal("no record")
+		}
+		first := h[len(h)-1]
+		if n := c.ledger.Starts()[first.ID]; n != 0 {
+			t.Errorf("%s started %d times with 60 ms of lease left and Redis away; its record: %s/%s (%s)", first.ID, n, first.Decision, first.Outcome, first.Error)
+		}
+		if first.Outcome != scheduler.Missed || !strings.Contains(first.Error, "never started") {
+			t.Errorf("%s: recorded %s/%s (%s), want missed, never started", first.ID, first.Decision, first.Outcome, first.Error)
+		}
+	})
+}

@@ -92,11 +92,41 @@ func (c *Control) Trigger(ctx context.Context, job string) (string, error) {
 	return id, nil
 }
 
+// A manual run's id (Trigger, Retry) is "<job>@manual-" then the Unix
+// second it was asked in base 36, then manualRandom random bytes in lower
+// case hex.
+const (
+	manualMark   = "@manual-"
+	manualRandom = 6
+)
+
 // newManualID draws a manual run's id: "<job>@manual-<unique suffix>".
+// IsManualRunID recognizes exactly its shape.
 func newManualID(job string) string {
-	var b [6]byte
+	var b [manualRandom]byte
 	_, _ = rand.Read(b[:])
-	return job + "@manual-" + strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
+	return job + manualMark + strconv.FormatInt(time.Now().Unix(), 36) + hex.EncodeToString(b[:])
+}
+
+// IsManualRunID reports whether id has the shape of the id of a manual run
+// (one that Trigger or Retry asked for): "<job>@manual-<s><h>", where job is
+// a valid job name, s the Unix second of the request in base 36 (as
+// strconv.FormatInt writes it) and h 12 lower case hex digits. It says
+// nothing of whether such a run exists: a console uses it to tell an id it
+// may have just been given (a retry not picked up yet) from a made-up one.
+func IsManualRunID(id string) bool {
+	job, rest, ok := strings.Cut(id, manualMark)
+	if !ok || !ValidJobName(job) || len(rest) <= 2*manualRandom {
+		return false
+	}
+	secs, random := rest[:len(rest)-2*manualRandom], rest[len(rest)-2*manualRandom:]
+	for _, c := range random {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	n, err := strconv.ParseInt(secs, 36, 64)
+	return err == nil && n >= 0 && strconv.FormatInt(n, 36) == secs
 }
 
 // History returns the job's finished run records, newest first, at most

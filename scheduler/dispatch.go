@@ -47,7 +47,11 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 	for {
 		tab, g := s.table()
 		if g != gen {
+			started := gen == -1
 			h, gen = s.plan(tab, h), g
+			if started {
+				s.missedStarting(h, pending)
+			}
 		}
 		now := s.now()
 		var due []claimReq
@@ -74,11 +78,20 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 				due = make([]claimReq, 0, max(lastDue, 1))
 			}
 			due = append(due, s.newClaim(e.j, e.sched, store.RunScheduled))
-			// Skip instants whose window already closed (a long pause, a
-			// clock jump): they were decided elsewhere or are left to catch-up.
+			// Instants whose window closed while this replica was not
+			// looking (the process frozen, its host or VM paused, a laptop
+			// asleep) are not claimed: they are queued to be recorded missed,
+			// which Redis does only for those no replica decided (another one
+			// ran them, most often) — when every replica was frozen, nobody
+			// else would, and they had no record at all. Only those whose
+			// record would still be kept: an older one Redis refuses as too
+			// old to decide, and a freeze of hours would queue thousands.
 			next := e.j.sched.Next(e.sched)
-			for !next.IsZero() && e.j.fire(next).Add(e.j.StartingDeadline).Before(now) {
-				next = e.j.sched.Next(next)
+			for queued := 0; !next.IsZero() && e.j.fire(next).Add(e.j.StartingDeadline).Before(now); next = e.j.sched.Next(next) {
+				if queued < maxCatchup && now.Sub(next) < e.j.retention(next) {
+					s.queueMiss(s.newClaim(e.j, next, store.RunScheduled))
+					queued++
+				}
 			}
 			if next.IsZero() {
 				heap.Pop(&h)
@@ -135,6 +148,39 @@ func (s *Scheduler) dispatch(ctx context.Context, pending []claimReq) {
 		case <-timer.C:
 		case <-inflight:
 			inflight = nil
+		}
+	}
+}
+
+// missedStarting queues to be recorded missed the instants that came due,
+// and whose starting deadline passed, between this replica's start
+// (runStart, from which the first heartbeat reads the instants an outage
+// left) and the dispatcher's first plan h, made from the clock once that
+// heartbeat returned: they are in neither. A first heartbeat longer than a
+// starting deadline (a table of many jobs catching up, a Redis slow to
+// answer) left them with no record when no other replica was up to claim
+// them. Runs the heartbeat asked for (pending: catch-up) are left out; at
+// most maxCatchup instants per job, the first ones.
+func (s *Scheduler) missedStarting(h entryHeap, pending []claimReq) {
+	if s.runStart.IsZero() || !s.clockTrusted(s.now()) {
+		return // the dispatcher holds, and plans again from a clock it trusts
+	}
+	var asked map[string]bool
+	for _, e := range h {
+		n := 0
+		for t := s.first(e.j, s.runStart); !t.IsZero() && t.Before(e.sched) && n < maxCatchup; t = e.j.sched.Next(t) {
+			if asked == nil {
+				asked = make(map[string]bool, len(pending))
+				for _, r := range pending {
+					asked[r.ID] = true
+				}
+			}
+			c := s.newClaim(e.j, t, store.RunScheduled)
+			if asked[c.ID] {
+				continue
+			}
+			s.queueMiss(c)
+			n++
 		}
 	}
 }
@@ -222,19 +268,29 @@ func firstInstant(j *jobState, now time.Time) time.Time {
 	// looking back over windows that double, never past the deadline's
 	// start. A starting deadline of years (the loader takes any duration)
 	// walked one instant at a time for minutes at every start and reload.
-	lower := now.Add(-(j.StartingDeadline + j.Jitter))
-	from, due := lower, now.Add(-j.Jitter)
-	for w := time.Second; ; w *= 2 {
+	return walkFirst(j, lookBack(j, now.Add(-(j.StartingDeadline+j.Jitter)), now.Add(-j.Jitter), 1), now)
+}
+
+// lookBack is the latest start, looking back from due over windows that
+// double (1 s, 2 s, 4 s, ...), after which at least n instants of j fall at
+// or before due; lower if no such window begins after lower. A walk of j's
+// instants to due may begin there instead of at lower, which may be years
+// back (a huge starting deadline, a catch-up window of a month).
+func lookBack(j *jobState, lower, due time.Time, n int) time.Time {
+	for w := time.Second; w < 1<<62; w *= 2 {
 		start := due.Add(-w)
-		if !start.After(lower) || w >= 1<<62 {
+		if !start.After(lower) {
 			break
 		}
-		if t := j.sched.Next(start); !t.IsZero() && !t.After(due) {
-			from = start
-			break
+		k := 0
+		for t := j.sched.Next(start); !t.IsZero() && !t.After(due) && k < n; t = j.sched.Next(t) {
+			k++
+		}
+		if k == n {
+			return start
 		}
 	}
-	return walkFirst(j, from, now)
+	return lower
 }
 
 // walkFirst walks j's instants after from to the last one due at now

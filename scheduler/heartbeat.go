@@ -235,9 +235,10 @@ func (s *Scheduler) storeAnswered() {
 // otherTables are the live replicas that run another job table than this
 // one, read from the replica registry when a heartbeat finds a gap.
 type otherTables struct {
-	up   []store.Replica
-	skew time.Duration
-	beat time.Duration // a live replica beats at least this often
+	up    []store.Replica
+	parts string // this replica's table by parts (tableParts)
+	skew  time.Duration
+	beat  time.Duration // a live replica beats at least this often
 }
 
 // otherTables reads the registry for the live replicas (this one aside)
@@ -262,6 +263,7 @@ func (s *Scheduler) otherTables(ctx context.Context, tab []*jobState) *otherTabl
 		jobs[i] = j.Job
 	}
 	mine := TableFingerprint(jobs)
+	o.parts = tableParts(jobs)
 	for _, r := range live {
 		if r.ID != s.cfg.replicaID && r.Table != mine && !r.Started.IsZero() {
 			o.up = append(o.up, r)
@@ -271,7 +273,8 @@ func (s *Scheduler) otherTables(ctx context.Context, tab []*jobState) *otherTabl
 }
 
 // drop leaves out of ts, instants of j that nobody decided, those a
-// replica with another table was up for: it had started (by its own clock,
+// replica with another table was up for, unless its table has j as this
+// one has (the part of the table j falls in is the same): it had started (by its own clock,
 // within the skew) before the instant's starting deadline passed, and beat
 // after (or was listed live when it would beat next). It ran the job as its table says, which may not have that instant
 // (a schedule changed, a job removed): catching it up, or recording it
@@ -284,6 +287,12 @@ func (o *otherTables) drop(j *jobState, ts []time.Time) []time.Time {
 	return slices.DeleteFunc(ts, func(t time.Time) bool {
 		end := j.fire(t).Add(j.StartingDeadline)
 		for _, r := range o.up {
+			if samePart(r.Parts, o.parts, j.Name) {
+				// Its table has this job as this one has: it would
+				// have claimed the instant as this replica does
+				// (it died first, or was cut off: an outage).
+				continue
+			}
 			if r.Started.Add(o.skew).Before(end) && !r.LastHeartbeat.Add(o.beat).Before(end) {
 				return true
 			}

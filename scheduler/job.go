@@ -90,7 +90,10 @@ type Job struct {
 	// with jitter. Default 1s.
 	RetryBackoff time.Duration
 	// Jitter delays each run by a deterministic amount in [0, Jitter) derived
-	// from the run id, identical on every replica.
+	// from the run id, identical on every replica. It may not be longer than
+	// the shortest interval between two of the schedule's instants (for a
+	// cron spec, the shortest found over the coming year): runs would fire
+	// out of order.
 	Jitter time.Duration
 	// StartingDeadline: a run not started by then is recorded missed.
 	// Default 10s.
@@ -198,7 +201,7 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // Validate reports every problem with j at once, as *FieldError values joined
 // with errors.Join. A nil error means the job can be scheduled.
 func (j *Job) Validate() error {
-	errs, _ := j.validate(-1)
+	errs, _ := j.validate(-1, nil)
 	return errors.Join(errs...)
 }
 
@@ -223,6 +226,13 @@ func (j *Job) parse() (parsed, []error) {
 			field = se.Field
 		}
 		errs = append(errs, &FieldError{Job: -1, Field: field, Err: err})
+		// A bad schedule hides a bad zone beside it: every problem is
+		// reported at once.
+		if field != "Timezone" && j.Timezone != "" {
+			if zerr := schedule.CheckZone(j.Timezone); zerr != nil {
+				errs = append(errs, &FieldError{Job: -1, Field: "Timezone", Err: zerr})
+			}
+		}
 	} else {
 		p.sched = s
 	}
@@ -239,7 +249,10 @@ func (j *Job) parse() (parsed, []error) {
 	return p, errs
 }
 
-func (j *Job) validate(index int) ([]error, parsed) {
+// validate reports j's problems (as index in its table) and its schedules
+// parsed. gaps, if not nil, keeps the jitter checks of the table's other
+// jobs: jobs that share a schedule and a jitter share one walk.
+func (j *Job) validate(index int, gaps jitterChecks) ([]error, parsed) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Job: index, Field: field, Err: fmt.Errorf(format, args...)})
@@ -249,6 +262,8 @@ func (j *Job) validate(index int) ([]error, parsed) {
 		bad("Name", "is required")
 	case len(j.Name) > MaxJobNameLen:
 		bad("Name", "is %d bytes long; at most %d are allowed", len(j.Name), MaxJobNameLen)
+	case j.Name == "." || j.Name == "..":
+		bad("Name", "%q cannot be a job's name: no address can name it (a browser reads /jobs/%s as /)", j.Name, j.Name)
 	case !ValidJobName(j.Name):
 		bad("Name", "%q may contain only letters, digits, '_', '.' and '-'", j.Name)
 	}
@@ -278,6 +293,11 @@ func (j *Job) validate(index int) ([]error, parsed) {
 	nonNegative("Jitter", j.Jitter)
 	nonNegative("StartingDeadline", j.StartingDeadline)
 	nonNegative("CatchupWindow", j.CatchupWindow)
+	if p.sched != nil {
+		if msg := gaps.check(p.sched, j.Jitter); msg != "" {
+			bad("Jitter", "%s", msg)
+		}
+	}
 	if j.Lease != 0 && j.Lease < 100*time.Millisecond {
 		bad("Lease", "must be at least 100ms (got %s)", j.Lease)
 	}
@@ -348,6 +368,56 @@ func (j *Job) validate(index int) ([]error, parsed) {
 	return errs, p
 }
 
+// jitterTooLong says what is wrong with jitter on sched (from now on), or
+// "". A run fires up to its jitter after its instant (jobState.fire), and
+// the dispatcher takes a job's instants one at a time, in order: a jitter
+// longer than a gap between two instants would fire the later one before
+// the earlier, and the instants passed over would be neither claimed nor
+// recorded missed. A jitter as long as the shortest gap is fine: the delay
+// is always less than the jitter, so "@every 1m" with a jitter of 1m
+// spreads the runs over each minute and keeps them in order. Instants
+// are whole seconds apart, so no jitter up to 1s needs the walk.
+func jitterTooLong(sched *schedule.Schedule, jitter time.Duration, now time.Time) string {
+	if jitter <= time.Second {
+		return ""
+	}
+	g, ok := sched.ShortestGap(now, jitter)
+	if !ok || g.Len() >= jitter {
+		return ""
+	}
+	if sched.Every() > 0 {
+		return fmt.Sprintf("%s is longer than the schedule's interval, %s: runs would fire out of order and instants would be skipped, neither run nor recorded missed; at most %s", jitter, g.Len(), g.Len())
+	}
+	return fmt.Sprintf("%s is longer than the schedule's shortest interval, %s (from %s to %s): runs would fire out of order and instants would be skipped, neither run nor recorded missed; at most %s",
+		jitter, g.Len(), g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), g.Len())
+}
+
+// jitterChecks keeps jitterTooLong's answers for one table, by schedule
+// (spec and zone) and jitter: a table of 10,000 jobs with a jitter walks
+// each of its schedules once, not each job's.
+type jitterChecks map[jitterKey]string
+
+type jitterKey struct {
+	spec, loc string
+	jitter    time.Duration
+}
+
+func (c jitterChecks) check(sched *schedule.Schedule, jitter time.Duration) string {
+	if jitter <= time.Second {
+		return ""
+	}
+	if c == nil {
+		return jitterTooLong(sched, jitter, time.Now())
+	}
+	k := jitterKey{sched.String(), sched.Location().String(), jitter}
+	msg, ok := c[k]
+	if !ok {
+		msg = jitterTooLong(sched, jitter, time.Now())
+		c[k] = msg
+	}
+	return msg
+}
+
 // ValidateTable validates every job and checks that names are unique. Errors
 // are *FieldError values with Job set to the index in jobs.
 func ValidateTable(jobs []Job) error {
@@ -384,9 +454,10 @@ func checkTable(jobs []Job) ([]parsed, error) {
 	out := make([]parsed, len(jobs))
 	seen := make(map[string]int, len(jobs))
 	pools := map[string]int{} // pool -> the first job in it
+	gaps := jitterChecks{}
 	for i := range jobs {
 		var jerrs []error
-		jerrs, out[i] = jobs[i].validate(i)
+		jerrs, out[i] = jobs[i].validate(i, gaps)
 		errs = append(errs, jerrs...)
 		if first, dup := seen[jobs[i].Name]; dup && jobs[i].Name != "" {
 			errs = append(errs, &FieldError{Job: i, Field: "Name",

@@ -187,9 +187,16 @@ func (s *Scheduler) registerJobGauges() error {
 			}
 			o.ObserveFloat64(g.deadline, j.StartingDeadline.Seconds(), attrs)
 			o.ObserveInt64(g.pauseAfter, int64(j.PauseAfterFailures), attrs)
-			if !synced {
+			if !synced || up == 0 {
 				// Nothing read from the store yet: no value rather than a
-				// wrong one.
+				// wrong one. Nor while the store does not answer: what the
+				// last heartbeat read grows stale (a partitioned replica
+				// kept exporting a failure streak of 7 for a job that
+				// succeeded since, and the rules' max by job over the
+				// replicas kept SolocronJobFailing firing for it as long
+				// as the partition lasted). The replicas that reach the
+				// store export the job's state; when none does, the
+				// rules keep the values recorded last.
 				continue
 			}
 			// Paused cluster-wide (pause, pause_after_failures) or by the
@@ -238,15 +245,19 @@ func (c *fingerprintCache) get(tab []*jobState, gen int) string {
 	return c.fp
 }
 
-// zero makes the counters the alert rules and dashboards read for a job
-// appear at 0 as soon as the replica knows the job: a counter that first
-// shows up at 1 hides its first event from increase().
+// zero makes a job's counters appear at 0 as soon as the replica knows
+// the job, the series an alert reads (zeroOutcomes, zeroClaims): a counter
+// that first shows up at 1 hides its first event from increase() and
+// rate(), so an alert on a job's first failure would never fire.
 func (t *telemetry) zero(job string, m *memo) {
 	ctx := context.Background()
-	for _, o := range []Outcome{Missed, LeaseLost} {
-		t.runs.Add(ctx, 0, m.sets.get(job, "outcome", string(o)))
+	for _, o := range zeroOutcomes {
+		t.runs.Add(ctx, 0, m.sets.get(job, "outcome", string(o)).add[:]...)
 	}
-	t.leaseLost.Add(ctx, 0, m.sets.get(job, "", ""))
+	for _, r := range zeroClaims {
+		t.claims.Add(ctx, 0, m.sets.get(job, "result", r).add[:]...)
+	}
+	t.leaseLost.Add(ctx, 0, m.sets.get(job, "", "").add[:]...)
 }
 
 // statsChanged notes that this replica changed (or saw a change of) the

@@ -646,6 +646,57 @@ func TestStoreUpGaugeFollowsTheStore(t *testing.T) {
 	})
 }
 
+// A replica that cannot reach the store stops exporting the job state it
+// read from it (paused, the failure streak, the last runs): those values
+// grow stale while the others' move on, and the rules take the max over
+// the replicas, so a partitioned replica's old streak kept
+// SolocronJobFailing firing for a job that had succeeded since. The
+// table's own gauges stay; the job state is back at the first heartbeat
+// Redis answers.
+func TestJobStateGaugesHiddenWhileStoreDown(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m, c := redistest.MiniPipe(t)
+		reader, stop := meteredReplica(t, c, Job{Name: "j", Schedule: "@every 1s"})
+		defer stop()
+		fromStore := []string{"solocron.job.paused{job=j}", "solocron.job.consecutive_failures{job=j}",
+			"solocron.job.last_success_timestamp{job=j}", "solocron.job.last_run_timestamp{job=j,outcome=succeeded}"}
+		fromTable := []string{"solocron.job.interval{job=j}", "solocron.job.starting_deadline{job=j}",
+			"solocron.job.pause_after_failures{job=j}", "solocron.job.next_run_timestamp{job=j}"}
+		time.Sleep(5 * time.Second)
+		g := gauges(t, reader)
+		for _, k := range append(fromStore, fromTable...) {
+			if _, ok := g[k]; !ok {
+				t.Fatalf("Redis answering: no %s in %v", k, g)
+			}
+		}
+		m.SetError("LOADING the store is down")
+		time.Sleep(30 * time.Second)
+		g = gauges(t, reader)
+		if g["solocron.store.up{replica=r}"] != 0 {
+			t.Fatalf("Redis refusing every command for 30s: store.up %v, want 0", g["solocron.store.up{replica=r}"])
+		}
+		for _, k := range fromStore {
+			if v, ok := g[k]; ok {
+				t.Errorf("Redis down for 30s: %s = %v exported, from a store the replica cannot read", k, v)
+			}
+		}
+		for _, k := range fromTable {
+			if _, ok := g[k]; !ok {
+				t.Errorf("Redis down for 30s: no %s (from the table, not the store)", k)
+			}
+		}
+		m.SetError("")
+		time.Sleep(10 * time.Second)
+		g = gauges(t, reader)
+		for _, k := range fromStore {
+			if _, ok := g[k]; !ok {
+				t.Errorf("Redis answering again: no %s", k)
+			}
+		}
+	})
+}
+
 // solocron.notifications starts at 0 for each target, event and result
 // from the replica's start: increase() cannot see a counter's first
 // event, so a receiver down from the start would page only after its
@@ -667,6 +718,10 @@ func TestNotificationCountersStartAtZero(t *testing.T) {
 				}
 			}
 		}
+		k := "solocron.notifications{event=,notification=,result=queue_full}"
+		if v, ok := g[k]; !ok || v != 0 {
+			t.Errorf("%s = %v (present %v), want 0 before any event", k, v, ok)
+		}
 	})
 }
 
@@ -687,4 +742,36 @@ func meteredReplica(t *testing.T, c redis.UniversalClient, j Job, opts ...Option
 	done := make(chan struct{})
 	go func() { _ = s.Run(ctx); close(done) }()
 	return reader, func() { cancel(); <-done }
+}
+
+// The replica's counters start at 0 for every series they can have, from
+// the replica's start (every outcome and claim result of each job of the
+// table, every renewal result), as the notification counters do: a user's
+// increase(solocron_runs_total{outcome="failed"}[5m]) > 0 would not see a
+// job's first failure, nor a rate() alert on renewals the first error.
+func TestCountersStartAtZero(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		_, c := redistest.MiniPipe(t)
+		reader, stop := meteredReplica(t, c, Job{Name: "j", Schedule: "@every 1h", Offset: 30 * time.Minute})
+		defer stop()
+		time.Sleep(3 * time.Second)
+		g := gauges(t, reader)
+		var want []string
+		for _, o := range []Outcome{Started, Succeeded, Failed, TimedOut, LeaseLost, Missed, Interrupted} {
+			want = append(want, "solocron.runs{job=j,outcome="+string(o)+"}")
+		}
+		for _, r := range []string{claimWon, claimRefused, claimError} {
+			want = append(want, "solocron.claims{job=j,result="+r+"}")
+		}
+		for _, r := range []string{renewOK, renewFailed, renewLostCode, renewReplaced, renewCancel} {
+			want = append(want, "solocron.lease.renewals{result="+r+"}")
+		}
+		want = append(want, "solocron.lease.lost{job=j}")
+		for _, k := range want {
+			if v, ok := g[k]; !ok || v != 0 {
+				t.Errorf("%s = %v (present %v), want 0 before any event", k, v, ok)
+			}
+		}
+	})
 }

@@ -24,16 +24,31 @@ func catchupInstants(j *jobState, last, now time.Time) []time.Time {
 	if last.After(from) {
 		from = last
 	}
+	limit := maxCatchup
+	if j.Catchup == CatchupLatest {
+		limit = 1
+	}
+	// Only the latest limit instants are kept: the walk begins where they
+	// do, not at the last decided instant. A job every second whose state
+	// was a month old (a cluster down that long, catchup_window 720h)
+	// walked 2.6 million instants at the first heartbeat, which every
+	// replica makes before it claims anything: ~1 s of CPU per job, every
+	// job of the table held up, and catch-up claims sent so late after
+	// the gap was read that Redis refused them (and the outage's records).
+	if due := now.Add(-(j.StartingDeadline + j.Jitter + time.Nanosecond)); due.Before(now) {
+		from = lookBack(j, from, due, limit)
+	}
 	var out []time.Time
 	for t := j.sched.Next(from); !t.IsZero() && j.fire(t).Add(j.StartingDeadline).Before(now); t = j.sched.Next(t) {
-		if j.Catchup == CatchupLatest {
-			out = append(out[:0], t)
-			continue
-		}
-		if len(out) == maxCatchup {
-			out = append(out[:0], out[1:]...)
+		if len(out) == 2*limit {
+			// Trimmed in one copy every limit instants, not one
+			// copy of limit instants at each.
+			out = append(out[:0], out[limit:]...)
 		}
 		out = append(out, t)
+	}
+	if len(out) > limit {
+		out = append(out[:0], out[len(out)-limit:]...)
 	}
 	return out
 }

@@ -236,6 +236,10 @@ func (s *Scheduler) newNotifier(ctx context.Context) *notifier {
 				}
 			}
 		}
+		// And the one series of events dropped at the queue's bound,
+		// which SolocronNotificationsFailing reads with increase() too.
+		counts.Add(ctx, 0, metric.WithAttributes(attribute.String("notification", ""),
+			attribute.String("event", ""), attribute.String("result", notifyQueueFull)))
 	}
 	n.resubscribe(ctx)
 	return n

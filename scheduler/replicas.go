@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/url"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -45,28 +47,83 @@ func (c *Control) Replicas(ctx context.Context) ([]Replica, error) {
 func TableFingerprint(tab []Job) string {
 	lines := make([]string, 0, len(tab))
 	for _, j := range tab {
-		j = j.withDefaults()
-		h := j.Handler
-		j.Handler = nil
-		line := fmt.Sprintf("%+v|%T", j, h)
-		switch h := h.(type) {
-		case *jobs.Command:
-			line += handlerShape(h.Args, h.Dir, h.Env, h.KillGrace)
-		case *jobs.HTTP:
-			u, _ := url.Parse(h.URL)
-			if u != nil {
-				line += fmt.Sprintf("|%s|%s|%s|%v", h.Method, u.Host, u.Path, h.ExpectStatus)
-			}
-		}
-		lines = append(lines, line)
+		lines = append(lines, jobLine(j))
 	}
+	return linesHash(lines)[:12]
+}
+
+// jobLine is what TableFingerprint hashes of one job.
+func jobLine(j Job) string {
+	j = j.withDefaults()
+	h := j.Handler
+	j.Handler = nil
+	line := fmt.Sprintf("%+v|%T", j, h)
+	switch h := h.(type) {
+	case *jobs.Command:
+		line += handlerShape(h.Args, h.Dir, h.Env, h.KillGrace)
+	case *jobs.HTTP:
+		u, _ := url.Parse(h.URL)
+		if u != nil {
+			line += fmt.Sprintf("|%s|%s|%s|%v", h.Method, u.Host, u.Path, h.ExpectStatus)
+		}
+	}
+	return line
+}
+
+// linesHash is the hex SHA-256 of lines, whatever their order.
+func linesHash(lines []string) string {
 	slices.Sort(lines)
 	sum := sha256.New()
 	for _, l := range lines {
 		sum.Write([]byte(l))
 		sum.Write([]byte{0})
 	}
-	return hex.EncodeToString(sum.Sum(nil))[:12]
+	return hex.EncodeToString(sum.Sum(nil))
+}
+
+// tableParts cuts a table's fingerprint in parts: the jobs are shared out
+// by name among tablePartCount parts, and each part is fingerprinted on
+// its own (8 hex digits; a part without jobs too). Two tables whose part
+// of a job's name is the same have that job the same (or both lack it),
+// whatever else differs: a heartbeat that finds instants nobody decided
+// asks whether a replica with another table could have run them (heartbeat.go).
+// A whole-table fingerprint said no for every job as soon as any one job
+// differed, and an unchanged job's instants, missed by every replica, were
+// left with no record.
+func tableParts(tab []Job) string {
+	var parts [tablePartCount][]string
+	for _, j := range tab {
+		k := tablePart(j.Name)
+		parts[k] = append(parts[k], jobLine(j))
+	}
+	var b strings.Builder
+	b.Grow(tablePartCount * 8)
+	for _, lines := range parts {
+		b.WriteString(linesHash(lines)[:8])
+	}
+	return b.String()
+}
+
+// tablePartCount is how many parts tableParts cuts a table in: 512 bytes
+// more in each registry record, and a job differing between two tables
+// makes another table of one part in 64.
+const tablePartCount = 64
+
+// tablePart is the part of the table the job named name falls in.
+func tablePart(name string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return int(h.Sum32() % tablePartCount)
+}
+
+// samePart says whether the table parts a and b (tableParts) are the same
+// where the job named name falls; false when either is missing.
+func samePart(a, b, name string) bool {
+	if len(a) != tablePartCount*8 || len(b) != len(a) {
+		return false
+	}
+	i := 8 * tablePart(name)
+	return a[i:i+8] == b[i:i+8]
 }
 
 func handlerShape(args []string, dir string, env map[string]string, grace time.Duration) string {
@@ -97,6 +154,7 @@ type registration struct {
 	warnedAt time.Time     // and when
 	started  time.Time     // when Run began
 	table    string        // fingerprint of the table in force
+	parts    string        // and by parts (tableParts)
 	gen      int           // table generation the fingerprint is of, +1
 	version  string        // what the registry shows
 	ttl      time.Duration // record lifetime
@@ -136,13 +194,13 @@ func (s *Scheduler) beat(ctx context.Context, reg store.Registrar, r *registrati
 		for i, j := range tab {
 			jobs[i] = j.Job
 		}
-		r.table, r.gen = TableFingerprint(jobs), gen+1
+		r.table, r.parts, r.gen = TableFingerprint(jobs), tableParts(jobs), gen+1
 	}
 	mine := r.table
 	running := int(s.running.Load())
 	rec := &store.ReplicaRecord{
 		Version: r.version, Started: r.started.UnixMilli(), TTL: r.ttl.Milliseconds(),
-		Table: mine, Jobs: len(tab), Running: running,
+		Table: mine, Parts: r.parts, Jobs: len(tab), Running: running,
 	}
 	if off, ok := s.redisClock.offset(s.now()); ok {
 		rec.Offset = off.Microseconds()

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -50,9 +50,14 @@ type runLease struct {
 	owner string
 	// pool, member: the pool slot the run holds on Redis Cluster ("": none).
 	pool, member string
+	// stopBy, for a command job that a lost lease stops, is when its
+	// supervisor stops it on its own (jobs.StopBy): moved at each renewal,
+	// before the keepalive learns of it.
+	stopBy *jobs.StopBy
 }
 
 func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) error {
+	sent := time.Now()
 	res, err := l.s.renew(ctx, store.RenewReq{Job: l.j.spec, ID: l.id, Owner: l.owner, Pool: l.pool, Member: l.member})
 	if err != nil {
 		l.s.tel.renewed(ctx, renewFailed)
@@ -61,6 +66,9 @@ func (l *runLease) RefreshLease(ctx context.Context, _ *lockprovider.Lease) erro
 	switch res {
 	case store.LeaseOK:
 		l.s.tel.renewed(ctx, renewOK)
+		if l.stopBy != nil {
+			l.stopBy.Set(stopByOf(sent, l.j.Lease))
+		}
 		return nil
 	case store.LeaseReplaced:
 		l.s.tel.renewed(ctx, renewReplaced)
@@ -103,26 +111,19 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		r.Slot = 1 // one slot only (a Redlock mutex): nothing to number
 	}
 	jobAttr := jobAttrs(j, "", "")
-	s.tel.running.Add(s.runCtx, 1, jobAttr)
-	defer s.tel.running.Add(s.runCtx, -1, jobAttr)
+	s.tel.running.Add(s.runCtx, 1, jobAttr.add[:]...)
+	defer s.tel.running.Add(s.runCtx, -1, jobAttr.add[:]...)
 
 	ctx, span, carrier, traceID := s.runSpan(r, fence, claimStart, claimEnd)
-	log := s.log.With("job", j.Name, "run_id", r.ID)
-	lease, grace, sent, ok := s.takeLease(ctx, r, fence, claimStart, claimEnd, log)
+	log := newRunLog(s.log, j.Name, r.ID)
+	lease, stopBy, grace, sent, ok := s.takeLease(ctx, r, fence, claimStart, claimEnd, log)
 	if !ok {
 		span.End()
 		return
 	}
-	// Logged only now: a claim answered past its lease may not start, and
-	// "run started" is what operators (and the fault suite) count as a start.
-	if log.Enabled(ctx, slog.LevelInfo) {
-		log.Info("run started", "fencing_token", fence, "kind", r.Kind.Public())
-	}
-	kctx, stopKeepAlive := lockprovider.KeepAlive(ctx, lease, lockprovider.WithStopGrace(grace))
 	jobCtx, cancelJob := context.WithCancelCause(ctx)
 	defer cancelJob(context.Canceled)
-
-	unwatch, watched := s.watchLease(ctx, kctx, j, jobAttr, log, cancelJob)
+	keep := s.keepLease(ctx, lease, grace, j, jobAttr, log, cancelJob)
 
 	s.running.Add(1)
 	defer s.running.Add(-1)
@@ -134,20 +135,11 @@ func (s *Scheduler) execute(r claimReq, fence int64, claimStart, claimEnd, start
 		jobCtx, cancelTimeout = context.WithDeadlineCause(jobCtx, later(startAt, time.Now()).Add(j.Timeout), ErrTimeout)
 		defer cancelTimeout()
 	}
-	run := s.attempts(jobCtx, cancelJob, r, fence, startAt, claimEnd, sent, lease, grace, carrier, log, jobAttr)
+	run := s.attempts(jobCtx, cancelJob, r, fence, startAt, claimEnd, sent, lease, stopBy, grace, carrier, log, jobAttr)
 	// Runs due at the same instant as this one may still be waiting to be
 	// scheduled: let them start before this one does its bookkeeping.
 	runtime.Gosched()
-	if !unwatch() {
-		<-watched // the lease ended while the job ran: the watch did its part
-	}
-	stopKeepAlive()
-	// The lease's end as the keepalive saw it: lost (or replaced) while the
-	// job ran, or ended by stopKeepAlive just now.
-	var lostCause error
-	if cause := context.Cause(kctx); errors.Is(cause, lockprovider.ErrLeaseLost) {
-		lostCause = cause
-	}
+	lostCause := keep.end()
 
 	s.finish(ctx, span, r, run, jobCtx, lostCause, traceID, log)
 }
@@ -192,7 +184,7 @@ func (s *Scheduler) runSpan(r claimReq, fence int64, claimStart, claimEnd time.T
 // after the lease this replica may count on takes it back first; ok is false
 // when it could not, and the run does not start (handed back if manual,
 // recorded missed if not).
-func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, claimStart, claimEnd time.Time, log *slog.Logger) (lease *lockprovider.Lease, grace time.Duration, sent time.Time, ok bool) {
+func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, claimStart, claimEnd time.Time, log *runLog) (lease *lockprovider.Lease, stopBy *jobs.StopBy, grace time.Duration, sent time.Time, ok bool) {
 	j := r.j
 	// The lease was granted by the claim: at the earliest when it was first
 	// sent (a retried claim may have been granted by its first execution).
@@ -200,14 +192,20 @@ func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, clai
 	if !r.Sent.IsZero() && r.Sent.Before(sent) {
 		sent = r.Sent
 	}
-	lease = lockprovider.NewLease(&runLease{s: s, j: j, id: r.ID, owner: r.Owner, pool: r.Pool, member: r.PoolMember}, r.ID, r.Owner, fence, j.Lease, sent)
+	rl := &runLease{s: s, j: j, id: r.ID, owner: r.Owner, pool: r.Pool, member: r.PoolMember}
+	lease = lockprovider.NewLease(rl, r.ID, r.Owner, fence, j.Lease, sent)
 	grace = stopGrace(j)
-	if !time.Now().Before(lease.Until().Add(-grace)) {
+	if grace > 0 && j.OnLeaseLost != LeaseLostContinue {
+		rl.stopBy = jobs.NewStopBy(stopByOf(sent, j.Lease))
+	}
+	if time.Until(lease.Until().Add(-grace)) < startMargin(j.Lease, grace) {
 		// The claim's answer came after the lease this replica may count
-		// on. Redis counted it from when the script ran, later: if this
-		// replica still owns the run and its slot, the lease is taken back
-		// (renewed) and the run starts. If not, it never starts, and its
-		// record says so.
+		// on, or so close to its end that the job would be killed as it
+		// starts — recorded lease_lost though its program barely ran, if
+		// at all (a Redis stall right after the claim). Redis counted the
+		// lease from when the script ran, later: if this replica still
+		// owns the run and its slot, the lease is taken back (renewed) and
+		// the run starts. If not, it never starts, and its record says so.
 		late := claimEnd.Sub(sent).Round(time.Millisecond)
 		rctx, cancel := context.WithTimeout(ctx, claimTimeout)
 		err := lease.Refresh(rctx)
@@ -217,7 +215,7 @@ func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, clai
 			// replica to run, not recorded missed.
 			log.Warn("manual run not started: its claim was answered after its lease ran out; handing it back", "late_by", late, "err", err)
 			s.handBackLate(ctx, r)
-			return nil, 0, time.Time{}, false
+			return nil, nil, 0, time.Time{}, false
 		}
 		if err != nil {
 			text := fmt.Sprintf("never started: its claim was answered %s after it was sent, past its lease, and the lease could not be taken back: %v", late, err)
@@ -235,11 +233,86 @@ func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, clai
 				}
 			}
 			s.tel.ended(context.WithoutCancel(ctx), j, Missed, 0)
-			return nil, 0, time.Time{}, false
+			return nil, nil, 0, time.Time{}, false
 		}
 		log.Info("claim answered after its lease ran out; lease taken back", "late_by", late)
 	}
-	return lease, grace, sent, true
+	return lease, rl.stopBy, grace, sent, true
+}
+
+// lazyKeepAlive is a run's lockprovider.KeepAlive and the watch on it
+// (watchLease), started only when the keepalive would first act
+// (lockprovider.KeepAliveDue): its first renewal, or the lease's deadline
+// less the stop grace if sooner. Until then a keepalive only waits on its
+// timers, so a run that ends first — most runs end long before a third of
+// their lease — costs one timer, not the keepalive's context and two timers
+// and the watch's context and channel. Started then, the keepalive acts as
+// it would have from the run's start: it sets its timers from the lease's
+// grant, so one overdue after a freeze fires at once and tells the freeze,
+// and no renewal, loss or stop-by deadline moves.
+type lazyKeepAlive struct {
+	s         *Scheduler
+	ctx       context.Context
+	lease     *lockprovider.Lease
+	grace     time.Duration
+	j         *jobState
+	jobAttr   *attrOpts
+	log       *runLog
+	cancelJob context.CancelCauseFunc
+
+	mu    sync.Mutex
+	timer *time.Timer // starts the keepalive when due
+	ended bool        // end was called: nothing starts any more
+	// Once started:
+	kctx    context.Context
+	stop    func()
+	unwatch func() bool
+	watched <-chan struct{}
+}
+
+// keepLease keeps the run's lease from when the keepalive is due; end
+// stops it.
+func (s *Scheduler) keepLease(ctx context.Context, lease *lockprovider.Lease, grace time.Duration, j *jobState, jobAttr *attrOpts, log *runLog, cancelJob context.CancelCauseFunc) *lazyKeepAlive {
+	k := &lazyKeepAlive{s: s, ctx: ctx, lease: lease, grace: grace, j: j, jobAttr: jobAttr, log: log, cancelJob: cancelJob}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.timer = time.AfterFunc(time.Until(lockprovider.KeepAliveDue(lease, grace)), k.begin)
+	return k
+}
+
+// begin starts the keepalive and its watch, unless the run ended.
+func (k *lazyKeepAlive) begin() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ended {
+		return
+	}
+	k.kctx, k.stop = lockprovider.KeepAlive(k.ctx, k.lease, lockprovider.WithStopGrace(k.grace))
+	k.unwatch, k.watched = k.s.watchLease(k.ctx, k.kctx, k.j, k.jobAttr, k.log, k.cancelJob)
+}
+
+// end stops the keepalive (or its start) once the job returned, and
+// returns why the lease was lost (or replaced) while the job ran, if it
+// was: nil when it held until now.
+func (k *lazyKeepAlive) end() error {
+	k.mu.Lock()
+	k.ended = true
+	k.timer.Stop()
+	kctx, stop, unwatch, watched := k.kctx, k.stop, k.unwatch, k.watched
+	k.mu.Unlock()
+	if kctx == nil {
+		return nil // never started: the run ended before its first renewal
+	}
+	if !unwatch() {
+		<-watched // the lease ended while the job ran: the watch did its part
+	}
+	stop()
+	// The lease's end as the keepalive saw it: lost (or replaced) while the
+	// job ran, or ended by stop just now.
+	if cause := context.Cause(kctx); errors.Is(cause, lockprovider.ErrLeaseLost) {
+		return cause
+	}
+	return nil
 }
 
 // watchLease acts on the end of the lease's keepalive (kctx): a lost lease
@@ -248,7 +321,7 @@ func (s *Scheduler) takeLease(ctx context.Context, r claimReq, fence int64, clai
 // cancels. The watch runs only once the keepalive's context ends: no
 // goroutine waits for it while the job runs. unwatch and watched are
 // context.AfterFunc's stop and the watch's end.
-func (s *Scheduler) watchLease(ctx, kctx context.Context, j *jobState, jobAttr metric.MeasurementOption, log *slog.Logger, cancelJob context.CancelCauseFunc) (unwatch func() bool, watched <-chan struct{}) {
+func (s *Scheduler) watchLease(ctx, kctx context.Context, j *jobState, jobAttr *attrOpts, log *runLog, cancelJob context.CancelCauseFunc) (unwatch func() bool, watched <-chan struct{}) {
 	done := make(chan struct{})
 	unwatch = context.AfterFunc(kctx, func() {
 		defer close(done)
@@ -258,7 +331,7 @@ func (s *Scheduler) watchLease(ctx, kctx context.Context, j *jobState, jobAttr m
 		}
 		stopped := errors.Is(cause, ErrReplaced) || errors.Is(cause, ErrCancelled)
 		if !stopped {
-			s.tel.leaseLost.Add(context.WithoutCancel(ctx), 1, jobAttr)
+			s.tel.leaseLost.Add(context.WithoutCancel(ctx), 1, jobAttr.add[:]...)
 		}
 		if j.OnLeaseLost == LeaseLostContinue && !stopped {
 			log.Warn("lease lost; the job goes on (on_lease_lost: continue) — another replica may now start this job", "cause", cause)
@@ -272,6 +345,80 @@ func (s *Scheduler) watchLease(ctx, kctx context.Context, j *jobState, jobAttr m
 		cancelJob(cause)
 	})
 	return unwatch, done
+}
+
+// stopByOf is when a command's supervisor stops the job on its own
+// (jobs.StopBy) for a lease of ttl granted or renewed by a call sent at
+// sent: when the lease ends as this replica counts it (lockprovider.Lease's
+// Until), less stopMargin/2 — just after this replica itself would have
+// stopped the job, should it be frozen then.
+func stopByOf(sent time.Time, ttl time.Duration) time.Time {
+	return sent.Add(ttl - lockprovider.Drift(ttl) - stopMargin/2)
+}
+
+// startMargin is the lease a claimed run needs left to start without
+// taking it back first: half the keepalive's renewal interval ((ttl −
+// grace)/3). A claim answered on time leaves about three intervals.
+func startMargin(ttl, grace time.Duration) time.Duration {
+	return max(ttl-grace, 0) / 6
+}
+
+// runLog is a run's logger (its job and run id), made at its first use: a
+// run that logs nothing, as a replica logging warnings and errors only runs
+// a job that succeeds, never builds it (slog's With copies and formats its
+// attributes, several allocations a run). It also makes the loggers of the
+// run's attempts, each at the job's first ask. Safe for concurrent use.
+type runLog struct {
+	base    *slog.Logger
+	job, id string
+	once    sync.Once
+	l       *slog.Logger
+	first   attemptLog // the first attempt's, in the same allocation
+}
+
+func newRunLog(base *slog.Logger, job, id string) *runLog {
+	l := &runLog{base: base, job: job, id: id}
+	l.first.run, l.first.n = l, 1
+	return l
+}
+
+func (l *runLog) get() *slog.Logger {
+	l.once.Do(func() { l.l = l.base.With("job", l.job, "run_id", l.id) })
+	return l.l
+}
+
+// enabled is the base logger's Enabled: what the run's own would answer
+// (its attributes do not change its level), without building it.
+func (l *runLog) enabled(ctx context.Context, level slog.Level) bool {
+	return l.base.Enabled(ctx, level)
+}
+
+func (l *runLog) Info(msg string, args ...any) { l.get().Info(msg, args...) }
+func (l *runLog) Warn(msg string, args ...any) { l.get().Warn(msg, args...) }
+func (l *runLog) Log(ctx context.Context, level slog.Level, msg string, args ...any) {
+	l.get().Log(ctx, level, msg, args...)
+}
+
+// attempt returns the source of attempt n's logger, for jobs.RunValues.
+func (l *runLog) attempt(n int) *attemptLog {
+	if n == 1 {
+		return &l.first
+	}
+	return &attemptLog{run: l, n: n}
+}
+
+// attemptLog is one attempt's logger (the run's, with the attempt number),
+// made when the job first asks for it (jobs.Logger).
+type attemptLog struct {
+	run  *runLog
+	n    int
+	once sync.Once
+	l    *slog.Logger
+}
+
+func (a *attemptLog) Logger() *slog.Logger {
+	a.once.Do(func() { a.l = a.run.get().With("attempt", a.n) })
+	return a.l
 }
 
 // runAttempts is what attempts leave for the record: the last error, how
@@ -288,18 +435,23 @@ type runAttempts struct {
 // attempts waits for the run's instant, checks the lease still holds, and
 // calls the job, retrying a failed attempt (each with a new fencing token)
 // while the run's retries and its context allow.
-func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCauseFunc, r claimReq, fence int64, startAt, claimEnd, sent time.Time, lease *lockprovider.Lease, grace time.Duration, carrier propagation.MapCarrier, log *slog.Logger, jobAttr metric.MeasurementOption) runAttempts {
+func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCauseFunc, r claimReq, fence int64, startAt, claimEnd, sent time.Time, lease *lockprovider.Lease, stopBy *jobs.StopBy, grace time.Duration, carrier propagation.MapCarrier, log *runLog, jobAttr *attrOpts) runAttempts {
 	j := r.j
 	tail := jobs.NewTail(outputLimit)
 	attempt := 1
+	// Each attempt's context carries what the job may ask for in one value
+	// (jobs.WithRun), its logger made only if the job asks for it.
 	attemptCtx := func() context.Context {
-		info := jobs.Info{Job: j.Name, RunID: r.ID, ScheduledAt: r.Sched.UTC(), FencingToken: fence, Slot: r.Slot, Attempt: attempt, ReplicaID: s.cfg.replicaID}
-		actx := jobs.NewContext(jobCtx, info)
-		actx = jobs.WithOutput(actx, tail)
-		if len(carrier) > 0 {
-			actx = jobs.WithTraceContext(actx, carrier)
+		v := jobs.RunValues{
+			Info:   jobs.Info{Job: j.Name, RunID: r.ID, ScheduledAt: r.Sched.UTC(), FencingToken: fence, Slot: r.Slot, Attempt: attempt, ReplicaID: s.cfg.replicaID},
+			Output: tail,
+			StopBy: stopBy,
+			Log:    log.attempt(attempt),
 		}
-		return jobs.WithLogger(actx, log.With("attempt", attempt))
+		if len(carrier) > 0 {
+			v.Trace = carrier
+		}
+		return jobs.WithRun(jobCtx, v)
 	}
 	actx := attemptCtx()
 
@@ -318,10 +470,17 @@ func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCau
 		cancelJob(err)
 	}
 	startedAt := time.Now()
-	s.tel.dispatchDelay.Record(s.runCtx, max(0, s.now().Sub(r.Fire)).Seconds(), jobAttr)
+	s.tel.dispatchDelay.Record(s.runCtx, max(0, s.now().Sub(r.Fire)).Seconds(), jobAttr.record[:]...)
 
 	// Not started at all when the wait for the instant was cut short.
 	ran := err == nil
+	if ran && log.enabled(jobCtx, slog.LevelInfo) {
+		// Logged only now, at the instant: a run claimed ahead waits for
+		// it, and one whose lease ran out meanwhile never starts (a manual
+		// one then runs elsewhere, under the same run id). "run started" is
+		// what operators (and the fault suite) count as a start.
+		log.Info("run started", "fencing_token", fence, "kind", r.Kind.Public())
+	}
 	if err == nil {
 		for {
 			err = runHandler(actx, j.Handler)
@@ -357,7 +516,7 @@ func (s *Scheduler) attempts(jobCtx context.Context, cancelJob context.CancelCau
 
 // finish names the run's outcome, records it, and ends its span, its
 // metrics and its log.
-func (s *Scheduler) finish(ctx context.Context, span trace.Span, r claimReq, run runAttempts, jobCtx context.Context, lostCause error, traceID string, log *slog.Logger) {
+func (s *Scheduler) finish(ctx context.Context, span trace.Span, r claimReq, run runAttempts, jobCtx context.Context, lostCause error, traceID string, log *runLog) {
 	j := r.j
 	err, attempt, ran, startedAt, tail := run.err, run.attempt, run.ran, run.startedAt, run.tail
 	outcome, errText := classify(err, jobCtx, lostCause)
@@ -382,7 +541,7 @@ func (s *Scheduler) finish(ctx context.Context, span trace.Span, r claimReq, run
 	if outcome != Succeeded {
 		level = slog.LevelWarn
 	}
-	if log.Enabled(ctx, level) { // else the arguments would be boxed for nothing
+	if log.enabled(ctx, level) { // else the arguments would be boxed for nothing
 		args := []any{"outcome", outcome, "attempts", attempt, "duration", d.Round(time.Millisecond)}
 		if errText != "" { // a run that succeeded has nothing to say here
 			args = append(args, "err", errText)
@@ -406,8 +565,17 @@ func (s *Scheduler) finish(ctx context.Context, span trace.Span, r claimReq, run
 func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, errText, output, traceID string, log interface {
 	Warn(string, ...any)
 }) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.closeTimeout)
-	defer cancel()
+	// The close timeout on a timer of its own, not a context: a context
+	// with a deadline costs a run several allocations more.
+	timeout := time.NewTimer(s.cfg.closeTimeout)
+	defer timeout.Stop()
+	expired := false
+	timedOut := func() <-chan time.Time {
+		if expired {
+			return closedTime
+		}
+		return timeout.C
+	}
 	req := store.CompleteReq{R: &r.StoreClaim, Replica: s.cfg.replicaID, Outcome: o, Attempts: attempts, ErrText: capText(errText, errorLimit), Output: output, TraceID: traceID}
 	backoff := 50 * time.Millisecond
 	unacked := false
@@ -420,11 +588,11 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 		case s.closing <- closeReq{CompleteReq: req, j: r.j, done: done}:
 			select {
 			case c = <-done:
-			case <-ctx.Done():
-				c.err = ctx.Err()
+			case <-timedOut():
+				expired, c.err = true, context.DeadlineExceeded
 			}
-		case <-ctx.Done():
-			c.err = ctx.Err()
+		case <-timedOut():
+			expired, c.err = true, context.DeadlineExceeded
 		}
 		switch {
 		case c.err == nil && c.res == store.CloseClosed && frozen != nil:
@@ -453,7 +621,14 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 		case c.err == nil:
 			return true
 		}
-		if !sleep(ctx, backoff) {
+		pause := time.NewTimer(backoff)
+		select {
+		case <-pause.C:
+		case <-timedOut():
+			expired = true
+		}
+		pause.Stop()
+		if expired {
 			if unacked && c.err == nil {
 				log.Warn("the run's end was recorded, but fewer replicas than min_replicas_ack acknowledged it; if a failover loses it, the run's lease expires and the cluster closes it as lease_lost")
 				return true
@@ -464,6 +639,9 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 		backoff = min(2*backoff, time.Second)
 	}
 }
+
+// closedTime is a channel that never blocks (closed).
+var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
 
 // closeReq is a run's end queued for the closer.
 type closeReq struct {

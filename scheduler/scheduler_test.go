@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -946,3 +949,66 @@ func TestClaimAheadDecidesNothingElseEarly(t *testing.T) {
 		}
 	})
 }
+
+// "run started" is logged when the job starts, at its instant, not when the
+// run was claimed ahead of it (it was logged up to the claim-ahead early,
+// and for a run whose lease ran out before its instant, which never
+// started: a manual one then runs elsewhere under the same run id, and the
+// logs showed two starts).
+func TestRunStartedLoggedAtTheStart(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		logs := &startLogs{seen: &startsSeen{at: map[string]time.Time{}}}
+		c.replicas(1, []scheduler.Job{{Name: "tick", Schedule: "@every 1s", Handler: c.ledger.Job(nil)}},
+			scheduler.WithClaimAhead(250*time.Millisecond), scheduler.WithLogger(slog.New(logs)))
+		time.Sleep(5 * time.Second)
+		c.stop()
+		entries := c.ledger.Entries()
+		if len(entries) < 4 {
+			t.Fatalf("only %d runs", len(entries))
+		}
+		logs.seen.mu.Lock()
+		defer logs.seen.mu.Unlock()
+		for _, e := range entries {
+			at, ok := logs.seen.at[e.RunID]
+			if !ok {
+				t.Errorf("%s: no \"run started\" logged", e.RunID)
+			} else if !at.Equal(e.Start) {
+				t.Errorf("%s: \"run started\" logged %s before the job started", e.RunID, e.Start.Sub(at))
+			}
+		}
+	})
+}
+
+// startLogs keeps when each run's "run started" was logged.
+type startLogs struct {
+	seen  *startsSeen
+	attrs []slog.Attr
+}
+
+type startsSeen struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (*startLogs) Enabled(context.Context, slog.Level) bool { return true }
+func (l *startLogs) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "run started" {
+		return nil
+	}
+	id := ""
+	for _, a := range l.attrs {
+		if a.Key == "run_id" {
+			id = a.Value.String()
+		}
+	}
+	l.seen.mu.Lock()
+	defer l.seen.mu.Unlock()
+	l.seen.at[id] = r.Time
+	return nil
+}
+func (l *startLogs) WithAttrs(as []slog.Attr) slog.Handler {
+	return &startLogs{seen: l.seen, attrs: append(slices.Clone(l.attrs), as...)}
+}
+func (l *startLogs) WithGroup(string) slog.Handler { return l }

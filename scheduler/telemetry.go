@@ -31,6 +31,19 @@ const (
 	renewCancel   = "cancelled" // renewal found the run cancelled by an operator
 )
 
+// renewResults is every value of the result attribute of
+// solocron.lease.renewals; zeroOutcomes and zeroClaims the values of
+// solocron.runs' outcome and solocron.claims' result whose series start at
+// 0 for each job (telemetry.zero): the ones an alert on a job reads with
+// increase() or rate() — a series that first shows up at 1 hides its first
+// event. The others (skips, early, later, ...) appear at their first event:
+// each job's zeroed series are kept few, as a table may hold 10,000 jobs.
+var (
+	renewResults = []string{renewOK, renewFailed, renewLostCode, renewReplaced, renewCancel}
+	zeroOutcomes = []Outcome{Started, Succeeded, Failed, TimedOut, LeaseLost, Missed, Interrupted}
+	zeroClaims   = []string{claimWon, claimRefused, claimError}
+)
+
 type telemetry struct {
 	tracer        trace.Tracer
 	runs          metric.Int64Counter
@@ -74,6 +87,11 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	if t.leaseLost, err = m.Int64Counter("solocron.lease.lost", metric.WithDescription("Leases lost while their run was in flight, by job."), metric.WithUnit("{lease}")); err != nil {
 		return nil, err
 	}
+	// Every renewal result at 0 from the start: rate() and increase()
+	// see the first error only of a series that was there before it.
+	for _, r := range renewResults {
+		t.renewals.Add(context.Background(), 0, t.sets.get("", "result", r).add[:]...)
+	}
 	if t.running, err = m.Int64UpDownCounter("solocron.running", metric.WithDescription("Runs in flight on this replica, by job."), metric.WithUnit("{run}")); err != nil {
 		return nil, err
 	}
@@ -87,10 +105,21 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 // looking one up allocates nothing.
 type attrSets struct {
 	mu sync.RWMutex
-	m  map[[2]string]metric.MeasurementOption // {key, value} -> option
+	m  map[[2]string]*attrOpts // {key, value} -> options
 }
 
-func (a *attrSets) get(job, key, value string) metric.MeasurementOption {
+// attrOpts is one attribute set as the options an instrument's Add and
+// Record take: handed on as a slice of these arrays (add[:]...), it
+// allocates nothing, where a single option is put in a new one-element
+// slice on every call (the instruments are interfaces: it escapes). The
+// arrays live in the struct, one allocation per set: a table of 10,000 jobs
+// keeps over 100,000 sets.
+type attrOpts struct {
+	add    [1]metric.AddOption
+	record [1]metric.RecordOption
+}
+
+func (a *attrSets) get(job, key, value string) *attrOpts {
 	k := [2]string{key, value}
 	a.mu.RLock()
 	o, ok := a.m[k]
@@ -105,36 +134,37 @@ func (a *attrSets) get(job, key, value string) metric.MeasurementOption {
 	if key != "" {
 		kv = append(kv, attribute.String(key, value))
 	}
-	o = metric.WithAttributeSet(attribute.NewSet(kv...))
+	set := metric.WithAttributeSet(attribute.NewSet(kv...))
+	o = &attrOpts{add: [1]metric.AddOption{set}, record: [1]metric.RecordOption{set}}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
-		a.m = map[[2]string]metric.MeasurementOption{}
+		a.m = map[[2]string]*attrOpts{}
 	}
 	a.m[k] = o
 	return o
 }
 
-// jobAttrs returns the option for j's runs and, with a key, one more
+// jobAttrs returns the options for j's runs and, with a key, one more
 // attribute. j's sets live in its memo, which outlives table reloads.
-func jobAttrs(j *jobState, key, value string) metric.MeasurementOption {
+func jobAttrs(j *jobState, key, value string) *attrOpts {
 	return j.memo.sets.get(j.Name, key, value)
 }
 
 func (t *telemetry) claimed(ctx context.Context, j *jobState, result string) {
-	t.claims.Add(ctx, 1, jobAttrs(j, "result", result))
+	t.claims.Add(ctx, 1, jobAttrs(j, "result", result).add[:]...)
 }
 
 func (t *telemetry) decided(ctx context.Context, j *jobState, o Outcome) {
-	t.runs.Add(ctx, 1, jobAttrs(j, "outcome", string(o)))
+	t.runs.Add(ctx, 1, jobAttrs(j, "outcome", string(o)).add[:]...)
 }
 
 func (t *telemetry) ended(ctx context.Context, j *jobState, o Outcome, d time.Duration) {
 	attrs := jobAttrs(j, "outcome", string(o))
-	t.runs.Add(ctx, 1, attrs)
-	t.runDuration.Record(ctx, d.Seconds(), attrs)
+	t.runs.Add(ctx, 1, attrs.add[:]...)
+	t.runDuration.Record(ctx, d.Seconds(), attrs.record[:]...)
 }
 
 func (t *telemetry) renewed(ctx context.Context, result string) {
-	t.renewals.Add(ctx, 1, t.sets.get("", "result", result))
+	t.renewals.Add(ctx, 1, t.sets.get("", "result", result).add[:]...)
 }

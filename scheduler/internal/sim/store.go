@@ -440,6 +440,13 @@ func (w *simStore) HandBack(ctx context.Context, r *store.StoreClaim, waiterTTL 
 		w.traceCall("handback", err, func(b *strings.Builder) { fmt.Fprintf(b, " %s %v", r.ID, ok) })
 		if err == nil {
 			w.in.r.w.notef(r.ID, "%s hand back -> %v", w.in, ok)
+			// An answered hand-back is its holder saying it never started
+			// the run, as a "missed" close is: the store takes back the
+			// cluster's lease_lost close then (undo.lua) — unless the store
+			// lost the record with its data before it came (seed 340200:
+			// answers 2.8 s late, the lease ran out, a flush, then the
+			// hand-back found nothing).
+			w.in.r.w.noteNeverStarted(r.ID, r.Owner)
 			if ok {
 				w.in.r.w.noteHandBack(r.ID, r.Owner)
 				w.in.r.w.endLease(r.ID, r.Owner, "handed back")

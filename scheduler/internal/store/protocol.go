@@ -873,8 +873,12 @@ const JobNamePattern = `^[A-Za-z0-9_.-]{1,128}$`
 
 var jobNameRE = regexp.MustCompile(JobNamePattern)
 
-// ValidJobName reports whether name may be a job name (scheduler.ValidJobName).
-func ValidJobName(name string) bool { return jobNameRE.MatchString(name) }
+// ValidJobName reports whether name may be a job name (scheduler.ValidJobName):
+// JobNamePattern, but not "." or "..", which no address can name (a browser
+// and an HTTP router read /jobs/.. as /).
+func ValidJobName(name string) bool {
+	return jobNameRE.MatchString(name) && name != "." && name != ".."
+}
 
 // SuffixOf is the part of run id id after its job's name.
 func SuffixOf(id string) string {

@@ -20,6 +20,7 @@ type ReplicaRecord struct {
 	TTL     int64  `json:"ttl"`
 	Offset  int64  `json:"off_us"` // µs
 	Table   string `json:"t"`
+	Parts   string `json:"tp,omitempty"` // the scheduler's tableParts; absent from older versions
 	Jobs    int    `json:"j"`
 	Running int    `json:"r"`
 }
@@ -69,7 +70,7 @@ func decodeReplicas(v []string) ([]Replica, error) {
 		beat := time.UnixMilli(exp - rec.TTL).UTC()
 		r := Replica{
 			ID: v[i], Version: rec.Version, LastHeartbeat: beat, HeartbeatAge: max(now.Sub(beat), 0),
-			ClockOffset: time.Duration(rec.Offset) * time.Microsecond, Table: rec.Table, Jobs: rec.Jobs, Running: rec.Running,
+			ClockOffset: time.Duration(rec.Offset) * time.Microsecond, Table: rec.Table, Parts: rec.Parts, Jobs: rec.Jobs, Running: rec.Running,
 		}
 		if rec.Started > 0 {
 			r.Started = time.UnixMilli(rec.Started).UTC()

@@ -291,7 +291,12 @@ func scatter[T ~string](op string, replies []any, groups [][]int, n int, adjust 
 // strings), its request index and its call. A script may also answer a run
 // in one string of packed fields separated by '|' (0: it never does), the
 // last of which may itself hold '|'.
+//
+// A packed row's fields are split into one slice that the next row reuses:
+// fn must not keep f (a lost race is most of a replica's claims, and each
+// would otherwise make one).
 func scatterRows(op string, replies []any, groups [][]int, least, packed int, fn func(gi, i int, f []string)) error {
+	var scratch []string
 	for gi, g := range groups {
 		rows, ok := replies[gi].([]any)
 		if !ok || len(rows) != len(g) {
@@ -300,7 +305,8 @@ func scatterRows(op string, replies []any, groups [][]int, least, packed int, fn
 		for k, i := range g {
 			var f []string
 			if row, ok := rows[k].(string); ok && packed > 0 {
-				f = strings.SplitN(row, "|", packed)
+				scratch = splitInto(scratch[:0], row, packed)
+				f = scratch
 			} else {
 				f = strs(rows[k])
 			}
@@ -311,6 +317,20 @@ func scatterRows(op string, replies []any, groups [][]int, least, packed int, fn
 		}
 	}
 	return nil
+}
+
+// splitInto appends to dst the fields of s separated by '|', at most n (the
+// last one the rest), as strings.SplitN(s, "|", n) returns them.
+func splitInto(dst []string, s string, n int) []string {
+	for range n - 1 {
+		f, rest, ok := strings.Cut(s, "|")
+		if !ok {
+			break
+		}
+		dst = append(dst, f)
+		s = rest
+	}
+	return append(dst, s)
 }
 
 // batch builds the script calls for runs of reqs: each call carries head

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +52,18 @@ func TestSentNothingOnlyWhenNoRequestWentOut(t *testing.T) {
 	} {
 		if got := SentNothing(c.err); got != c.want {
 			t.Errorf("%s (%v): sentNothing %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}
+
+// splitInto splits as strings.SplitN does, into the slice it is given.
+func TestSplitInto(t *testing.T) {
+	for _, s := range []string{"", "|", "a", "a|b", "decided||failed|12|r1", "a|b|c|d|e|f|g", "||||||", "x|y|z|"} {
+		for _, n := range []int{1, 2, 5} {
+			got := splitInto(make([]string, 0, 1), s, n)
+			if want := strings.SplitN(s, "|", n); !slices.Equal(got, want) {
+				t.Errorf("splitInto(%q, %d) = %q, want %q", s, n, got, want)
+			}
 		}
 	}
 }

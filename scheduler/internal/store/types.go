@@ -256,6 +256,10 @@ type Replica struct {
 	// Table fingerprints the job table the replica loaded (see
 	// TableFingerprint).
 	Table string `json:"table"`
+	// Parts fingerprints that table by parts: the jobs of each share of
+	// job names (see the scheduler's tableParts); empty when the replica
+	// did not say (an older version).
+	Parts string `json:"-"`
 	// Jobs counts the jobs in that table.
 	Jobs int `json:"jobs"`
 	// Running counts the runs in flight on the replica.

@@ -35,6 +35,10 @@ local base = base_of(meta)
 redis.call('PEXPIRE', meta, META_TTL)
 reap(base, now)
 local queue, waiting = base .. 'queue', base .. 'waiting'
+-- Read once a call, when a run first needs them: whether the job is paused
+-- (nothing here pauses it), and how many runs hold its slots (each run
+-- admitted here adds one): a poll of many queued runs reads them once.
+local paused, held
 
 local function admit(id, owner, grant)
   local rk = run_key(base, id)
@@ -60,7 +64,10 @@ local function admit(id, owner, grant)
   end
   -- A paused job starts nothing more, queued runs included; a manual run
   -- still runs: someone asked for it.
-  if rec[5] ~= 'm' and (lpaused == '1' or redis.call('HGET', meta, 'paused') == '1') then
+  if rec[5] ~= 'm' and paused == nil then
+    paused = lpaused == '1' or redis.call('HGET', meta, 'paused') == '1'
+  end
+  if rec[5] ~= 'm' and paused then
     redis.call('ZREM', queue, id)
     redis.call('ZREM', waiting, id)
     redis.call('HSET', rk, 'decision', 'skipped_paused')
@@ -87,7 +94,9 @@ local function admit(id, owner, grant)
   if grant == '0' then
     pfree = 0
   end
-  local held = redis.call('ZCARD', base .. 'slots')
+  if not held then
+    held = redis.call('ZCARD', base .. 'slots')
+  end
   local free = math.min(limit - held, pfree)
   local rank = redis.call('ZRANK', queue, id)
   if rank and rank < free then
@@ -97,6 +106,7 @@ local function admit(id, owner, grant)
     redis.call('ZREM', queue, id)
     redis.call('ZREM', waiting, id)
     local f, slot = start(meta, base, rk, id, lease, now, ffloor, pk, held)
+    held = held + 1
     return {'started', int(f), int(slot)}
   end
   redis.call('ZADD', waiting, now + wttl, id)
