@@ -45,13 +45,27 @@ type runsView struct {
 	Outcomes, Spans []string
 	PerJob, Jobs    int
 	More            bool
+	// Q keeps the runs whose id (the job's name and the instant) holds it,
+	// in any case; Replica those a replica ran ("" any). Replicas are the
+	// replicas the runs read name, for the form's choice: in an incident,
+	// what did the replica that died run, and what is it still holding?
+	Q, Replica string
+	Replicas   []string
 }
+
+// maxQuery bounds the runs page's search words.
+const maxQuery = 200
 
 func matchOutcome(want string, r scheduler.Run) bool { return across.Match(want, r) }
 
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	v := runsView{Outcome: q.Get("outcome"), Since: q.Get("since"), Outcomes: runOutcomes, Spans: []string{"", "1h", "6h", "24h", "7d"}}
+	v := runsView{Outcome: q.Get("outcome"), Since: q.Get("since"), Outcomes: runOutcomes, Spans: []string{"", "1h", "6h", "24h", "7d"},
+		Q: strings.TrimSpace(q.Get("q")), Replica: q.Get("replica")}
+	if len(v.Q) > maxQuery || len(v.Replica) > maxQuery {
+		c.fail(w, r, http.StatusBadRequest, "q and replica are at most 200 characters.")
+		return
+	}
 	if !slices.Contains(runOutcomes, v.Outcome) {
 		c.fail(w, r, http.StatusBadRequest, "outcome must be one of: "+strings.Join(runOutcomes[1:], ", ")+".")
 		return
@@ -69,7 +83,7 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	v.Jobs, v.PerJob = len(tab), across.PerJob(len(tab))
 	ctx, cancel := c.ctx(r)
 	defer cancel()
-	ov, err := c.cfg.Control.Overview(ctx, names, v.PerJob)
+	ov, err := c.overviewRuns(ctx, names, v.PerJob)
 	if err != nil {
 		c.storeFailed(w, r, err)
 		return
@@ -81,9 +95,16 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 		runs = append(runs, o.History...)
 	}
 	var rows []runRow
+	seen := map[string]bool{}
+	lowQ := strings.ToLower(v.Q)
 	for _, run := range runs {
+		if run.Replica != "" && !seen[run.Replica] {
+			seen[run.Replica] = true
+			v.Replicas = append(v.Replicas, run.Replica)
+		}
 		at := cmp.Or(run.FinishedAt, run.StartedAt, run.ScheduledAt)
-		if !matchOutcome(v.Outcome, run) || (span > 0 && (run.ScheduledAt.IsZero() || now.Sub(at) > span)) {
+		if !matchOutcome(v.Outcome, run) || (span > 0 && (run.ScheduledAt.IsZero() || now.Sub(at) > span)) ||
+			(v.Replica != "" && run.Replica != v.Replica) || (lowQ != "" && !strings.Contains(strings.ToLower(run.ID), lowQ)) {
 			continue
 		}
 		run = c.clean(run)
@@ -95,6 +116,10 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 		rows, v.More = rows[:runsShown], true
 	}
 	v.Rows = rows
+	if v.Replica != "" && !seen[v.Replica] {
+		v.Replicas = append(v.Replicas, v.Replica) // the choice stays in the form
+	}
+	slices.Sort(v.Replicas)
 	c.render(w, r, http.StatusOK, "runs", "Runs", v)
 }
 

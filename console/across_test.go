@@ -28,8 +28,8 @@ func TestBrowserSummaryRunsPools(t *testing.T) {
 			fmt.Fprint(jobs.Output(ctx), "step 1\nstep 2\nERROR: disk full on /var\n")
 			return errors.New("command exited with code 3")
 		})},
-		scheduler.Job{Name: "exa", Schedule: "@every 1h", Handler: block, Concurrency: 3, Pool: "exports", PoolSize: 2, Lease: 3 * time.Second},
-		scheduler.Job{Name: "exb", Schedule: "@every 1h", Handler: block, Pool: "exports", PoolSize: 2, Lease: 3 * time.Second})
+		scheduler.Job{Name: "exa", Schedule: "@every 1h", Handler: block, Concurrency: 3, Pool: "exports", PoolSize: 2, Lease: 10 * time.Second},
+		scheduler.Job{Name: "exb", Schedule: "@every 1h", Handler: block, Pool: "exports", PoolSize: 2, Lease: 10 * time.Second})
 	c := newClusterOf(t, 1, tab)
 	c.ctl.UseTable(tab)
 	c.runOnce(t, "disk")
@@ -53,7 +53,7 @@ func TestBrowserSummaryRunsPools(t *testing.T) {
 		}
 	}
 	b.Shot(t, "jobs-summary")
-	b.Do(t, "failed in the last hour", chromedp.Click(chromedp.CSS(`ul.strip a[href*="since=1h"]`)), chromedp.WaitVisible(chromedp.CSS("table.runs")))
+	b.Do(t, "failed in the last hour", browsertest.Click(`ul.strip a[href*="since=1h"]`), chromedp.WaitVisible(chromedp.CSS("table.runs")))
 	if loc := browsertest.Get(t, b, "location", chromedp.Location()); !strings.HasSuffix(loc, "/runs?outcome=bad&since=1h") {
 		t.Errorf("the strip's failed link leads to %s", loc)
 	}

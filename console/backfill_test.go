@@ -51,11 +51,11 @@ func TestBrowserBackfillFromJobPage(t *testing.T) {
 	base := serve(t, c.console(t, console.Config{}))
 	manual := c.runOnce(t, "sweep")
 	b := newBrowser(t)
-	b.Do(t, "job page", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
+	b.Do(t, "job page", chromedp.Navigate(base+"/jobs/sweep"), browsertest.Click("details.backfill-form summary"),
 		chromedp.WaitVisible(chromedp.ID("bf-from")),
-		chromedp.SetValue(chromedp.ID("bf-from"), "2026-03-01T00:00"), chromedp.SetValue(chromedp.ID("bf-to"), "2026-03-01T05:00"),
-		chromedp.SetValue(chromedp.ID("bf-parallel"), "2"),
-		chromedp.Click(chromedp.CSS(`form[action$="/backfill"] button`)))
+		browsertest.SetValue("#bf-from", "2026-03-01T00:00"), browsertest.SetValue("#bf-to", "2026-03-01T05:00"),
+		browsertest.SetValue("#bf-parallel", "2"),
+		browsertest.Confirm(`form[action$="/backfill"] button`))
 	b.Do(t, "started", browsertest.WaitJS(`document.getElementById("flash").innerText != ""`))
 	if f := browsertest.Get(t, b, "flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "Backfill started") {
 		t.Fatalf("after Start: %q", f)
@@ -76,19 +76,19 @@ func TestBrowserBackfillFromJobPage(t *testing.T) {
 	}
 
 	// A long one, cancelled from the page.
-	b.Do(t, "long backfill", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
-		chromedp.SetValue(chromedp.ID("bf-from"), "2025-01-01T00:00"), chromedp.SetValue(chromedp.ID("bf-to"), "2025-12-31T00:00"),
-		chromedp.Click(chromedp.CSS(`form[action$="/backfill"] button`)),
+	b.Do(t, "long backfill", chromedp.Navigate(base+"/jobs/sweep"), browsertest.Click("details.backfill-form summary"),
+		browsertest.SetValue("#bf-from", "2025-01-01T00:00"), browsertest.SetValue("#bf-to", "2025-12-31T00:00"),
+		browsertest.Confirm(`form[action$="/backfill"] button`),
 		browsertest.WaitJS(`(document.getElementById("backfill") || {innerText: ""}).innerText.includes("going on")`),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/backfill-cancel"] button`)),
-		chromedp.Click(chromedp.CSS(`form[action$="/backfill-cancel"] button`)),
+		browsertest.Confirm(`form[action$="/backfill-cancel"] button`),
 		browsertest.WaitJS(`document.getElementById("backfill").innerText.includes("cancelled")`))
 	if st, _ := c.ctl.BackfillStatus(t.Context(), "sweep"); st == nil || !st.Cancelled || st.Decided == st.Total {
 		t.Errorf("after Cancel the backfill is %+v", st)
 	}
 	// A bad range says why.
-	b.Do(t, "bad range", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS("details.backfill-form summary")),
-		chromedp.SetValue(chromedp.ID("bf-from"), "2025-03-01T00:00"), chromedp.SetValue(chromedp.ID("bf-to"), "2025-02-01T00:00"),
-		chromedp.Click(chromedp.CSS(`form[action$="/backfill"] button`)),
+	b.Do(t, "bad range", chromedp.Navigate(base+"/jobs/sweep"), browsertest.Click("details.backfill-form summary"),
+		browsertest.SetValue("#bf-from", "2025-03-01T00:00"), browsertest.SetValue("#bf-to", "2025-02-01T00:00"),
+		browsertest.Confirm(`form[action$="/backfill"] button`),
 		browsertest.WaitJS(`document.getElementById("flash").innerText.includes("(400)")`))
 }

@@ -57,6 +57,6 @@ func TestBrowserSignInStaysOnTheConsole(t *testing.T) {
 		if loc := b.Settled(t, "/signin"); !strings.HasPrefix(loc, base+"/") {
 			t.Errorf("signed in, next=%s sent the browser to %s", next, loc)
 		}
-		b.Do(t, "sign out", chromedp.Click(chromedp.CSS(`form.signout button`)), chromedp.WaitVisible(chromedp.ID("token")))
+		b.Do(t, "sign out", browsertest.Click(`form.signout button`), chromedp.WaitVisible(chromedp.ID("token")))
 	}
 }

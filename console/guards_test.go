@@ -191,3 +191,41 @@ func TestRedactsSecrets(t *testing.T) {
 		t.Error("the unmasked page does not show the secret either: the test proves nothing")
 	}
 }
+
+// Wrong input of any size gets a short 4xx page: the jobs page's filter is
+// bounded like the runs page's (it was lowered once per job, per request,
+// whatever its size), and a 200 kB job name or run id in the address is not
+// said back in full (the 404 page was 200 kB).
+func TestHugeInputGetsAShortAnswer(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 0)
+	h := c.console(t, console.Config{})
+	big := strings.Repeat("x", 200_000)
+	for path, code := range map[string]int{
+		"/?q=" + strings.Repeat("j", 201): http.StatusBadRequest,
+		"/jobs/" + big:                    http.StatusNotFound,
+		"/runs/" + big:                    http.StatusNotFound,
+		"/runs/evil@" + big:               http.StatusNotFound,
+	} {
+		w := get(t, h, path)
+		if w.Code != code || w.Body.Len() > 8<<10 || !strings.Contains(w.Body.String(), `class="error"`) {
+			t.Errorf("%.40s…: %d, %d bytes; want a short %d page saying why", path, w.Code, w.Body.Len(), code)
+		}
+	}
+	// A refused action, or a wrong method, on a run's address: its page
+	// links back to the run, but not to a made-up id of any size.
+	for path, code := range map[string]int{
+		"/runs/evil@" + big + "/cancel": http.StatusForbidden, // no form field
+		"/runs/evil@" + big + "/retry":  http.StatusForbidden,
+		"/runs/evil@" + big:             http.StatusMethodNotAllowed,
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("POST", path, nil))
+		if w.Code != code || w.Body.Len() > 8<<10 || !strings.Contains(w.Body.String(), `class="error"`) {
+			t.Errorf("POST %.40s…: %d, %d bytes; want a short %d page saying why", path, w.Code, w.Body.Len(), code)
+		}
+	}
+	if w := get(t, h, "/?q="+strings.Repeat("j", 200)); w.Code != http.StatusOK {
+		t.Errorf("a 200-character filter: %d", w.Code)
+	}
+}

@@ -94,7 +94,7 @@ func TestRunPageFromHistoryWhenRecordGone(t *testing.T) {
 	for _, want := range []string{
 		`<pre class="output" id="output">OUT&lt;script&gt;`, // the output tail, as text
 		`href="https://tempo.example/trace/` + entry.TraceID + `"`,
-		"has expired", "✗</span> failed", "<dd>" + entry.Replica + "</dd>",
+		"has expired", "✗</span> failed", "<dd>" + entry.Replica + " · ",
 	} {
 		if w.Code != 200 || !strings.Contains(body, want) {
 			t.Errorf("run page of an expired record: %d, lacks %q", w.Code, want)
@@ -105,5 +105,20 @@ func TestRunPageFromHistoryWhenRecordGone(t *testing.T) {
 	}
 	if w := get(t, h, "/runs/"+url.PathEscape("evil@2001-01-01T00:00:00Z")); w.Code != 404 {
 		t.Errorf("a run in neither the records nor the history: %d, want 404", w.Code)
+	}
+}
+
+// A run page reads the output tail from the job's history, which keeps the
+// job's history_limit entries: 100 when the job leaves it at 0. The page
+// read 1 then, and every run but the job's latest showed "No output kept".
+func TestRunPageOfAnOlderRunShowsItsOutput(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1)
+	older := c.runOnce(t, "evil")
+	c.runOnce(t, "evil")
+	h := c.console(t, console.Config{})
+	w := get(t, h, "/runs/"+url.PathEscape(older))
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `<pre class="output" id="output">OUT&lt;script&gt;`) {
+		t.Errorf("run page of the job's second latest run: %d, its output is not shown", w.Code)
 	}
 }

@@ -146,7 +146,7 @@ func TestBrowserRunNowQueueFull(t *testing.T) {
 	h := c.console(t, console.Config{})
 	base := serve(t, h)
 	b := newBrowser(t)
-	b.Do(t, "run now", chromedp.Navigate(base+"/jobs/sweep"), chromedp.Click(chromedp.CSS(`form[action$="/trigger"] button`)),
+	b.Do(t, "run now", chromedp.Navigate(base+"/jobs/sweep"), browsertest.Click(`form[action$="/trigger"] button`),
 		browsertest.WaitJS(`document.getElementById("flash").innerText.includes("(429)")`))
 	if f := browsertest.Get(t, b, "flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "100 manual runs of this job are waiting") {
 		t.Errorf("Run now on a full queue says %q", f)

@@ -62,9 +62,9 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 			fmt.Fprint(jobs.Output(ctx), "step 1\nERROR: disk full on /var/lib/postgresql/16/main\n")
 			return errors.New("command exited with code 3")
 		})},
-		scheduler.Job{Name: "export-orders", Schedule: "@every 1h", Handler: block, Concurrency: 2, Pool: "exports", PoolSize: 2, Lease: 3 * time.Second,
+		scheduler.Job{Name: "export-orders", Schedule: "@every 1h", Handler: block, Concurrency: 2, Pool: "exports", PoolSize: 2, Lease: 10 * time.Second,
 			Timeout: time.Hour, Retries: 2, Blackouts: []scheduler.Blackout{{Cron: "0 0 * * 6", Duration: 48 * time.Hour, Timezone: "Europe/Paris"}}},
-		scheduler.Job{Name: "export-invoices", Schedule: "@every 1h", Handler: block, Pool: "exports", PoolSize: 2, Lease: 3 * time.Second},
+		scheduler.Job{Name: "export-invoices", Schedule: "@every 1h", Handler: block, Pool: "exports", PoolSize: 2, Lease: 10 * time.Second},
 		scheduler.Job{Name: longName, Schedule: "@every 1h", Handler: jobs.Func(func(context.Context) error { return errors.New("exit status 1") })})
 	c := newClusterOf(t, 1, tab)
 	c.ctl.UseTable(tab)
@@ -103,7 +103,7 @@ func TestBrowserNewPagesInEveryMode(t *testing.T) {
 			b.Do(t, p.name+" "+mode.name, chromedp.Navigate(base+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 			if p.name == "job-running" {
 				// The backfill form open, its fields in view too.
-				b.Do(t, "backfill form", chromedp.Click(chromedp.CSS("details.backfill-form summary")), chromedp.WaitVisible(chromedp.ID("bf-from")))
+				b.Do(t, "backfill form", browsertest.Click("details.backfill-form summary"), chromedp.WaitVisible(chromedp.ID("bf-from")))
 			}
 			if p.name == "jobs" {
 				if broken := browsertest.JS[string](t, b, `[...document.querySelectorAll("table.jobs tbody th a:not(.long)")].filter(a => a.getClientRects().length > 1).map(a => a.innerText).join(", ")`); broken != "" {

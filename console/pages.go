@@ -50,6 +50,18 @@ var funcs = template.FuncMap{
 		}
 		return human(d)
 	},
+	// took says how long a run ran: "—" before it started or ended, and
+	// "<1ms" for one that ended within the millisecond it started (the
+	// records keep milliseconds), not the "—" of a run with no duration.
+	"took": func(started, finished time.Time) string {
+		if started.IsZero() || finished.IsZero() {
+			return "—"
+		}
+		if d := finished.Sub(started); d >= time.Millisecond {
+			return human(d)
+		}
+		return "<1ms"
+	},
 	"path":    url.PathEscape,
 	"query":   url.QueryEscape,
 	"outcome": outcomeOf,
@@ -130,8 +142,10 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg str
 	if r.Method == http.MethodPost {
 		if name := r.PathValue("name"); name != "" && c.jobNamed(name) {
 			v.Back, v.BackTo = c.cfg.Prefix+"/jobs/"+url.PathEscape(name), "job "+name
-		} else if id := r.PathValue("id"); id != "" && code != http.StatusBadRequest && code != http.StatusNotFound {
-			v.Back, v.BackTo = c.cfg.Prefix+"/runs/"+url.PathEscape(id), "run "+id
+		} else if id := r.PathValue("id"); id != "" && len(id) <= maxEcho && code != http.StatusBadRequest && code != http.StatusNotFound {
+			// Not an id longer than any real one: the link would say it
+			// back in full.
+			v.Back, v.BackTo = c.cfg.Prefix+"/runs/"+url.PathEscape(id), "run "+clip(id)
 		}
 	}
 	c.render(w, r, code, "error", http.StatusText(code), v)
@@ -144,6 +158,22 @@ type errorView struct {
 	Back, BackTo string
 	Refresh      int // seconds before the browser loads the page again; 0 never
 }
+
+// maxEcho bounds a name or run id from the address that a page says back:
+// longer than any real one (a job's name is at most 128 characters), short
+// enough that a 100 kB address does not come back as a 100 kB page.
+const maxEcho = 200
+
+// clip is s cut to maxEcho bytes, on a character's boundary, with "…".
+func clip(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	return capLine(s, maxEcho)
+}
+
+// quoted is s, clipped, in quotes.
+func quoted(s string) string { return strconv.Quote(clip(s)) }
 
 func (c *Console) jobNamed(name string) bool {
 	for _, j := range c.cfg.Jobs() {
@@ -265,7 +295,21 @@ type jobsView struct {
 	Replicas       int // live replicas
 	Differ         int // of which run a different job table
 	Summary        summary
+	// Paged: the jobs matching are more than a page holds; Rows are those
+	// numbered From to To of Matching, and Prev and Next link to the pages
+	// beside this one ("" for none).
+	Paged              bool
+	From, To, Matching int
+	Prev, Next         string
 }
+
+// jobsPerPage bounds the jobs page: a table of 2,000 jobs was 1.3 MB of
+// HTML, rendered on the server and parsed and laid out again by every open
+// tab at every refresh (3 s), each time blocking the browser 200-500 ms.
+const jobsPerPage = 200
+
+// PerPage is how many jobs a page of the jobs page lists.
+func (jobsView) PerPage() int { return jobsPerPage }
 
 var outcomeFilters = []string{"", "succeeded", "failed", "running", "paused", "never"}
 
@@ -282,11 +326,16 @@ func (c *Console) row(j scheduler.Job, o scheduler.Overview, now time.Time) jobR
 	if s, err := j.Timing(); err == nil {
 		if next := s.Next(now); !next.IsZero() {
 			row.NextUTC = next.UTC().Format("2006-01-02 15:04:05Z")
-			row.NextLocal = next.In(s.Location()).Format("15:04:05 MST")
+			row.NextLocal = zoned(next.In(s.Location()), "15:04:05")
 			row.NextIn = relative(next, now)
 		}
 	}
 	row.LastOutcome = outcomeOf("")
+	if len(o.Running) > 0 {
+		// Its first run is in flight: "never ran" beside "Running now"
+		// read as a job that does not run.
+		row.LastOutcome.Words = "none ended yet"
+	}
 	if h := lastRun(o.History); h != nil {
 		last := c.clean(*h) // a copy: the cache keeps the record
 		row.Last = &last
@@ -339,9 +388,18 @@ func kindOf(j scheduler.Job) string {
 
 func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if len(q) > maxQuery {
+		c.fail(w, r, http.StatusBadRequest, "q is at most 200 characters.")
+		return
+	}
+	lowQ := strings.ToLower(q)
 	want := r.URL.Query().Get("outcome")
 	if !slices.Contains(outcomeFilters, want) {
 		want = ""
+	}
+	pg, ok := c.pageParam(w, r)
+	if !ok {
+		return
 	}
 	tab := c.cfg.Jobs()
 	names := make([]string, len(tab))
@@ -364,7 +422,7 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for i, j := range tab {
-		if q != "" && !strings.Contains(strings.ToLower(j.Name), strings.ToLower(q)) {
+		if q != "" && !strings.Contains(strings.ToLower(j.Name), lowQ) {
 			continue
 		}
 		row := c.row(j, ov[i], now)
@@ -387,6 +445,29 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		v.Rows = append(v.Rows, row)
+	}
+	if v.Matching = len(v.Rows); v.Matching > jobsPerPage || pg > 1 {
+		v.Paged = true
+		v.From, v.To = min((pg-1)*jobsPerPage, v.Matching), min(pg*jobsPerPage, v.Matching)
+		link := func(n int) string {
+			q := url.Values{}
+			if v.Query != "" {
+				q.Set("q", v.Query)
+			}
+			if want != "" {
+				q.Set("outcome", want)
+			}
+			q.Set("page", strconv.Itoa(n))
+			return c.cfg.Prefix + "/?" + q.Encode()
+		}
+		if pg > 1 {
+			v.Prev = link(min(pg-1, max((v.Matching+jobsPerPage-1)/jobsPerPage, 1)))
+		}
+		if v.To < v.Matching {
+			v.Next = link(pg + 1)
+		}
+		v.Rows = v.Rows[v.From:v.To]
+		v.From++
 	}
 	c.render(w, r, http.StatusOK, "jobs", "Jobs", v)
 }
@@ -413,6 +494,20 @@ type jobView struct {
 
 type nextView struct{ UTC, Local, In string }
 
+// zoned formats t (in the job's zone) with layout, then its zone's
+// abbreviation and offset from UTC: "12:00:00 CST (UTC+08:00)". An
+// abbreviation alone is ambiguous (CST is China's, and also the US
+// Central's six hours behind UTC; IST is India's, Ireland's or Israel's);
+// a zone without one shows only the offset ("16:00:00 UTC+04:00").
+func zoned(t time.Time, layout string) string {
+	abbr := t.Format("MST")
+	off := "UTC" + t.Format("-07:00")
+	if strings.HasPrefix(abbr, "+") || strings.HasPrefix(abbr, "-") {
+		return t.Format(layout) + " " + off
+	}
+	return t.Format(layout) + " " + abbr + " (" + off + ")"
+}
+
 func (c *Console) lookup(w http.ResponseWriter, r *http.Request) (scheduler.Job, bool) {
 	name := r.PathValue("name")
 	for _, j := range c.cfg.Jobs() {
@@ -420,8 +515,23 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request) (scheduler.Job,
 			return j, true
 		}
 	}
-	c.fail(w, r, http.StatusNotFound, "No job "+strconv.Quote(name)+" in the table.")
+	c.fail(w, r, http.StatusNotFound, "No job "+quoted(name)+" in the table.")
 	return scheduler.Job{}, false
+}
+
+// pageParam is the page number a list page was asked for (?page=N, 1 when
+// absent); ok is false when it was malformed, and the answer is sent.
+func (c *Console) pageParam(w http.ResponseWriter, r *http.Request) (pg int, ok bool) {
+	s := r.URL.Query().Get("page")
+	if s == "" {
+		return 1, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 10000 {
+		c.fail(w, r, http.StatusBadRequest, "page must be a whole number from 1.")
+		return 0, false
+	}
+	return n, true
 }
 
 func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -429,14 +539,9 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	pg := 1
-	if s := r.URL.Query().Get("page"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 10000 {
-			c.fail(w, r, http.StatusBadRequest, "page must be a whole number from 1.")
-			return
-		}
-		pg = n
+	pg, ok := c.pageParam(w, r)
+	if !ok {
+		return
 	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
@@ -475,7 +580,7 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 			if t = s.Next(t); t.IsZero() {
 				break
 			}
-			v.Next = append(v.Next, nextView{UTC: t.UTC().Format("2006-01-02 15:04:05Z"), Local: t.In(s.Location()).Format("2006-01-02 15:04:05 MST"), In: relative(t, now)})
+			v.Next = append(v.Next, nextView{UTC: t.UTC().Format("2006-01-02 15:04:05Z"), Local: zoned(t.In(s.Location()), "2006-01-02 15:04:05"), In: relative(t, now)})
 		}
 	}
 	v.Timeline = drawTimeline(ov[0].History, ov[0].Running, now)
@@ -498,7 +603,7 @@ type runView struct {
 	Pending   bool   // a manual run just requested, not claimed yet
 }
 
-// historyChunk is how many history records the run page reads at a time
+// historyChunk is how many history records the run page reads first
 // looking for a run: recent runs are found in the first read.
 const historyChunk = 100
 
@@ -514,8 +619,8 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	job, _, _ := strings.Cut(id, "@")
 	limit := scheduler.DefaultHistoryLimit
 	for _, j := range c.cfg.Jobs() {
-		if j.Name == job {
-			limit = max(j.HistoryLimit, 1)
+		if j.Name == job && j.HistoryLimit > 0 { // 0: the default
+			limit = j.HistoryLimit
 		}
 	}
 	// A run's own record keeps neither output nor trace id, and expires
@@ -537,12 +642,14 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 	case entry != nil:
 		run, v.Expired = entry, true
-	case strings.Contains(id, "@manual-") && r.URL.Query().Get("done") == "retry":
+	case r.URL.Query().Get("done") == "retry" && c.jobNamed(job) && scheduler.IsManualRunID(id):
+		// Only the shape of an id Retry draws, of a job in the table: a
+		// made-up address must not show a run "requested" for ever.
 		// Just requested (Retry): no replica has claimed it yet. The page
 		// refreshes into its record.
 		run, v.Pending = &scheduler.Run{ID: id, Job: job, Kind: scheduler.KindManual}, true
 	default:
-		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, expired, or not a run id.")
+		c.fail(w, r, http.StatusNotFound, "No record of run "+quoted(id)+": not decided yet, expired, or not a run id.")
 		return
 	}
 	v.Run, v.Outcome, v.TraceLink = c.clean(*run), outcomeOf(runOutcome(*run)), c.traceLink(run.TraceID)
@@ -556,13 +663,17 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // historyEntry finds run id in the job's history, which keeps at most limit
-// records: nil when it is not there (any more).
+// records: nil when it is not there (any more). Two reads at most, whatever
+// limit is: the latest historyChunk records (where a run looked at mostly
+// is), then the rest of the kept history at once. It read historyChunk
+// records at a time: an unknown run id of a job keeping 10,000 records
+// took 100 reads before its 404.
 func (c *Console) historyEntry(ctx context.Context, job, id string, limit int) (*scheduler.Run, error) {
 	if !scheduler.ValidJobName(job) {
 		return nil, nil
 	}
-	for off := 0; off < limit; off += historyChunk {
-		hist, err := c.cfg.Control.HistoryPage(ctx, job, off, min(historyChunk, limit-off))
+	for off, n := 0, min(historyChunk, limit); n > 0; off, n = off+n, limit-off-n {
+		hist, err := c.cfg.Control.HistoryPage(ctx, job, off, n)
 		if err != nil {
 			return nil, err
 		}
@@ -571,7 +682,7 @@ func (c *Console) historyEntry(ctx context.Context, job, id string, limit int) (
 				return &hist[i], nil
 			}
 		}
-		if len(hist) < min(historyChunk, limit-off) {
+		if len(hist) < n {
 			break
 		}
 	}
@@ -684,19 +795,19 @@ func (c *Console) actOnRun(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 	case errors.Is(err, scheduler.ErrNoRun):
-		c.fail(w, r, http.StatusNotFound, "No record of run "+strconv.Quote(id)+": not decided yet, or expired.")
+		c.fail(w, r, http.StatusNotFound, "No record of run "+quoted(id)+": not decided yet, or expired.")
 		return
 	case errors.Is(err, scheduler.ErrNotRunning):
-		c.fail(w, r, http.StatusConflict, "Run "+strconv.Quote(id)+" is not running any more: there is nothing to cancel.")
+		c.fail(w, r, http.StatusConflict, "Run "+quoted(id)+" is not running any more: there is nothing to cancel.")
 		return
 	case errors.Is(err, scheduler.ErrStillRunning):
-		c.fail(w, r, http.StatusConflict, "Run "+strconv.Quote(id)+" has not ended: cancel it first, or wait.")
+		c.fail(w, r, http.StatusConflict, "Run "+quoted(id)+" has not ended: cancel it first, or wait.")
 		return
 	case errors.Is(err, scheduler.ErrQueueFull):
 		c.queueFull(w, r, err)
 		return
 	case errors.Is(err, scheduler.ErrBadRunID):
-		c.fail(w, r, http.StatusBadRequest, "Not a run id: "+strconv.Quote(id)+".")
+		c.fail(w, r, http.StatusBadRequest, "Not a run id: "+quoted(id)+".")
 		return
 	default:
 		c.storeFailed(w, r, err)
@@ -724,4 +835,7 @@ func (c *Console) forget() {
 	c.cacheMu.Lock()
 	c.cached = nil
 	c.cacheMu.Unlock()
+	c.runsMu.Lock()
+	c.runsCached = nil
+	c.runsMu.Unlock()
 }

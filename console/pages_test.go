@@ -128,3 +128,39 @@ func TestRunningWithExpiredLease(t *testing.T) {
 		}
 	}
 }
+
+// A run that ended within the millisecond it started (the records keep
+// milliseconds) took "<1ms", not the "—" of a run that has no duration
+// (not started, not ended): a quick job read as one that never ran.
+func TestDurationOfAQuickRun(t *testing.T) {
+	t.Parallel()
+	took, ok := funcs["took"].(func(time.Time, time.Time) string)
+	if !ok {
+		t.Fatal("the pages have no took(started, finished)")
+	}
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		started, finished time.Time
+		want              string
+	}{
+		{at, at, "<1ms"},
+		{at, at.Add(1500 * time.Microsecond), "2ms"},
+		{at, at.Add(90 * time.Second), "1m30s"},
+		{at, time.Time{}, "—"},
+		{time.Time{}, at, "—"},
+	} {
+		if got := took(tc.started, tc.finished); got != tc.want {
+			t.Errorf("took(%v, %v) = %q, want %q", tc.started, tc.finished, got, tc.want)
+		}
+	}
+	// The pages use it: a history row of a run of 0 ms says <1ms.
+	for _, page := range []string{"job.html", "jobs.html", "runs.html", "run.html"} {
+		src, err := templateFiles.ReadFile("templates/" + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(src), "Duration}}") || !strings.Contains(string(src), "{{took ") {
+			t.Errorf("%s shows a run's duration without took", page)
+		}
+	}
+}

@@ -32,8 +32,8 @@ func TestBrowserPauseWithReason(t *testing.T) {
 	base := serve(t, c.console(t, console.Config{}))
 	b := newBrowser(t)
 	b.Do(t, "pause with a reason", chromedp.Navigate(base+"/jobs/ticker"), chromedp.WaitVisible(chromedp.ID("reason")),
-		chromedp.SendKeys(chromedp.ID("reason"), "deploy freeze INC-9"),
-		chromedp.Click(chromedp.CSS(`form[action$="/pause"] button`)),
+		browsertest.SendKeys("#reason", "deploy freeze INC-9"),
+		browsertest.Click(`form[action$="/pause"] button`),
 		browsertest.WaitJS(`document.getElementById("state").innerText.includes("deploy freeze INC-9 (paused by console from 127.0.0.1)")`))
 	st, _ := c.ctl.Status(t.Context(), "ticker", 1)
 	if !st.Paused || st.PausedWhy != "deploy freeze INC-9 (paused by console from 127.0.0.1)" {

@@ -19,8 +19,13 @@ import (
 )
 
 // blockTable is a job whose runs last until they are cancelled.
+//
+// Its lease is 10 s, not the 3 s it was: under -race on a loaded machine
+// (CI runs two packages at once beside Chromium) a renewal came late enough
+// for a 3 s lease to be lost, and the run the test was looking at ended
+// lease_lost while a queued one started in its place.
 func blockTable() []scheduler.Job {
-	return append(table(), scheduler.Job{Name: "block", Schedule: "@every 1h", Lease: 3 * time.Second,
+	return append(table(), scheduler.Job{Name: "block", Schedule: "@every 1h", Lease: 10 * time.Second,
 		Handler: jobs.Func(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })})
 }
 
@@ -48,7 +53,7 @@ func TestBrowserCancelAndRetry(t *testing.T) {
 	b := newBrowser(t)
 	b.Do(t, "job page", chromedp.Navigate(base+"/jobs/block"),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/cancel"] button`)),
-		chromedp.Click(chromedp.CSS(`form[action$="/cancel"] button`)),
+		browsertest.Confirm(`form[action$="/cancel"] button`),
 		browsertest.WaitJS(`document.getElementById("flash").innerText.includes("Cancel asked")`),
 		browsertest.WaitJS(`document.querySelector("table.history").innerText.includes("cancelled")`))
 	r, _ := c.ctl.Get(t.Context(), id)
@@ -64,7 +69,7 @@ func TestBrowserCancelAndRetry(t *testing.T) {
 		t.Error("an ended run offers Cancel")
 	}
 	b.Shot(t, "run-cancelled")
-	b.Do(t, "retry", chromedp.Click(chromedp.CSS(`form[action$="/retry"] button`)))
+	b.Do(t, "retry", browsertest.Click(`form[action$="/retry"] button`))
 	loc := b.Settled(t, "/runs/"+url.PathEscape(id))
 	again, _ := url.PathUnescape(strings.TrimPrefix(strings.SplitN(loc, "?", 2)[0], base+"/runs/"))
 	if !strings.HasPrefix(again, "block@manual-") {
@@ -76,7 +81,7 @@ func TestBrowserCancelAndRetry(t *testing.T) {
 	if txt := browsertest.Get(t, b, "retry-of", chromedp.Text(chromedp.ID("retry-of"))); !strings.Contains(txt, id) {
 		t.Errorf("the retry's page says %q", txt)
 	}
-	b.Do(t, "cancel the retry", chromedp.Click(chromedp.CSS(`form[action$="/cancel"] button`)),
+	b.Do(t, "cancel the retry", browsertest.Confirm(`form[action$="/cancel"] button`),
 		browsertest.WaitJS(`document.querySelector(".outcome").innerText.includes("cancelled")`))
 	if r, _ := c.ctl.Get(t.Context(), again); r == nil || r.Outcome != scheduler.Cancelled || r.RetryOf != id {
 		t.Errorf("the retry after Cancel: %+v", r)
@@ -150,6 +155,47 @@ func TestRefusedActionLeadsBack(t *testing.T) {
 		}
 		if tc.back == "" && (strings.Contains(body, "Back to job") || strings.Contains(body, "Back to run")) {
 			t.Errorf("POST %s links back to what does not exist:\n%s", tc.path, body)
+		}
+	}
+}
+
+// A job whose first run is in flight has no last run yet, but it is no
+// job that "never ran" either, on the jobs page or its own.
+func TestFirstRunInFlightIsNotNeverRan(t *testing.T) {
+	t.Parallel()
+	c := newClusterOf(t, 1, blockTable())
+	c.waitRunning(t, "block")
+	h := c.console(t, console.Config{})
+	for _, p := range []string{"/?q=block", "/jobs/block"} {
+		body := get(t, h, p).Body.String()
+		if strings.Contains(body, "never ran</span>") || !strings.Contains(body, `<span class="outcome none">none ended yet</span>`) {
+			t.Errorf("%s says of block, whose first run is in flight, that it never ran", p)
+		}
+	}
+}
+
+// The page of a retry just requested shows it "requested, not picked up
+// yet" until a replica claims it; an address made up to look like one (a
+// job not in the table, a suffix Retry never draws) is 404, not a run
+// shown requested for ever.
+func TestPendingRetryPageOnlyForItsShape(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 0)
+	h := c.console(t, console.Config{})
+	for id, code := range map[string]int{
+		"evil@manual-t5z0k90123456789abc":        200,
+		"evil@manual-" + url.PathEscape(hostile): 404,
+		"nojob@manual-t5z0k90123456789abc":       404,
+		"evil@manual-":                           404,
+		// The shape scheduler.newManualID draws, not merely its letters
+		// (scheduler.IsManualRunID): the random part is lower case hex.
+		"evil@manual-zzzzzzzzzzzzzzzz":    404,
+		"evil@manual-t5z0k90123456789ABC": 404,
+		"evil@manual-00000000":            404,
+	} {
+		w := get(t, h, "/runs/"+id+"?done=retry")
+		if w.Code != code || (code == 200) != strings.Contains(w.Body.String(), "requested, not picked up yet") {
+			t.Errorf("%.40s: %d, want %d", id, w.Code, code)
 		}
 	}
 }

@@ -121,7 +121,13 @@ func TestUsage(t *testing.T) {
 		{[]string{"history", "-h"}, 0, "-limit", ""},
 		{[]string{"run", "--help"}, 0, "-shutdown-grace", ""},
 		{[]string{"help", "nope"}, 2, "", `unknown command "nope"`},
-		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{[]string{"frobnicate"}, 2, "", "unknown command \"frobnicate\"\n"},
+		// A newcomer's word for a command, or a typo of one, is named.
+		{[]string{"check", "--config", "x.yaml"}, 2, "", `unknown command "check" (did you mean "validate"?)`},
+		{[]string{"statuss"}, 2, "", `unknown command "statuss" (did you mean "status"?)`},
+		{[]string{"valdate"}, 2, "", `unknown command "valdate" (did you mean "validate"?)`},
+		{[]string{"Pause"}, 2, "", `unknown command "Pause" (did you mean "pause"?)`},
+		{[]string{"help", "runs"}, 2, "", `unknown command "runs" (did you mean "history"?)`},
 		{[]string{"validate", "--bogus"}, 2, "", "flag provided but not defined: -bogus"},
 		{[]string{"validate", "--log-format", "xml"}, 2, "", "--log-format"},
 		{[]string{"validate", "--log-level", "loud"}, 2, "", "--log-level"},
@@ -152,6 +158,25 @@ func TestUsage(t *testing.T) {
 		if r.code != tc.code || (tc.stdout == "") != (r.stdout == "") || !strings.Contains(r.stdout, tc.stdout) || !strings.Contains(r.stderr, tc.stderr) {
 			t.Errorf("scheduler %q: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d, stdout with %q, stderr with %q",
 				tc.args, r.code, r.stdout, r.stderr, tc.code, tc.stdout, tc.stderr)
+		}
+	}
+	// The usage of schema and version does not list --config with its
+	// default, which read as if they loaded solocron.yaml: it says the
+	// flag is ignored. The commands that read the table list it.
+	for _, tc := range []struct {
+		args          []string
+		want, without string
+	}{
+		{[]string{"help", "version"}, "--config is accepted, and ignored", "-config string"},
+		{[]string{"help", "schema"}, "--config is accepted, and ignored", "solocron.yaml"},
+		{[]string{"schema", "-h"}, "-log-level", "-config string"},
+		{[]string{"version", "--log-level=warn", "--help"}, `(default "info")`, "-config string"},
+		{[]string{"help", "status"}, "-config FILE", "ignored"},
+	} {
+		r := runCLI(t, nil, env(), tc.args...)
+		if r.code != 0 || !strings.Contains(r.stdout, tc.want) || strings.Contains(r.stdout, tc.without) {
+			t.Errorf("scheduler %q: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 0, stdout with %q and without %q",
+				tc.args, r.code, r.stdout, r.stderr, tc.want, tc.without)
 		}
 	}
 }

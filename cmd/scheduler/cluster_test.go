@@ -39,7 +39,8 @@ admin:
 jobs:
   - name: tick
     schedule: "@every 1s"
-    concurrency: 3          # a run slowed down by a loaded machine is no reason to skip the next
+    concurrency: 10         # a run slowed down by a loaded machine is no reason to skip the next:
+                            # under -race its supervisor alone starts in ~1.2 s, 3.6 s under CI's load
     command: %s
   - name: manual            # runs only when triggered
     schedule: "@yearly"
@@ -210,7 +211,7 @@ jobs:
 	t.Run("status_history_text", func(t *testing.T) {
 		r := cli(t, 0, "status")
 		if !regexp.MustCompile(`(?m)^JOB +PAUSED +RUNNING +WAITING +LAST RUN +OUTCOME +REPLICA +FINISHED +DURATION$`).MatchString(r.stdout) ||
-			!regexp.MustCompile(`(?m)^tick +no +[0-3] +0 +tick@\S+ +\S+ +r\d`).MatchString(r.stdout) ||
+			!regexp.MustCompile(`(?m)^tick +no +\d+ +0 +tick@\S+ +\S+ +r\d`).MatchString(r.stdout) ||
 			!regexp.MustCompile(`(?m)^manual +no +0 +0 +`+regexp.QuoteMeta(manualID)+` +succeeded +r\d +\S+ +\d`).MatchString(r.stdout) {
 			t.Errorf("status:\n%s", r.stdout)
 		}
@@ -319,7 +320,8 @@ jobs:
 		started, _ := sum(all, "solocron_runs_total", map[string]string{"job": "tick", "outcome": "started"})
 		paused, _ := sum(all, "solocron_runs_total", map[string]string{"job": "tick", "outcome": "skipped_paused"})
 		ledger := float64(len(readLedger(t, tickLedger)))
-		if succeeded < 8 || succeeded > ledger || started < succeeded || started > succeeded+3 || paused < 3 {
+		// Up to tick's concurrency (10) may be in flight: started, not yet succeeded.
+		if succeeded < 8 || succeeded > ledger || started < succeeded || started > succeeded+10 || paused < 3 {
 			t.Errorf("solocron_runs_total{job=tick}: succeeded %v, started %v, skipped_paused %v; the ledger has %v runs", succeeded, started, paused, ledger)
 		}
 		// Each replica's scrape is a snapshot, but pairs of instruments
@@ -346,7 +348,7 @@ jobs:
 		if n, _ = sum(all, "solocron_lease_renewals_total", map[string]string{"result": "ok"}); n < 1 {
 			t.Errorf("solocron_lease_renewals_total{result=ok} = %v; the manual runs outlived a third of their lease", n)
 		}
-		if v, ok := sum(all, "solocron_running", map[string]string{"job": "tick"}); !ok || v < 0 || v > 3 {
+		if v, ok := sum(all, "solocron_running", map[string]string{"job": "tick"}); !ok || v < 0 || v > 10 {
 			t.Errorf("solocron_running{job=tick} = %v (found %v)", v, ok)
 		}
 		for _, m := range all {

@@ -195,10 +195,21 @@ jobs:
 		b.Do(t, "timeline", chromedp.Navigate(base+"/jobs/flaky-export"), chromedp.WaitVisible(css("figure.timeline svg")),
 			browsertest.WaitJS(`document.querySelectorAll("svg .bar").length >= 2`))
 
-		// A run's page shows the output as text.
+		// A run's page shows the output as text: a run that ran (failed), not
+		// the history's first row, which may be an instant skipped for
+		// overlap (no output) or one still running.
 		// (Followed by address: the live refresh may swap the table between
 		// finding a link and clicking it.)
-		href := browsertest.Get(t, b, "a run's link", chromedp.Evaluate[string](`document.querySelector('table.history a[href*="/runs/"]').href`))
+		href := browsertest.Get(t, b, "a failed run's link", chromedp.Evaluate[string](`(() => {
+			for (const tr of document.querySelectorAll("table.history tbody tr")) {
+				const a = tr.querySelector('a[href*="/runs/"]');
+				if (a && tr.innerText.includes("failed")) { return a.href; }
+			}
+			return "";
+		})()`))
+		if href == "" {
+			t.Fatalf("flaky-export's history shows no failed run:\n%s", text("table.history"))
+		}
 		b.Do(t, "run page", chromedp.Navigate(href), chromedp.WaitVisible(chromedp.ID("output")))
 		if out := text("#output"); !strings.Contains(out, "<script>alert(1)</script> exporting") {
 			t.Errorf("run output shown as %q", out)
@@ -215,19 +226,19 @@ jobs:
 
 		// Run now: the request shows at once, the run in the history soon.
 		b.Do(t, "run now", chromedp.Navigate(base+"/jobs/nightly-report"), chromedp.WaitVisible(css(`form[action$="/trigger"] button`)),
-			chromedp.Click(css(`form[action$="/trigger"] button`)),
+			browsertest.Click(`form[action$="/trigger"] button`),
 			browsertest.WaitJS(`document.getElementById("flash").innerText.includes("Run requested")`),
 			browsertest.WaitJS(`document.querySelector("table.history").innerText.includes("nightly-report@manual-")`))
 
 		// Pause and resume, reflected without a reload.
-		b.Do(t, "pause", chromedp.Click(css(`form[action$="/pause"] button`)),
+		b.Do(t, "pause", browsertest.Click(`form[action$="/pause"] button`),
 			browsertest.WaitJS(`document.getElementById("state").innerText.includes("paused")`),
 			chromedp.WaitVisible(css(`form[action$="/resume"] button`)))
 		code, body := httpDo(t, tr, "GET", reps[1].url("/api/v1/jobs/nightly-report"), token)
 		if code != 200 || !strings.Contains(body, `"paused":true`) {
 			t.Errorf("after Pause the API says %d %s", code, body)
 		}
-		b.Do(t, "resume", chromedp.Click(css(`form[action$="/resume"] button`)),
+		b.Do(t, "resume", browsertest.Click(`form[action$="/resume"] button`),
 			browsertest.WaitJS(`document.getElementById("state").innerText.includes("active")`))
 
 		// Replicas: the three, none flagged.
@@ -268,11 +279,11 @@ jobs:
 		// JavaScript off: the forms still work, by a page load.
 		b.Do(t, "no script", browsertest.Send(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}),
 			chromedp.Navigate(base+"/jobs/heartbeat"), chromedp.WaitVisible(css(`form[action$="/pause"] button`)),
-			chromedp.Click(css(`form[action$="/pause"] button`)), chromedp.WaitVisible(css(`form[action$="/resume"] button`)))
+			browsertest.Click(`form[action$="/pause"] button`), chromedp.WaitVisible(css(`form[action$="/resume"] button`)))
 		if flash, url := text("#flash"), location(); !strings.Contains(flash, "Paused cluster-wide") || !strings.HasSuffix(url, "/jobs/heartbeat?done=pause") {
 			t.Errorf("pause without JavaScript: flash %q at %q", flash, url)
 		}
-		b.Do(t, "resume, no script", chromedp.Click(css(`form[action$="/resume"] button`)),
+		b.Do(t, "resume, no script", browsertest.Click(`form[action$="/resume"] button`),
 			chromedp.WaitVisible(css(`form[action$="/pause"] button`)),
 			browsertest.Send(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}))
 
@@ -281,7 +292,7 @@ jobs:
 		b.Shot(t, "console-timeline")
 
 		// Sign out ends the session.
-		b.Do(t, "sign out", chromedp.Click(css(`form.signout button`)), chromedp.WaitVisible(chromedp.ID("token")),
+		b.Do(t, "sign out", browsertest.Click(`form.signout button`), chromedp.WaitVisible(chromedp.ID("token")),
 			chromedp.Navigate(base+"/replicas"), chromedp.WaitVisible(chromedp.ID("token")))
 
 		t.Logf("browser test took %s", time.Since(started).Round(time.Millisecond))

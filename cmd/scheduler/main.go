@@ -117,7 +117,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 				commandUsage(stdout, cmd, fs)
 				return exitOK
 			}
-			fmt.Fprintf(stderr, "scheduler: unknown command %q\n", args[1])
+			fmt.Fprintf(stderr, "scheduler: unknown command %q%s\n", args[1], didYouMean(args[1]))
 			usage(stderr)
 			return exitUsage
 		}
@@ -126,7 +126,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "scheduler: unknown command %q\n\n", name)
+		fmt.Fprintf(stderr, "scheduler: unknown command %q%s\n\n", name, didYouMean(name))
 		usage(stderr)
 		return exitUsage
 	}
@@ -175,6 +175,38 @@ func commandFirst(args []string) []string {
 		return args
 	}
 	return slices.Concat(args[i:i+1], args[:i], args[i+1:])
+}
+
+// commandAliases are the words a newcomer reaches for, from other tools,
+// that name a command of ours.
+var commandAliases = map[string]string{
+	"check": "validate", "lint": "validate", "verify": "validate",
+	"list": "status", "ls": "status", "jobs": "status", "show": "status",
+	"runs": "history", "log": "history", "logs": "history",
+	"start": "run", "serve": "run", "daemon": "run",
+	"exec": "trigger", "run-now": "trigger", "now": "trigger",
+	"unpause": "resume", "suspend": "pause", "stop": "pause",
+	"kill": "cancel", "rerun": "retry",
+}
+
+// didYouMean is " (did you mean \"validate\"?)" for a word that names one
+// of the commands, or a typo close to one ("statuss"), else "".
+func didYouMean(name string) string {
+	if len(name) > 64 || strings.HasPrefix(name, "-") {
+		return ""
+	}
+	lower := strings.ToLower(name)
+	if to, ok := commandAliases[lower]; ok {
+		return fmt.Sprintf(" (did you mean %q?)", to)
+	}
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	if best := config.Suggest(lower, names); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
 }
 
 func lookup(name string) (command, bool) {
@@ -298,9 +330,24 @@ func commandUsage(w io.Writer, cmd command, fs *flag.FlagSet) {
 		line += " " + cmd.args
 	}
 	fmt.Fprintf(w, "Usage: %s\n\n%s.\n\nFlags:\n", line, strings.ToUpper(cmd.summary[:1])+cmd.summary[1:])
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	if takesTable(cmd.name) {
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		return
+	}
+	// schema and version accept --config and ignore it: listing it with
+	// its default (solocron.yaml) read as if they loaded that table.
+	shown := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "config" {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue // not a value parsed before -h
+		}
+	})
+	shown.SetOutput(w)
+	shown.PrintDefaults()
+	fmt.Fprintln(w, "\nThis command reads no job table: --config is accepted, and ignored.")
 }
 
 // usageError prints a usage problem and returns exitUsage.

@@ -311,9 +311,11 @@ func (c *cli) serveAdmin(f *config.File, conn *storeconn.Conn, sched *scheduler.
 	if tlsConf != nil {
 		scheme = "https"
 	}
+	// None is an empty list, [] in JSON as in text: a nil slice is null.
+	allowed := append([]string{}, f.Admin.AllowedHosts...)
 	log.Info("admin API and console listening", "addr", l.Addr().String(), "console", scheme+"://"+l.Addr().String()+"/",
 		"api_needs_token", f.Admin.Token != "", "tls", tlsConf != nil, "client_certificates", tlsConf != nil && tlsConf.ClientCAs != nil,
-		"allowed_hosts", f.Admin.AllowedHosts, "rate_limit", f.Admin.RateLimit, "read_only", f.Admin.ReadOnly)
+		"allowed_hosts", allowed, "rate_limit", f.Admin.RateLimit, "read_only", f.Admin.ReadOnly)
 	return srv, actl, cleanup, exitOK
 }
 

@@ -70,20 +70,23 @@ func TestReload(t *testing.T) {
 		t.Errorf("keys under the new prefix before a restart: %v", ids)
 	}
 
-	// A bad file: two problems. Both are logged, nothing changes.
-	writeFile(t, table, fmt.Sprintf(head, "two")+jobA+jobB+"  - {name: c, schedule: \"61 * * * *\", command: [\"true\"]}\n  - {name: a, schedule: \"@hourly\", command: [\"true\"]}\n")
+	// A bad file: three problems (a jitter longer than the schedule's
+	// interval among them). All are logged, nothing changes.
+	writeFile(t, table, fmt.Sprintf(head, "two")+jobA+jobB+"  - {name: c, schedule: \"61 * * * *\", command: [\"true\"]}\n  - {name: a, schedule: \"@hourly\", command: [\"true\"]}\n"+
+		"  - {name: d, schedule: \"@every 1s\", jitter: 1m, command: [\"true\"]}\n")
 	p.signal(syscall.SIGHUP)
 	failed := p.waitLog(30*time.Second, "reload failed", 1)[0]
 	badAt := time.Now()
-	if failed["problems"] != 2.0 {
+	if failed["problems"] != 3.0 {
 		t.Errorf("reload failure record: %v", failed)
 	}
 	var problems []string
 	for _, r := range p.findLogs("reload: invalid job table") {
 		problems = append(problems, fmt.Sprint(r["problem"]))
 	}
-	if len(problems) != 2 || !strings.HasPrefix(problems[0], table+":5:") || !strings.Contains(problems[0], "jobs[2].schedule") ||
-		!strings.HasPrefix(problems[1], table+":6:") || !strings.Contains(problems[1], "jobs[3].name") {
+	if len(problems) != 3 || !strings.HasPrefix(problems[0], table+":5:") || !strings.Contains(problems[0], "jobs[2].schedule") ||
+		!strings.HasPrefix(problems[1], table+":6:") || !strings.Contains(problems[1], "jobs[3].name") ||
+		!strings.HasPrefix(problems[2], table+":7:") || !strings.Contains(problems[2], "jobs[4].jitter: 1m0s is longer than the schedule's interval, 1s") {
 		t.Errorf("logged problems:\n%s", strings.Join(problems, "\n"))
 	}
 	testkit.WaitFor(t, 30*time.Second, "runs of a and b after the bad reload", func() bool {
@@ -91,6 +94,9 @@ func TestReload(t *testing.T) {
 	})
 	if n := len(p.findLogs("table reloaded")); n != 1 {
 		t.Errorf("the bad file was reloaded (%d reload records)", n)
+	}
+	for _, r := range p.records() {
+		checkNoNulls(t, fmt.Sprint(r["msg"]), r)
 	}
 
 	p.signal(syscall.SIGTERM)
@@ -302,12 +308,37 @@ func TestRunWarnsOfAnAdminAPIWithoutToken(t *testing.T) {
 		// ${TOK} set to "" leaves admin.token unset.
 		p := start(t, nil, "admin", env("TOK="+tc.tok, "STATE_DIRECTORY="+t.TempDir()), "run", "--config", table,
 			"--admin-listen", freeAddr(t), "--log-format", "json")
-		p.waitLog(60*time.Second, "admin API and console listening", 1)
+		l := p.waitLog(60*time.Second, "admin API and console listening", 1)[0]
 		if got := len(p.findLogs(warning)) > 0; got != tc.warn {
 			t.Errorf("token %q: warned %v, want %v", tc.tok, got, tc.warn)
 		}
+		// No allowed_hosts: an empty list, as the text format shows it,
+		// not null. And no start-up record holds a null.
+		if h, ok := l["allowed_hosts"].([]any); !ok || len(h) != 0 {
+			t.Errorf("allowed_hosts logged as %#v, want []", l["allowed_hosts"])
+		}
+		for _, r := range p.records() {
+			checkNoNulls(t, fmt.Sprint(r["msg"]), r)
+		}
 		p.signal(syscall.SIGTERM)
 		p.wait(30 * time.Second)
+	}
+}
+
+// checkNoNulls reports every null in a JSON log record.
+func checkNoNulls(t *testing.T, path string, v any) {
+	t.Helper()
+	switch v := v.(type) {
+	case nil:
+		t.Errorf("%s: null in a JSON log record", path)
+	case map[string]any:
+		for k, e := range v {
+			checkNoNulls(t, path+"."+k, e)
+		}
+	case []any:
+		for i, e := range v {
+			checkNoNulls(t, fmt.Sprintf("%s[%d]", path, i), e)
+		}
 	}
 }
 

@@ -76,11 +76,22 @@ func setupTelemetry(ctx context.Context, replica string, withMetrics bool, geten
 		if err != nil {
 			return nil, err
 		}
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
+		opts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithResource(res)}
+		// The SDK keeps at most 2000 attribute sets per instrument by
+		// default and folds the rest into one otel_metric_overflow="true"
+		// series: a table of 2,100 jobs lost its last 100 from every per-job
+		// gauge (the alert rules saw no state of theirs: a failing job past
+		// the 1999th paged nothing), and solocron_runs_total, seven series
+		// per job from the start, kept 285 jobs. Solocron's attributes are
+		// bounded by the table (job names, fixed outcomes and results), so
+		// no limit, unless OTEL_GO_X_CARDINALITY_LIMIT (which the SDK reads)
+		// asks for one.
+		if strings.TrimSpace(getenv("OTEL_GO_X_CARDINALITY_LIMIT")) == "" {
+			opts = append(opts, sdkmetric.WithCardinalityLimit(0))
+		}
+		mp := sdkmetric.NewMeterProvider(opts...)
 		t.meters, t.shutdown = mp, append(t.shutdown, mp.Shutdown)
-		t.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		})
+		t.metrics = metricsHandler(reg, log)
 	}
 	if tracing {
 		// The exporter reads the endpoint, headers, TLS, timeout and
@@ -96,6 +107,19 @@ func setupTelemetry(ctx context.Context, replica string, withMetrics bool, geten
 		t.propagator = propagators(getenv("OTEL_PROPAGATORS"), log)
 	}
 	return t, nil
+}
+
+// metricsHandler serves what g gathers. A collector that fails (the Go
+// runtime's or the process' collector, the OpenTelemetry exporter) costs
+// its own series only: the scrape answers 200 with every other series,
+// and the error goes to the log. promhttp's default answered 500 for the
+// whole scrape: one failing collector blanked every metric, and the alert
+// rules saw the replica's job state go stale.
+func metricsHandler(g prometheus.Gatherer, log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
 }
 
 // tracingWanted follows the OpenTelemetry environment variables: spans are

@@ -32,9 +32,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/solocron/solocron/internal/hostcheck"
 	"github.com/solocron/solocron/internal/redact"
+	"github.com/solocron/solocron/internal/routes"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -198,19 +200,11 @@ func NewHandler(cfg Config) http.Handler {
 	mutating := func(h http.HandlerFunc) http.Handler { return a.limited(cop.Handler(a.authorized(a.writable(h)))) }
 
 	mux := http.NewServeMux()
-	route := func(method, path string, h http.Handler) {
-		mux.Handle(method+" "+path, h)
-		// The same path without a method: any other method lands here.
-		// (GET patterns also match HEAD.)
-		allow := method
-		if method == http.MethodGet {
-			allow = "GET, HEAD"
-		}
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", allow)
-			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+allow)
-		})
-	}
+	// Every route goes through the table: a request for one of these paths
+	// with a method none of its routes takes is answered 405 with Allow
+	// (routes.Table.NotAllowed), not 404 by the catch-all.
+	rt := routes.New(mux)
+	route := rt.Handle
 	route("GET", "/healthz", http.HandlerFunc(a.healthz))
 	route("GET", "/readyz", http.HandlerFunc(a.readyz))
 	route("GET", "/metrics", http.HandlerFunc(a.metrics))
@@ -227,12 +221,11 @@ func NewHandler(cfg Config) http.Handler {
 	route("POST", "/api/v1/runs/{id}/cancel", mutating(a.cancelRun))
 	route("POST", "/api/v1/runs/{id}/retry", mutating(a.retryRun))
 	// One path, three methods (backfill.go).
-	mux.Handle("GET /api/v1/jobs/{name}/backfill", read(a.getBackfill))
-	mux.Handle("POST /api/v1/jobs/{name}/backfill", mutating(a.startBackfill))
-	mux.Handle("DELETE /api/v1/jobs/{name}/backfill", mutating(a.cancelBackfill))
-	mux.HandleFunc("/api/v1/jobs/{name}/backfill", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", "GET, HEAD, POST, DELETE")
-		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET, POST or DELETE")
+	route("GET", "/api/v1/jobs/{name}/backfill", read(a.getBackfill))
+	route("POST", "/api/v1/jobs/{name}/backfill", mutating(a.startBackfill))
+	route("DELETE", "/api/v1/jobs/{name}/backfill", mutating(a.cancelBackfill))
+	rt.NotAllowed(func(w http.ResponseWriter, r *http.Request, allow string) {
+		writeError(w, http.StatusMethodNotAllowed, "method "+clipMethod(r.Method)+" not allowed; use "+allow)
 	})
 	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
@@ -645,7 +638,29 @@ func (a *api) storeError(w http.ResponseWriter, r *http.Request, err error) {
 // API does.
 func WriteError(w http.ResponseWriter, code int, msg string) { writeError(w, code, msg) }
 
+// clipMethod is a request's method as an answer may say it back: a method
+// is a token of any length, so a long one is cut.
+func clipMethod(m string) string {
+	if len(m) > 20 {
+		return m[:20] + "…"
+	}
+	return m
+}
+
+// maxErrorBytes bounds an error message. Messages say back a job name, a
+// run id or a path from the address, which may be as long as the server
+// reads (64 KiB): longer than any real one (a job's name is at most 128
+// characters), they are cut, as the console cuts them.
+const maxErrorBytes = 1 << 10
+
 func writeError(w http.ResponseWriter, code int, msg string) {
+	if len(msg) > maxErrorBytes {
+		cut := maxErrorBytes
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
 	writeJSON(w, code, map[string]string{"error": msg})
 }
 
