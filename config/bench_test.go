@@ -39,3 +39,25 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseJitter is a table of 10,000 jobs that all inherit a
+// jitter, each with a schedule of its own (every hour, at its own second,
+// in a zone with daylight saving time): each schedule is walked to check
+// the jitter fits its shortest interval.
+func BenchmarkParseJitter(b *testing.B) {
+	var t strings.Builder
+	t.WriteString("defaults:\n  jitter: 5m\n  timezone: Europe/Berlin\n  command: [./run]\njobs:\n")
+	for i := range 10000 {
+		fmt.Fprintf(&t, "  - name: job-%d\n    schedule: \"%d %d * * * *\"\n", i, i%60, i/60%60)
+	}
+	data := []byte(t.String())
+	if _, err := config.Parse("bench.yaml", data); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := config.Parse("bench.yaml", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -41,6 +41,9 @@ type decoder struct {
 	// reported are the problems with defaults: values that checkDefaults
 	// reported, which the jobs inheriting those values do not repeat.
 	reported map[inheritedKey]bool
+	// flushed are the paths of defaults reported with the jobs that
+	// inherit them.
+	flushed map[string]bool
 
 	// at is where each value inside a job's (or the defaults') command,
 	// env, http and blackouts was written, by its path (header names in

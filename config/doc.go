@@ -171,7 +171,8 @@
 //	                                                  jobs: 1m (jobs.DefaultHTTPTimeout)
 //	retries            integer              0         extra attempts inside the same run
 //	retry_backoff      duration             1s        first retry delay; doubles, with jitter
-//	jitter             duration             0         deterministic per-run start delay
+//	jitter             duration             0         deterministic per-run start delay; at
+//	                                                  most the schedule's shortest interval
 //	starting_deadline  duration             10s       a run not started by then is missed
 //	catchup_window     duration             0 (off)   after a full outage, run missed instants
 //	catchup            latest|all           latest    which missed instants run

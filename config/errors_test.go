@@ -76,6 +76,18 @@ jobs:
 			`13:12: jobs[1].lease: must not be negative (got -5s)`,
 		},
 	}, {
+		name: "a bad schedule and a bad zone in one job, both",
+		text: `jobs:
+  - name: a
+    schedule: "bogus"
+    timezone: Mars/Base
+    command: ["true"]
+`,
+		want: []string{
+			`3:5: jobs[0].schedule: "bogus": expected 5 or 6 fields, found 1`,
+			`4:5: jobs[0].timezone: unknown time zone "Mars/Base"; expected an IANA name such as "Europe/Berlin" or "UTC"`,
+		},
+	}, {
 		name: "unknown fields everywhere, with hints",
 		text: `replica-id: x
 store:
@@ -270,12 +282,14 @@ jobs:
 		want: []string{`3:1: yaml: unknown anchor 'nope' referenced`},
 	}, {
 		name: "missing fields are reported at the job",
-		text: "jobs:\n  - command: [x]\n  - name: \"no spaces\"\n    func: reindex\n",
+		text: "jobs:\n  - command: [x]\n  - name: \"no spaces\"\n    func: reindex\n  - name: \"..\"\n    func: reindex\n",
 		want: []string{
 			`2:5: jobs[0].name: is required`,
 			`2:5: jobs[0].schedule: is required`,
 			`3:5: jobs[1].name: "no spaces" may contain only letters, digits`,
 			`3:5: jobs[1].schedule: is required`,
+			`5:5: jobs[2].name: ".." cannot be a job's name: no address can name it`,
+			`5:5: jobs[2].schedule: is required`,
 		},
 	}, {
 		name: "defaults",
@@ -311,11 +325,49 @@ jobs:
   - {name: e, schedule: "@every 1m", command: [x], timezone: UTC, lease: 50ms, concurrency: -1}
 `,
 		want: []string{
-			`2:3: defaults.timezone: (inherited by jobs[1] "b", jobs[3] "d")`,
+			`2:3: defaults.timezone: (inherited by jobs[0] "a", jobs[1] "b", jobs[3] "d")`,
 			`4:15: jobs[0].schedule: 0 0 * *`,
 			`6:50: jobs[2].offset: `,
 			`8:67: jobs[4].lease: must be at least 100ms`,
 			`8:80: jobs[4].concurrency: must be at least 1`,
+		},
+	}, {
+		// Every job sets its own zone: the default is refused all the
+		// same (it was taken, and the next job added would inherit it).
+		name: "a bad default time zone no job inherits",
+		text: `defaults:
+  timezone: Mars/Olympus
+jobs:
+  - {name: a, schedule: "@hourly", command: [x], timezone: UTC}
+`,
+		want: []string{
+			`2:3: defaults.timezone: unknown time zone "Mars/Olympus"; expected an IANA name such as "Europe/Berlin" or "UTC"`,
+		},
+	}, {
+		name: "a bad default time zone and no jobs",
+		text: `defaults:
+  timezone: Local
+jobs: []
+`,
+		want: []string{
+			`2:3: defaults.timezone: time zone "Local" differs from machine to machine`,
+		},
+	}, {
+		name: "a jitter longer than the interval, own or inherited",
+		text: `defaults:
+  jitter: 90s
+  command: [x]
+jobs:
+  - {name: a, schedule: "@every 1m"}
+  - {name: b, schedule: "@hourly"}
+  - {name: c, schedule: "@every 10s", jitter: 11s}
+  - {name: d, schedule: "*/30 * * * * *", jitter: 30s}
+  - {name: e, schedule: "0 9,17 * * 1-5", jitter: 9h}
+`,
+		want: []string{
+			`2:3: defaults.jitter: 1m30s is longer than the schedule's interval, 1m0s: runs would fire out of order and instants would be skipped, neither run nor recorded missed; at most 1m0s (inherited by jobs[0] "a")`,
+			`7:39: jobs[2].jitter: 11s is longer than the schedule's interval, 10s`,
+			`9:43: jobs[4].jitter: 9h0m0s is longer than the schedule's shortest interval, 8h0m0s (from `,
 		},
 	}, {
 		name: "a bad default is reported once",

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/solocron/solocron/internal/schedule"
 	"github.com/solocron/solocron/jobs"
 	"github.com/solocron/solocron/scheduler"
 )
@@ -371,6 +372,21 @@ func (d *decoder) checkDefaults(def *draft) {
 	}
 }
 
+// checkDefaultZone reports a defaults.timezone that is not a zone when no
+// job inherits it (all set their own, or there are none): one that does
+// reports it already, naming the jobs (flushInherited). A bad default
+// is refused whether or not a job uses it today, as the defaults' other
+// values are (checkDefaults): the next job added would.
+func (d *decoder) checkDefaultZone(def *draft) {
+	s, ok := def.src["timezone"]
+	if !ok || d.flushed[s.path] || def.bad["timezone"] {
+		return
+	}
+	if err := schedule.CheckZone(def.job.Timezone); err != nil {
+		d.add(s.key.Line, s.key.Column, s.path, err)
+	}
+}
+
 // flatten lists the errors errors.Join joined ([nil] for nil, which
 // errors.As passes over).
 func flatten(err error) []error {
@@ -430,6 +446,10 @@ type inheritedError struct {
 func (d *decoder) flushInherited() {
 	for _, k := range d.inheritedOrder {
 		ie := d.inherited[k]
+		if d.flushed == nil {
+			d.flushed = make(map[string]bool)
+		}
+		d.flushed[k.path] = true
 		names := ie.jobs
 		more := ""
 		if len(names) > 3 {

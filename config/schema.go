@@ -84,7 +84,7 @@ func JSONSchema() []byte {
 		map[string]any{"required": []string{"http", "func"}},
 	}}
 	job["description"] = "One job: a name, a schedule and one of command, http or func (or the one defaults: names)."
-	defs["defaults"].(map[string]any)["description"] = "Any job field except name and schedule; a job's own value wins (env and http.headers merge key by key)."
+	defs["defaults"].(map[string]any)["description"] = "Any job field except name and schedule; a job's own value wins (env and http.headers merge key by key). Checked even where no job inherits it: a `defaults.timezone` that is no zone is an error."
 
 	s := section("top", topFields)
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -184,7 +184,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"replica_id":    {desc: "Names this replica in run records, logs and metrics: 1 to 256 bytes, no control characters. Default <hostname>-<pid>; the environment variable SOLOCRON_REPLICA_ID and the flag --replica-id win over it.", schema: text},
 		"store":         {desc: "Where the replicas race for runs. Without url the store is embedded in the process: one replica only.", schema: ref("store")},
 		"admin":         {desc: "The admin HTTP server: /healthz, /readyz, /metrics, the console and the JSON API. Off when listen is unset.", schema: ref("admin")},
-		"defaults":      {desc: "Any job field except name and schedule; a job's own value wins (env and http.headers merge key by key).", schema: ref("defaults")},
+		"defaults":      {desc: "Any job field except name and schedule; a job's own value wins (env and http.headers merge key by key). Checked even where no job inherits it: a `defaults.timezone` that is no zone is an error.", schema: ref("defaults")},
 		"notifications": {desc: "Webhook targets jobs name in notify:. One POST per event across the cluster (Solocron-Delivery: <run id>:<event> is the idempotency key), retried with backoff. Not in redlock mode.", schema: map[string]any{"type": []string{"array", "null"}, "items": ref("notification")}},
 		"pools":         {desc: "Pools of slots shared by jobs: name -> number of slots, e.g. {exports: 3}. A job with pool: <name> needs a slot of its pool as well as one of its own, across all replicas and all the pool's jobs. Not in redlock mode.", schema: map[string]any{"type": []string{"object", "null"}, "propertyNames": map[string]any{"pattern": `^[A-Za-z0-9_.-]{1,128}$`}, "additionalProperties": integerIn(1, scheduler.MaxPoolSize)}},
 		"jobs":          {desc: "The jobs. Write jobs: [] for a replica that runs none.", schema: map[string]any{"type": []string{"array", "null"}, "items": ref("job")}},
@@ -237,7 +237,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"client_ca_file": {desc: "PEM CAs; when set every client must present a certificate they signed (mutual TLS), which counts as authentication.", schema: text},
 	},
 	"job": {
-		"name":              {desc: "The job's name: [A-Za-z0-9_.-]{1,128}, unique in the table.", schema: orVariable(map[string]any{"type": "string", "pattern": scheduler.JobNamePattern})},
+		"name":              {desc: "The job's name: [A-Za-z0-9_.-]{1,128} but not \".\" or \"..\", unique in the table.", schema: orVariable(map[string]any{"type": "string", "pattern": scheduler.JobNamePattern, "not": map[string]any{"enum": []any{".", ".."}}})},
 		"schedule":          {desc: "When to run: a cron spec of 5 fields (6 with seconds first), @hourly/@daily/..., or \"@every 10s\" (aligned to the Unix epoch).", schema: text},
 		"timezone":          {desc: "IANA time zone the cron spec is read in, e.g. Asia/Shanghai. Default UTC; never Local.", schema: text, def: "UTC"},
 		"offset":            {desc: "\"@every\" only: shifts the instants off the epoch grid (less than the period).", schema: duration},
@@ -254,7 +254,7 @@ var schemaFields = map[string]map[string]fieldDoc{
 		"timeout":           {desc: "A run lasting longer is cancelled and recorded timed_out. 0 means none.", schema: duration, def: "0s"},
 		"retries":           {desc: "Extra attempts inside the same run, each with a new fencing token.", schema: integer(0), def: 0},
 		"retry_backoff":     {desc: "Delay before the first retry; doubles each time, with jitter.", schema: duration, def: scheduler.DefaultRetryBackoff.String()},
-		"jitter":            {desc: "Delays each run by up to this much, the same on every replica (derived from the run id).", schema: duration, def: "0s"},
+		"jitter":            {desc: "Delays each run by up to this much, the same on every replica (derived from the run id). At most the schedule's shortest interval.", schema: duration, def: "0s"},
 		"starting_deadline": {desc: "A run not started this long after its instant is recorded missed.", schema: duration, def: scheduler.DefaultStartingDeadline.String()},
 		"catchup_window":    {desc: "After all replicas were down: runs missed inside this window are run once. 0 means none.", schema: duration, def: "0s"},
 		"catchup":           {desc: "Which missed runs catch-up runs: the latest only, or all (oldest first).", schema: enum(scheduler.CatchupLatest, scheduler.CatchupAll), def: scheduler.CatchupLatest},

@@ -2,6 +2,11 @@ package config
 
 import "strings"
 
+// Suggest returns the entry of known closest to name, if it is close enough
+// to be a likely typo (see suggest), else "": the command line's "did you
+// mean" for a command uses the same rule as the loader's for a field.
+func Suggest(name string, known []string) string { return suggest(name, known) }
+
 // suggest returns the entry of known closest to name, if it is close enough
 // to be a likely typo: the same once case, '_' and '-' are ignored
 // ("maxWait", "max-wait" → "max_wait"), or within an edit distance of 1 for

@@ -95,6 +95,7 @@ func (d *decoder) top(f *File, root *yaml.Node) {
 	if defaults != nil {
 		d.defaults(def, defaults.val)
 	}
+	defer d.checkDefaultZone(def)
 	if jobList == nil {
 		d.errorf(root, "jobs", "is required (write jobs: [] for a replica that runs no jobs)")
 		return

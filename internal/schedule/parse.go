@@ -277,3 +277,10 @@ func (s *Schedule) checkOffset(offset time.Duration) error {
 	s.offset = int64(offset / time.Second)
 	return nil
 }
+
+// CheckZone reports what is wrong with name as a job's time zone, with
+// the message Parse gives (as the Err of a Timezone *Error), or nil.
+func CheckZone(name string) error {
+	_, err := loadZone(name)
+	return err
+}
