@@ -47,6 +47,7 @@ type clusterConfig struct {
 	Job       jobSpec
 	Sink      sink     // default a mutexSink
 	RedisArgs []string // extra redis-server arguments
+	Top       string   // more top-level table text (notifications:, pools:, ...)
 }
 
 // cluster is one scenario's world: a redis-server, replicas of the daemon
@@ -135,7 +136,7 @@ jobs:
     history_limit: 2000
     command: [%s]
     env: {FAULT_LEDGER: %q}
-%s`, addr, c.prefix, jobName, j.Schedule, j.Lease, j.Concurrency, j.KillGrace, strings.Join(quoted, ", "), c.led.Addr(), extra.String())
+%s%s`, addr, c.prefix, jobName, j.Schedule, j.Lease, j.Concurrency, j.KillGrace, strings.Join(quoted, ", "), c.led.Addr(), extra.String(), c.cfg.Top)
 	path := filepath.Join(c.dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		c.t.Fatal(err)
@@ -191,6 +192,17 @@ func (c *cluster) Replicas() []*replica {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]*replica(nil), c.replicas...)
+}
+
+// live returns the replicas whose daemon is running.
+func (c *cluster) live() []*replica {
+	var out []*replica
+	for _, r := range c.Replicas() {
+		if r.alive() {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (c *cluster) replica(id string) *replica {

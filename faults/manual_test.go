@@ -110,9 +110,11 @@ func TestScenario13TriggerOnBusyJob(t *testing.T) {
 // queuedManualLost triggers a manual run while a 4 s run holds the slot,
 // waits until a replica holds the request queued for the slot, then stops
 // that replica with stop (SIGTERM or SIGKILL). Another replica must run the
-// request, once.
-func queuedManualLost(t *testing.T, row *row, how string, stop func(*replica) time.Time) {
-	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 4 * time.Second,
+// request, once. With link, the replicas reach Redis through proxies, stop
+// impairs the replica (its link or itself) and heals it before it returns,
+// and the replica itself may run the request once it can again.
+func queuedManualLost(t *testing.T, row *row, how string, stop func(*replica) time.Time, link bool) {
+	c := newCluster(t, clusterConfig{Replicas: 3, Proxies: link, Job: jobSpec{Sleep: 4 * time.Second,
 		Extra: []string{"-manual-sleep", "1s"}}})
 
 	first := c.firstRun()
@@ -149,7 +151,7 @@ func queuedManualLost(t *testing.T, row *row, how string, stop func(*replica) ti
 	row.Recovery = dur(run.Start.Sub(killed))
 	row.figure("run by %s %s after the signal, token %d", run.Replica, dur(run.Start.Sub(killed)), run.Token)
 
-	if run.Replica == victim.id {
+	if run.Replica == victim.id && !link {
 		t.Errorf("the manual run ran on %s, the replica that was stopped", run.Replica)
 	}
 	if run.EndReason != "ok" {
@@ -173,7 +175,7 @@ func TestScenario15aQueuedManualReplicaStopped(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "15a", "SIGTERM to the replica holding a queued manual run")
-	queuedManualLost(t, row, "SIGTERM to", (*replica).term)
+	queuedManualLost(t, row, "SIGTERM to", (*replica).term, false)
 }
 
 // 15b. As 15a, with the replica killed (SIGKILL): its queue place expires
@@ -182,5 +184,89 @@ func TestScenario15bQueuedManualReplicaKilled(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "15b", "kill -9 of the replica holding a queued manual run")
-	queuedManualLost(t, row, "kill -9 of", (*replica).kill9)
+	queuedManualLost(t, row, "kill -9 of", (*replica).kill9, false)
+}
+
+// 15c–15f. As 15a, with the replica holding the queued manual run frozen
+// (SIGSTOP) for 6 s (twice the lease), or its link to Redis black-holed,
+// one way (commands reach Redis, no answer comes back) or resetting every
+// connection for as long: the request runs once, on whichever replica.
+func TestScenario15cQueuedManualReplicaFrozen(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "15c", "SIGSTOP (6 s) of the replica holding a queued manual run")
+	queuedManualLost(t, row, "SIGSTOP 6 s of", func(r *replica) time.Time {
+		at := r.stop()
+		time.Sleep(6 * time.Second)
+		r.cont()
+		return at
+	}, true)
+}
+
+func TestScenario15dQueuedManualLinkBlackHole(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "15d", "black hole (6 s) on the link of the replica holding a queued manual run")
+	queuedManualLost(t, row, "a 6 s black hole on the link of", linkCut(modeBlackHole), true)
+}
+
+func TestScenario15eQueuedManualLinkOneWay(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "15e", "one-way link (6 s) of the replica holding a queued manual run")
+	queuedManualLost(t, row, "a 6 s one-way cut on the link of", linkCut(modeMute), true)
+}
+
+func TestScenario15fQueuedManualLinkReset(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "15f", "resets (6 s) on the link of the replica holding a queued manual run")
+	queuedManualLost(t, row, "6 s of resets on the link of", linkCut(modeReset), true)
+}
+
+// linkCut puts a replica's link in mode for 6 s, returning when it started.
+func linkCut(mode proxyMode) func(*replica) time.Time {
+	return func(r *replica) time.Time {
+		at := time.Now()
+		r.px.SetMode(mode)
+		time.Sleep(6 * time.Second)
+		r.px.SetMode(modePass)
+		return at
+	}
+}
+
+// 15g. As 15a, with the replica's link to Redis black-holed first: it
+// cannot hand the request back on its way out (SIGTERM), and exits after
+// its shutdown grace; its queue place expires, and another replica runs the
+// request, once.
+func TestScenario15gQueuedManualStoppedCutOff(t *testing.T) {
+	t.Parallel()
+	bound(t, 60*time.Second)
+	row := report(t, "15g", "SIGTERM to the replica holding a queued manual run, its link to Redis black-holed")
+	queuedManualLost(t, row, "a black hole, then SIGTERM, to", func(r *replica) time.Time {
+		r.px.SetMode(modeBlackHole)
+		at := r.term()
+		select {
+		case <-r.done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("%s did not exit within 15 s of SIGTERM, cut off from Redis", r.id)
+		}
+		r.px.SetMode(modePass)
+		return at
+	}, true)
+}
+
+// 15h. As 15e, the one-way cut lasting 20 s: the cut-off replica's polls
+// keep reaching Redis while it hears nothing back.
+func TestScenario15hQueuedManualLinkOneWayLong(t *testing.T) {
+	t.Parallel()
+	bound(t, 75*time.Second)
+	row := report(t, "15h", "one-way link (20 s) of the replica holding a queued manual run")
+	queuedManualLost(t, row, "a 20 s one-way cut on the link of", func(r *replica) time.Time {
+		at := time.Now()
+		r.px.SetMode(modeMute)
+		time.Sleep(20 * time.Second)
+		r.px.SetMode(modePass)
+		return at
+	}, true)
 }

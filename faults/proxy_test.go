@@ -38,6 +38,10 @@ const (
 	modeBlackHole
 	// modeReset resets every open connection and every new one at once.
 	modeReset
+	// modeMute forwards the replica's commands to Redis but none of the
+	// answers back, keeping every socket open: a one-way partition, where
+	// Redis runs what it is sent and the replica never hears of it.
+	modeMute
 )
 
 // cmdEvent is one command a replica sent through the proxy.
@@ -62,6 +66,10 @@ type proxy struct {
 	latency  time.Duration
 	holdNext time.Duration            // the next reply of any kind
 	holdKind map[string]time.Duration // the next reply to a command of this kind
+	// drop is how many reply batches are still to be dropped: Redis ran
+	// the commands, and the proxy resets the connection instead of
+	// answering.
+	drop int
 	// again delays the forwarding of a repeated command: the second one of
 	// kind carrying argument arg (a retry), by again.d.
 	again struct {
@@ -121,6 +129,15 @@ func (p *proxy) SetLatency(d time.Duration) {
 func (p *proxy) HoldNextReply(d time.Duration) {
 	p.mu.Lock()
 	p.holdNext = d
+	p.mu.Unlock()
+}
+
+// DropReplies makes the proxy drop the next n reply batches, on whichever
+// connections they come: the commands have reached Redis, and the replica
+// sees its connection reset mid-call instead of the answer.
+func (p *proxy) DropReplies(n int) {
+	p.mu.Lock()
+	p.drop = n
 	p.mu.Unlock()
 }
 
@@ -324,6 +341,17 @@ func (p *proxy) replies(l *link) {
 		p.mu.Lock()
 		for i, e := range batch {
 			e.Reply = answers[i]
+		}
+		if p.mode == modeMute {
+			p.mu.Unlock()
+			continue
+		}
+		if p.drop > 0 {
+			p.drop--
+			p.mu.Unlock()
+			resetConn(l.client)
+			resetConn(l.server)
+			return
 		}
 		delay := p.latency
 		if p.holdNext > 0 {

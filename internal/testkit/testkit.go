@@ -251,6 +251,18 @@ func (c *CommandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 	}
 }
 
+// RoundTripCounter counts a client's round trips to Redis: a command alone,
+// or a pipeline of them as one (CommandCounter counts each command of a
+// pipeline): add it with AddHook.
+type RoundTripCounter struct{ CommandCounter }
+
+func (c *RoundTripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
 // Full reports whether the long budgets run: SOLOCRON_FULL=1, as CI sets.
 // Without it, the README's `go test -race ./...` plays fewer simulation
 // seeds and leaves out the slowest scenarios (each marked by Long), so a

@@ -218,3 +218,76 @@ func (b *Browser) Settled(t testing.TB, away string) string {
 	t.Fatalf("the page never left %s", away)
 	return ""
 }
+
+// Click clicks the element a CSS selector finds, as chromedp.Click does,
+// and finds it again if the page's refresh replaced it between the query and
+// the click. The console swaps its live parts every few seconds; a node
+// chromedp found a moment before may be gone by the time it asks for the
+// node's box ("Could not find node with given id"), and nothing was clicked
+// then. The refresh carries focus and typed values over, so the element
+// found again is the one the operator was at.
+func Click(sel string) chromedp.Action[chromedp.Void] {
+	return refound(chromedp.Click(chromedp.CSS(sel)))
+}
+
+// Focus focuses the element a CSS selector finds, finding it again if the
+// page's refresh replaced it (see Click).
+func Focus(sel string) chromedp.Action[chromedp.Void] {
+	return refound(chromedp.Focus(chromedp.CSS(sel)))
+}
+
+// SetValue sets the value of the element a CSS selector finds, finding it
+// again if the page's refresh replaced it (see Click).
+func SetValue(sel, value string) chromedp.Action[chromedp.Void] {
+	return refound(chromedp.SetValue(chromedp.CSS(sel), value))
+}
+
+// SendKeys types text into the element a CSS selector finds, finding it
+// again if the page's refresh replaced it before it was focused (see Click;
+// the keys go to the focused element, which a refresh keeps).
+func SendKeys(sel, text string) chromedp.Action[chromedp.Void] {
+	return refound(chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// refound runs a, and again (a few times) while it fails because the node it
+// found left the document before it acted on it: such a failure comes
+// before the action did anything, so trying again does not act twice.
+func refound(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for try := 1; ; try++ {
+			_, err := a(ctx, t)
+			if err == nil || try == 10 || !nodeGone(err) {
+				return chromedp.Void{}, err
+			}
+		}
+	}
+}
+
+// nodeGone tells whether err is the browser saying a node it was asked
+// about is no longer in the document.
+func nodeGone(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Could not find node with given id") ||
+		strings.Contains(s, "No node with given id found") ||
+		strings.Contains(s, "Node with given id does not belong to the document")
+}
+
+// Confirm clicks the console's action button (a CSS selector) and answers
+// yes to the question the console asks first for an action that stops work
+// or starts many runs (Cancel, a backfill and its cancel).
+func Confirm(button string) chromedp.Action[chromedp.Void] {
+	steps := []chromedp.Action[chromedp.Void]{
+		Click(button),
+		chromedp.WaitVisible(chromedp.CSS("dialog.confirm[open] button.yes")),
+		Click("dialog.confirm[open] button.yes"),
+		WaitJS(`!document.querySelector("dialog.confirm[open]")`),
+	}
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for _, s := range steps {
+			if _, err := s(ctx, t); err != nil {
+				return chromedp.Void{}, err
+			}
+		}
+		return chromedp.Void{}, nil
+	}
+}
