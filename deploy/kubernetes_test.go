@@ -488,3 +488,116 @@ func TestChartRefuses(t *testing.T) {
 		}
 	}
 }
+
+// With monitoring.prometheusRule.consoleURL each alert links to the
+// console's page that answers it (an operator paged at night clicks
+// through to the job, its missed runs, the replicas); the rules are the
+// shipped ones otherwise, and without the value nothing is added.
+func TestChartAlertsLinkToTheConsole(t *testing.T) {
+	type rules struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert       string            `yaml:"alert"`
+					Expr        string            `yaml:"expr"`
+					Annotations map[string]string `yaml:"annotations"`
+				} `yaml:"rules"`
+			} `yaml:"groups"`
+		} `yaml:"spec"`
+	}
+	var linked, plain rules
+	decode(t, find(t, render(t, "--set", "monitoring.prometheusRule.consoleURL=https://ops.example.com/solocron/"), "PrometheusRule"), &linked)
+	decode(t, find(t, render(t), "PrometheusRule"), &plain)
+	want := map[string]string{
+		"SolocronJobFailing":       "https://ops.example.com/solocron/jobs/{{ $labels.job }}",
+		"SolocronJobLate":          "https://ops.example.com/solocron/jobs/{{ $labels.job }}",
+		"SolocronRunsMissed":       "https://ops.example.com/solocron/runs?outcome=missed&q={{ $labels.job }}@",
+		"SolocronLeaseLost":        "https://ops.example.com/solocron/runs?outcome=lease_lost&q={{ $labels.job }}@",
+		"SolocronReplicaDown":      "https://ops.example.com/solocron/replicas",
+		"SolocronStoreUnreachable": "https://ops.example.com/solocron/replicas",
+	}
+	alerts := 0
+	for gi, g := range linked.Spec.Groups {
+		for ri, r := range g.Rules {
+			p := plain.Spec.Groups[gi].Rules[ri]
+			if r.Alert == "" {
+				continue
+			}
+			alerts++
+			link := r.Annotations["console_url"]
+			if w, ok := want[r.Alert]; ok && link != w {
+				t.Errorf("%s links to %q, want %q", r.Alert, link, w)
+			}
+			if !strings.HasPrefix(link, "https://ops.example.com/solocron/") {
+				t.Errorf("%s links to %q, not to the console", r.Alert, link)
+			}
+			// A link to a job's page only where the alert has a job label.
+			if strings.Contains(link, "$labels.job") && !strings.Contains(r.Expr, "(deployment, job)") && !strings.Contains(r.Expr, "deployment_job") {
+				t.Errorf("%s links to %q but its series have no job label", r.Alert, link)
+			}
+			if _, ok := p.Annotations["console_url"]; ok {
+				t.Errorf("without consoleURL %s still has a console_url", r.Alert)
+			}
+			delete(r.Annotations, "console_url")
+			if !reflect.DeepEqual(r.Annotations, p.Annotations) || r.Expr != p.Expr {
+				t.Errorf("%s: consoleURL changed more than its link", r.Alert)
+			}
+		}
+	}
+	if alerts < len(want) {
+		t.Errorf("the chart's rules have %d alerts", alerts)
+	}
+}
+
+// NOTES.txt tells the operator how to read the admin token (from the
+// chart's Secret, or the existingSecret named instead) and how to reach
+// the console. helm template does not render NOTES.txt, and helm install
+// --dry-run=client still asks a cluster for its version: the test renders
+// a copy of the chart in which NOTES.txt is also an ordinary template.
+func TestChartNotes(t *testing.T) {
+	notes := func(args ...string) string {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "solocron")
+		if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "templates", "NOTES.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "templates", "notes-rendered.txt"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runHelm(t, append([]string{"template", "solocron", dir, "--namespace", "jobs", "-f", chartTestValues,
+			"--show-only", "templates/notes-rendered.txt"}, args...)...)
+		if err != nil {
+			t.Fatalf("helm template (NOTES.txt): %v\n%s", err, out)
+		}
+		if strings.Contains(out, testAdminToken) {
+			t.Errorf("NOTES.txt shows the admin token itself:\n%s", out)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{
+			"kubectl -n jobs get secret solocron -o jsonpath='{.data.admin-token}' | base64 -d",
+			"kubectl -n jobs port-forward service/solocron 9090",
+			"http://localhost:9090/",
+		}},
+		{[]string{"--set", "secret.existingSecret=ops-solocron", "--set", "admin.port=8081"}, []string{
+			"kubectl -n jobs get secret ops-solocron -o jsonpath='{.data.admin-token}' | base64 -d",
+			"kubectl -n jobs port-forward service/solocron 8081",
+			"http://localhost:8081/",
+		}},
+	} {
+		out := notes(tc.args...)
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("helm template %q: NOTES.txt lacks %q:\n%s", tc.args, w, out)
+			}
+		}
+	}
+}

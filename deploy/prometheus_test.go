@@ -410,10 +410,12 @@ scrape_configs:
 	reps[h].signal(t, syscall.SIGCONT)
 	post(t, api+"/api/v1/jobs/toggled/resume")
 	resumed := time.Now()
-	// Until its next heartbeat the thawed replica exports the job state it
-	// read before the freeze: reloaded now, it could be the last to export
-	// gone, with a last success older than gone's late budget, and the
-	// rules would rightly call gone late. And what the freeze did to gone
+	// Until its next heartbeat the thawed replica exports no job state (its
+	// store reads stale: it exported what it read before the freeze until
+	// the replicas stopped exporting job state they cannot refresh), and
+	// the heartbeat after a freeze may lag: reloaded now, it could be the
+	// last to export gone, with a last success older than gone's late
+	// budget, and the rules would rightly call gone late. And what the freeze did to gone
 	// (a run it held recorded missed) is for an alert active before gone
 	// is removed. So the reload waits for the thawed replica's gauges to be
 	// fresh (gone succeeds every 2 s), and for the rules to have read them.

@@ -67,6 +67,7 @@ type Result struct {
 	P50Ms      float64 `json:"dispatch_delay_p50_ms,omitempty"`
 	P99Ms      float64 `json:"dispatch_delay_p99_ms,omitempty"`
 	CPUPer1k   float64 `json:"client_cpu_s_per_1000_runs,omitempty"`
+	AllocsRun  float64 `json:"client_allocs_per_run,omitempty"`
 	RedisCPU1k float64 `json:"redis_cpu_s_per_1000_runs,omitempty"`
 
 	// both
@@ -503,10 +504,13 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 	before, _ := srv.Snapshot(ctx, admin)
 	sent := counter.Load()
 	cpu0 := harness.ProcessCPU()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	time.Sleep(time.Duration(secs) * time.Second)
 	to := from.Add(time.Duration(secs) * time.Second)
 	time.Sleep(500 * time.Millisecond) // let the last second's runs start
 	cpu1 := harness.ProcessCPU()
+	runtime.ReadMemStats(&ms1)
 	after, _ := srv.Snapshot(ctx, admin)
 	sentN := counter.Load() - sent
 	if redisStats {
@@ -554,6 +558,10 @@ func endToEnd(srv *harness.Server, sys system, replicas, nj, secs int, skew time
 		res.RedisCalls = float64(after.Commands-before.Commands) / float64(starts)
 		res.CPUPer1k = (cpu1 - cpu0).Seconds() / float64(starts) * 1000
 		res.RedisCPU1k = (after.CPU - before.CPU) / float64(starts) * 1000
+		// The replicas' and the harness' heap allocations (the ledger's
+		// are a few a run): what garbage collection costs grows with.
+		res.AllocsRun = float64(ms1.Mallocs-ms0.Mallocs) / float64(starts)
+		fmt.Fprintf(os.Stderr, "%s %d×%d: %.1f client heap allocations a run over the window\n", sys.name(), replicas, nj, res.AllocsRun)
 	}
 	return res
 }
