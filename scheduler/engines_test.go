@@ -356,10 +356,11 @@ func TestMinReplicasAckRefusesWhenReplicasStop(t *testing.T) {
 // with all three up and with one down; with two down, nothing starts and
 // the run in flight loses its lease.
 func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
-	testkit.Long(t) // three redis-servers, ~13 s; TestRedlockNeedsAMajority runs by default
+	testkit.Long(t) // three redis-servers, ~14 s; TestRedlockNeedsAMajority runs by default
 	t.Parallel()
 	masters := redistest.StartMasters(t, 3, nil)
 	f := newFleet(t)
+	warns := newWarnLog(t)
 	table := []scheduler.Job{
 		{Name: "tick", Schedule: "* * * * * *", StartingDeadline: time.Second, Lease: 2 * time.Second, Handler: f.ledger.Job(nil)},
 		{Name: "long", Schedule: "@yearly", Lease: 1500 * time.Millisecond, Handler: f.ledger.Job(blockJob(time.Minute))},
@@ -377,6 +378,13 @@ func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
 	for _, c := range clients() {
 		establish(t, c, table[:1])
 	}
+	// The replicas start 30ms before a whole second: the run due then
+	// still has 30ms of its starting deadline, less than their first
+	// Preload and heartbeat take, so the judgment of the runs due while
+	// they start (below) is put to work on every run of the test, not on
+	// one in ten.
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(2*time.Second - 30*time.Millisecond).Sub(now))
 	for i := range 3 {
 		// Only r0 runs "long": uncontended, its claim wins all three
 		// masters, and it can keep its lease while any two renew it. (A run
@@ -385,13 +393,16 @@ func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
 		if i > 0 {
 			tab = table[:1]
 		}
-		s, err := scheduler.New(schedtest.RedlockStore(t, clients(), scheduler.WithRedlockTimeout(300*time.Millisecond)), tab, replicaOpts(i)...)
+		s, err := scheduler.New(schedtest.RedlockStore(t, clients(), scheduler.WithRedlockTimeout(300*time.Millisecond)), tab, replicaOpts(i, scheduler.WithLogger(warns.logger()))...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.run(s)
 	}
-	ctl := schedtest.RedlockStore(t, clients(), scheduler.WithRedlockTimeout(300*time.Millisecond)).Control()
+	// The test's own Control waits longer for each master than the
+	// replicas do: under -race on a loaded machine, 300ms can pass before
+	// a master answers, and the trigger below has no retry.
+	ctl := schedtest.RedlockStore(t, clients(), scheduler.WithRedlockTimeout(2*time.Second)).Control()
 	start := time.Now()
 	long, err := ctl.Trigger(t.Context(), "long")
 	if err != nil {
@@ -402,12 +413,28 @@ func TestRedlockSurvivesOneMasterNotTwo(t *testing.T) {
 	masters[0].Kill()
 	time.Sleep(3 * time.Second)
 	// With one master down, the history (merged from the other two) has
-	// each run once.
+	// each run once. The runs due from start+1s on succeeded, as the
+	// ledger has them start once below. The earlier ones were due while the
+	// replicas started (their first Preload and heartbeat take a few
+	// hundred ms under -race on a loaded machine), and their claims may
+	// come late, by design: one whose starting deadline ends first is
+	// recorded missed, "not claimed before its starting deadline"
+	// (missedStarting); one claimed near the end of its deadline starts
+	// late and may still hold the job's slot at the next instant, which is
+	// then skipped (overlap). Those may be missed or skipped, but never
+	// started: not twice, and not at all when recorded so.
 	seen := map[string]int{}
+	starts := f.ledger.Starts()
 	for _, r := range mustHistory(t, ctl, "tick") {
 		seen[r.ID]++
-		if r.Outcome != scheduler.Succeeded || r.FencingToken == 0 {
-			t.Errorf("history: %+v", r)
+		early := r.ScheduledAt.Before(start.Add(time.Second)) && starts[r.ID] == 0
+		switch {
+		case r.Outcome == scheduler.Succeeded && r.FencingToken != 0:
+		case early && r.Outcome == scheduler.Missed,
+			early && r.Outcome == scheduler.SkippedOverlap && starts[id("tick", r.ScheduledAt.Add(-time.Second))] == 1:
+			t.Logf("%s, due while the replicas started (at %s): %s, %s", r.ID, start.Format("15:04:05.000"), r.Outcome, r.Error)
+		default:
+			t.Errorf("history (replicas started at %s): %+v", start.Format("15:04:05.000"), r)
 		}
 	}
 	for id, n := range seen {
