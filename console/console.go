@@ -235,10 +235,41 @@ func New(cfg Config) (*Console, error) {
 		c.fail(w, r, http.StatusMethodNotAllowed, "This address takes "+allow+" only.")
 	})
 	m.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
+		if to, ok := withoutTrailingSlash(m, p+"/", r); ok {
+			// /jobs/ or /runs/sweep@x/ typed by hand: the page it means.
+			http.Redirect(w, r, to, http.StatusMovedPermanently)
+			return
+		}
 		c.fail(w, r, http.StatusNotFound, "No such page.")
 	})
 	c.mux = m
 	return c, nil
+}
+
+// withoutTrailingSlash returns, for a GET or HEAD of an address ending in
+// slashes that no route takes, the same address without them when a page
+// (a GET route) answers that one, with the query kept.
+func withoutTrailingSlash(m *http.ServeMux, catchAll string, r *http.Request) (string, bool) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return "", false
+	}
+	path := strings.TrimRight(r.URL.EscapedPath(), "/")
+	if path == r.URL.EscapedPath() || !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
+		return "", false
+	}
+	u, err := url.Parse(path)
+	if err != nil {
+		return "", false
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL = u
+	if _, pattern := m.Handler(r2); !strings.HasPrefix(pattern, "GET ") || strings.HasSuffix(pattern, " "+catchAll) {
+		return "", false // no page there: 404, or 405 for an action's address
+	}
+	if r.URL.RawQuery != "" {
+		path += "?" + r.URL.RawQuery
+	}
+	return path, true
 }
 
 // The actions of a job's page (act) and of a run's (actOnRun), each

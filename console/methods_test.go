@@ -71,6 +71,9 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 		}
 		for _, path := range []string{"/jobs/sweep/nothing", "/runs/sweep@x/nothing", "/jobs/sweep/", "/nothing"} {
 			for _, m := range []string{"GET", "POST", "PUT"} {
+				if m == "GET" && path == "/jobs/sweep/" {
+					continue // leads to the job's page (TestTrailingSlashLeadsToThePage)
+				}
 				if w := do(m, path, true); w.Code != http.StatusNotFound || w.Header().Get("Allow") != "" {
 					t.Errorf("%s %s%s: %d, Allow %q; want 404", m, prefix, path, w.Code, w.Header().Get("Allow"))
 				}
