@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -24,6 +25,7 @@ import (
 type storeDown struct {
 	store.Backend
 	calling chan struct{} // a claim is under way
+	lost    bool          // the first claim went out and its answer was lost
 	mu      sync.Mutex
 	errs    []error
 }
@@ -34,6 +36,11 @@ func (d *storeDown) Claim(ctx context.Context, _ string, _, _ time.Duration, _ [
 	default:
 	}
 	err := error(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
+	d.mu.Lock()
+	if d.lost && len(d.errs) == 0 {
+		err = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+	}
+	d.mu.Unlock()
 	select {
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -50,9 +57,16 @@ func (d *storeDown) Claim(ctx context.Context, _ string, _, _ time.Duration, _ [
 // short, so its failure says what it is (nothing went out), not "cancelled",
 // which may have lost an answer and was asked about through the whole
 // shutdown grace (TestStopDuringAnOutageIsPrompt's slow stops, one in ten
-// under load: the replica stopped as a miss round dialled).
+// under load: the replica stopped as a miss round dialled). A round whose
+// call went out and lost its answer is still asked about through the grace.
 func TestStopDuringAMissRoundIsPrompt(t *testing.T) {
 	t.Parallel()
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("answer_lost=%v", lost), func(t *testing.T) { stopDuringAMissRound(t, lost) })
+	}
+}
+
+func stopDuringAMissRound(t *testing.T, lost bool) {
 	synctest.Test(t, func(t *testing.T) {
 		_, c := redistest.MiniPipe(t)
 		s, err := New(redisStore(t, c), []Job{{Name: "m", Schedule: "@every 10s",
@@ -62,7 +76,7 @@ func TestStopDuringAMissRoundIsPrompt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		down := &storeDown{Backend: s.store, calling: make(chan struct{})}
+		down := &storeDown{Backend: s.store, calling: make(chan struct{}), lost: lost}
 		s.store = down
 		tab, _ := s.table()
 		// A run its claim could not reach Redis for before its starting
@@ -75,10 +89,14 @@ func TestStopDuringAMissRoundIsPrompt(t *testing.T) {
 		cancel()
 		stopping := time.Now()
 		<-done
-		if took := time.Since(stopping); took > 5*time.Second {
-			down.mu.Lock()
-			defer down.mu.Unlock()
+		took := time.Since(stopping)
+		down.mu.Lock()
+		defer down.mu.Unlock()
+		switch {
+		case !lost && took > 5*time.Second:
 			t.Errorf("the misses' loop stopped %s after the replica began stopping (grace 30 s), though no call went out; its calls failed with %v", took, down.errs)
+		case lost && took < 29*time.Second:
+			t.Errorf("the misses' loop stopped %s after the replica began stopping, though a call's answer was lost (grace 30 s); its calls failed with %v", took, down.errs)
 		}
 	})
 }
