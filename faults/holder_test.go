@@ -181,7 +181,7 @@ func TestScenario03bPauseLongerThanLease(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "3b", "winner SIGSTOP 6 s (2 × lease)")
-	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 15 * time.Second}})
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 15 * time.Second, KillGrace: termGrace}})
 	first, w, stopped, next := freezeWinnerPastLease(t, c)
 	resumed := w.cont()
 	job := c.waitEnded(first.RunID, 5*time.Second)

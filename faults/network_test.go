@@ -84,7 +84,7 @@ func TestScenario04bBlackHoleLong(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "4b", "winner's network black-holed 6 s (2 × lease)")
-	c := newCluster(t, clusterConfig{Replicas: 3, Proxies: true, Job: jobSpec{Sleep: 15 * time.Second}})
+	c := newCluster(t, clusterConfig{Replicas: 3, Proxies: true, Job: jobSpec{Sleep: 15 * time.Second, KillGrace: termGrace}})
 	lease := c.cfg.Job.Lease
 
 	first := c.firstRun()

@@ -20,7 +20,7 @@ func TestScenario06aRedisRestartEmpty(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "6a", "Redis kill -9 + restart without persistence, mid-run")
-	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 4 * time.Second}})
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 4 * time.Second, KillGrace: termGrace}})
 	lease := c.cfg.Job.Lease
 
 	first := c.firstRun()
@@ -184,7 +184,7 @@ func TestScenario07bRedisPausedLong(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "7b", "Redis SIGSTOP 6 s (2 × lease)")
-	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 15 * time.Second}})
+	c := newCluster(t, clusterConfig{Replicas: 3, Job: jobSpec{Sleep: 15 * time.Second, KillGrace: termGrace}})
 	lease := c.cfg.Job.Lease
 
 	first := c.firstRun()
