@@ -127,7 +127,12 @@ func (s *Scheduler) queueMiss(r claimReq) {
 // could not claim before their starting deadline — unless another replica
 // decided them meanwhile.
 func (s *Scheduler) recordMisses(ctx context.Context) {
-	every(ctx, time.Second, func() { s.recordMissed(ctx, ctx) })
+	// A round's call finishes whatever happens to ctx, as a claim's does: a
+	// stop that cut it short (go-redis answers a cancelled call with the
+	// context's error, even between two dials that failed) left a failure
+	// that may have lost an answer, and the miss was asked about through
+	// the whole shutdown grace though nothing had gone out.
+	every(ctx, time.Second, func() { s.recordMissed(ctx, context.WithoutCancel(ctx)) })
 	// Stopping: a miss whose claim may have been granted to this replica
 	// (its answer lost) is asked about until Redis answers or the shutdown
 	// grace ends: only this replica's owner token can say that run never
@@ -153,8 +158,8 @@ func (s *Scheduler) recordMisses(ctx context.Context) {
 	}
 }
 
-// recordMissed is one round of recordMisses; its claim is sent with cctx
-// (while stopping, one that outlives ctx).
+// recordMissed is one round of recordMisses; its claim is sent with cctx,
+// one that outlives ctx (while stopping, until the shutdown grace ends).
 func (s *Scheduler) recordMissed(ctx, cctx context.Context) {
 	s.missedMu.Lock()
 	reqs := s.missed

@@ -206,17 +206,14 @@ func TestStopDuringAnOutageIsPrompt(t *testing.T) {
 		_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
 		t.Fatalf("the replica was still stopping 45 s after it was asked to (shutdown grace 30 s); its goroutines:\n%s", buf.String())
 	}
-	// The defect this was written for waited the whole grace on every stop
-	// with Redis down; a stop now takes 3-5 s. But now and then (about one
-	// run in ten, here and in CI, under -race) a stop still takes 20-40 s
-	// for a reason not found yet (2026-11-27: open, in the stop note). Until
-	// it is, the test holds the contract, a stop within its grace, and logs
-	// a slow one instead of failing on it.
+	// Nothing went out since Redis died: nothing to settle, and the stop
+	// takes the run's close timeout at most (5 s), not the grace. A stop
+	// as a round of misses dialled took the whole grace one run in ten
+	// under load (TestStopDuringAMissRoundIsPrompt).
 	took := time.Since(stopping)
-	if took > 30*time.Second+5*time.Second {
-		t.Errorf("stopping took %s with Redis down, past the 30 s grace", took.Round(time.Millisecond))
-	} else if took > 10*time.Second {
-		t.Logf("SLOW STOP: stopping took %s with Redis down (under the 30 s grace; cause open)", took.Round(time.Millisecond))
+	t.Logf("stopped in %s", took.Round(time.Millisecond))
+	if took > 10*time.Second {
+		t.Errorf("stopping took %s with Redis down, though nothing was left to settle (shutdown grace 30 s)", took.Round(time.Millisecond))
 	}
 }
 
