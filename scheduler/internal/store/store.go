@@ -149,9 +149,9 @@ func (s *Redis) ClaimAcked(ctx context.Context, replica string, skew, waiterTTL 
 // replicas acknowledged says why in its unacked field.
 func (s *Redis) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []StoreClaim) ([]ClaimRes, error) {
 	head := ClaimHeadArgs(replica, skew, waiterTTL, s.ClaimAhead, s.fenceCheck, s.born)
-	var buf []byte
+	ab := NewArgBuf(claimFields*len(reqs), claimArgBytes*len(reqs))
 	calls, groups := batch(s, reqs, func(r *StoreClaim) *JobSpec { return r.Job }, head, claimFields, func(args []any, r *StoreClaim) []any {
-		return AppendClaim(args, r, &buf)
+		return AppendClaim(args, r, ab)
 	})
 	replies, acks, err := s.run(ctx, claimScript, calls)
 	if err != nil {
