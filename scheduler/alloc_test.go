@@ -68,7 +68,10 @@ func TestClaimPathAllocations(t *testing.T) {
 
 // A lost claim — two of every three a replica makes — allocates a bounded
 // amount on the client, all of it included: arguments, the pipeline, the
-// reply and its parsing, handling the answer.
+// reply and its parsing, handling the answer. 4.3 a run since the claim's
+// arguments are written into one buffer per batch (store.ArgBuf; 8.3
+// before): what is left is go-redis' (the run's key boxed, its reply row
+// read as a string and boxed) and a share of the batch's.
 func TestLostClaimAllocations(t *testing.T) {
 	s, _ := benchStore(t)
 	js := benchJobs(t, s, 64)
@@ -89,12 +92,15 @@ func TestLostClaimAllocations(t *testing.T) {
 		})
 		n++
 	}
-	if per := allocs / float64(n) / 64; per > 9 {
-		t.Errorf("a lost claim allocates %.1f times per run on the client, want at most 9", per)
+	if per := allocs / float64(n) / 64; per > lostClaimAllocs {
+		t.Errorf("a lost claim allocates %.1f times per run on the client, want at most %d", per, lostClaimAllocs)
 	} else {
 		t.Logf("a lost claim allocates %.1f times per run on the client", per)
 	}
 }
+
+// lostClaimAllocs bounds TestLostClaimAllocations, per run.
+const lostClaimAllocs = 5
 
 // quickStore is a Redis store whose closes are answered at once, allocating
 // nothing: what a started run allocates on its own replica is measured, not
