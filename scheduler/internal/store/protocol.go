@@ -440,7 +440,7 @@ func decodeClaim(f []string, ackMode bool) ClaimRes {
 			// The winner's token, learnt as a heartbeat learns the
 			// job's: a failover to a copy older than it is noticed at
 			// this replica's next claim, not only the winner's.
-			res.Fence, _ = strconv.ParseInt(at(f, 3), 10, 64)
+			res.Fence = intOrZero(at(f, 3))
 		}
 	case AnswerWaiting:
 		res.Place, _ = strconv.ParseInt(at(f, 2), 10, 64)
@@ -451,6 +451,17 @@ func decodeClaim(f []string, ackMode bool) ClaimRes {
 		res.Reason = at(f, 2)
 	}
 	return res
+}
+
+// intOrZero is s as a number, 0 if it is none. A lost race to a run that
+// never started answers no fence: "" parses without ParseInt's error,
+// which is an allocation.
+func intOrZero(s string) int64 {
+	if s == "" {
+		return 0
+	}
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
 }
 
 // Admissions (admit.lua) --------------------------------------------------
