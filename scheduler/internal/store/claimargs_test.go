@@ -29,11 +29,7 @@ func TestClaimBatchAllocations(t *testing.T) {
 			Owner: NewEpoch() + NewEpoch() + "-" + strconv.Itoa(i), Overlap: OverlapSkip, Retention: time.Hour}
 	}
 	encode := func() []call {
-		head := ClaimHeadArgs("replica-1", 2*time.Second, 3*time.Second, 0, true, false)
-		ab := NewArgBuf(claimFields*len(reqs), claimArgBytes*len(reqs))
-		calls, _ := batch(s, reqs, func(r *StoreClaim) *JobSpec { return r.Job }, head, claimFields, func(args []any, r *StoreClaim) []any {
-			return AppendClaim(args, r, ab)
-		})
+		calls, _ := s.claimCalls(ClaimHeadArgs("replica-1", 2*time.Second, 3*time.Second, 0, true, false), reqs)
 		return calls
 	}
 	if n := testing.AllocsPerRun(50, func() { _ = encode() }); n > claimBatchAllocs {
@@ -41,11 +37,20 @@ func TestClaimBatchAllocations(t *testing.T) {
 	} else {
 		t.Logf("a claim batch of %d runs allocates %.0f times for its calls", MaxBatch, n)
 	}
+	if ab := encode()[0].keyArgs[0].(*ArgRef).buf; len(ab.b) > cap(ab.b) || len(ab.b) > claimArgBytes*len(reqs) {
+		t.Errorf("a claim batch's buffer grew: %d bytes for %d runs", len(ab.b), len(reqs))
+	} else {
+		t.Logf("%d bytes a run", len(ab.b)/len(reqs))
+	}
 
 	// go-redis writes each argument's MarshalBinary (encoding.BinaryMarshaler,
 	// the first case of its writer an *ArgRef meets): the strings of before.
-	args := encode()[0].Args[ClaimHead:]
+	c := encode()[0]
+	args := c.Args[ClaimHead:]
 	for i := range reqs {
+		if k := fmt.Sprint(c.keyArgs[i]); k != reqs[i].Job.MetaKey || c.keys[i] != k {
+			t.Fatalf("run %d key %q (%q), want %q", i, k, c.keys[i], reqs[i].Job.MetaKey)
+		}
 		want := []string{reqs[i].Suffix, reqs[i].Owner, string(reqs[i].AppendTerms(nil))}
 		for k, w := range want {
 			m, ok := args[claimFields*i+k].(encoding.BinaryMarshaler)

@@ -194,9 +194,10 @@ func ClaimHeadArgs(replica string, skew, waiterTTL, ahead time.Duration, fenceCh
 // runs, and a replica boxes every one into an interface before it sends it.
 const claimFields = 3
 
-// claimArgBytes is about what one run's claim arguments take (a bench run's
-// are 120–170 bytes): an ArgBuf this size a run rarely grows.
-const claimArgBytes = 192
+// claimArgBytes is about what one run's claim arguments and key take
+// (TestClaimBatchAllocations' runs take 161): an ArgBuf this size a run
+// rarely grows.
+const claimArgBytes = 224
 
 // JobSpec is what the store needs of a job: its settings as the scripts'
 // arguments take them. The engine builds one per job when it loads the
@@ -391,6 +392,13 @@ type ArgBuf struct {
 // NewArgBuf makes an ArgBuf for about n arguments of size bytes in all.
 func NewArgBuf(n, size int) *ArgBuf {
 	return &ArgBuf{b: make([]byte, 0, size), refs: make([]ArgRef, 0, n)}
+}
+
+// str is the argument s, copied into ab.
+func (ab *ArgBuf) str(s string) *ArgRef {
+	lo := len(ab.b)
+	ab.b = append(ab.b, s...)
+	return ab.ref(lo, len(ab.b))
 }
 
 // ref is the argument ab.b[lo:hi]. A reference outlives a growth of refs:
