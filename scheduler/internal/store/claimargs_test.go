@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/solocron/solocron/internal/redistest"
 )
 
 // claimBatchAllocs bounds the allocations of one claim batch's calls, made
@@ -60,6 +62,49 @@ func TestClaimBatchAllocations(t *testing.T) {
 			if b, _ := m.MarshalBinary(); string(b) != w || fmt.Sprint(m) != w {
 				t.Fatalf("run %d argument %d: %q (printed %q), want %q", i, k, b, fmt.Sprint(m), w)
 			}
+		}
+	}
+}
+
+// A claim call builds its EVALSHA itself: after SCRIPT FLUSH it still runs,
+// alone (EVAL, as Script.Run) or in a pipeline (loaded, sent again), and
+// the store sees each run's key and arguments as before.
+func TestClaimAfterScriptFlush(t *testing.T) {
+	c := redistest.Start(t).Client(t, nil)
+	s, err := NewRedis(c, BackendConfig{Prefix: "flush", Pools: &PoolPlace{}, Skew: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	at := time.Now().Add(-time.Second).Truncate(time.Second)
+	claimOf := func(name string) StoreClaim {
+		j := &JobSpec{Name: name, MetaKey: s.MetaKey(name), Lease: 10 * time.Second, Concurrency: 1,
+			StartingDeadline: 10 * time.Second, HistoryLimit: 20}
+		id := name + "@" + at.UTC().Format(time.RFC3339)
+		return StoreClaim{Job: j, ID: id, Suffix: id[len(name)+1:], Kind: RunScheduled, Sched: at, Fire: at,
+			Owner: "owner-" + name, Overlap: OverlapSkip, Retention: time.Hour}
+	}
+	for _, n := range []int{1, 2} {
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var reqs []StoreClaim
+		for i := range n {
+			reqs = append(reqs, claimOf(fmt.Sprintf("job-%d-%d", n, i)))
+		}
+		res, err := s.Claim(ctx, "r1", 100*time.Millisecond, 3*time.Second, reqs)
+		if err != nil || len(res) != n {
+			t.Fatalf("%d claims after SCRIPT FLUSH: %v, %v", n, res, err)
+		}
+		for i, r := range res {
+			// Due before the job's state existed: refused, which claim.lua
+			// says only once it has read the run's key and terms.
+			if r.Status != AnswerRefused || r.Reason != ReasonBeforeState {
+				t.Errorf("claim %d of %d after SCRIPT FLUSH: %+v, want refused (%s)", i, n, r, ReasonBeforeState)
+			}
+		}
+		if ok, _ := c.Exists(ctx, s.MetaKey(reqs[0].Job.Name)).Result(); ok != 1 {
+			t.Errorf("claim %d of %d: no job state at its key %s", 0, n, s.MetaKey(reqs[0].Job.Name))
 		}
 	}
 }
