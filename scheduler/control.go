@@ -129,9 +129,11 @@ func IsManualRunID(id string) bool {
 	return err == nil && n >= 0 && strconv.FormatInt(n, 36) == secs
 }
 
-// History returns the job's finished run records, newest first, at most
-// limit of them (the store keeps the job's history_limit), each with its
-// retry links (RetryOf, RetriedAs, RetriedBy) as Get gives them.
+// History returns the job's finished run records, newest first (the latest
+// to end first: with concurrency above one, an earlier instant may end
+// later), at most limit of them (the store keeps the job's history_limit),
+// each with its retry links (RetryOf, RetriedAs, RetriedBy) as Get gives
+// them.
 func (c *Control) History(ctx context.Context, job string, limit int) ([]Run, error) {
 	if err := checkJob(job); err != nil {
 		return nil, err
