@@ -68,7 +68,11 @@ func TestClaimPathAllocations(t *testing.T) {
 
 // A lost claim — two of every three a replica makes — allocates a bounded
 // amount on the client, all of it included: arguments, the pipeline, the
-// reply and its parsing, handling the answer.
+// reply and its parsing, handling the answer. 2.5 a run since the claim's
+// arguments and keys are written into one buffer per batch (store.ArgBuf)
+// and a lost race to a run that never started parses its absent fence
+// without an error (8.3 before): what is left is go-redis' reply (its row
+// read as a string and boxed) and a share of the batch's.
 func TestLostClaimAllocations(t *testing.T) {
 	s, _ := benchStore(t)
 	js := benchJobs(t, s, 64)
@@ -89,12 +93,15 @@ func TestLostClaimAllocations(t *testing.T) {
 		})
 		n++
 	}
-	if per := allocs / float64(n) / 64; per > 9 {
-		t.Errorf("a lost claim allocates %.1f times per run on the client, want at most 9", per)
+	if per := allocs / float64(n) / 64; per > lostClaimAllocs {
+		t.Errorf("a lost claim allocates %.1f times per run on the client, want at most %d", per, lostClaimAllocs)
 	} else {
 		t.Logf("a lost claim allocates %.1f times per run on the client", per)
 	}
 }
+
+// lostClaimAllocs bounds TestLostClaimAllocations, per run.
+const lostClaimAllocs = 3
 
 // quickStore is a Redis store whose closes are answered at once, allocating
 // nothing: what a started run allocates on its own replica is measured, not
@@ -112,7 +119,7 @@ func (q *quickStore) Complete(_ context.Context, reqs []store.CompleteReq) ([]st
 }
 
 // startedRunAllocs bounds TestStartedRunAllocations.
-const startedRunAllocs = 31
+const startedRunAllocs = 28
 
 // A started run of a Go function job that succeeds at once — most of a busy
 // replica's runs — allocates a bounded amount, all of it included: its
@@ -120,7 +127,9 @@ const startedRunAllocs = 31
 // the metrics (an SDK reader attached), with a logger that logs warnings
 // only. Each allocation is one per run at ten thousand runs a second; the
 // bound holds what the run's single context value and its loggers made on
-// demand saved. Raise it only with a reason.
+// demand saved (62 → 31), and the metrics' context holding only the run's
+// span and the frozen-error lookup made only for a lost lease (31 → 28).
+// Raise it only with a reason.
 func TestStartedRunAllocations(t *testing.T) {
 	cfg, err := newConfig([]Option{WithReplicaID("r1"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))})

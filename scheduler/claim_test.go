@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -142,7 +143,7 @@ func isClaimRequest(cmd redis.Cmder) bool {
 	if keys <= 0 || len(args) != 3+keys+scheduler.ClaimHead+3*keys {
 		return false
 	}
-	terms, _ := args[len(args)-1].(string)
+	terms := fmt.Sprint(args[len(args)-1]) // a store.ArgRef: its String is its text
 	return strings.Count(terms, "|") >= 15
 }
 

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,7 +40,7 @@ func (h *slowClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		keys := args[2].(int)
 		var scheduled []int64
 		for i := range keys {
-			terms, _ := args[3+keys+scheduler.ClaimHead+3*i+2].(string)
+			terms := fmt.Sprint(args[3+keys+scheduler.ClaimHead+3*i+2])
 			if f := strings.SplitN(terms, "|", 3); f[0] == "s" && len(f) == 3 {
 				ms, _ := strconv.ParseInt(f[1], 10, 64)
 				scheduled = append(scheduled, ms)

@@ -529,7 +529,11 @@ func (s *Scheduler) finish(ctx context.Context, span trace.Span, r claimReq, run
 	s.closeRun(r, outcome, lostCause, attempt, errText, s.cfg.redacted(tail.String()), traceID, log)
 
 	d := time.Since(startedAt)
-	s.tel.ended(context.WithoutCancel(ctx), j, outcome, d)
+	// The metrics read only the run's span of their context (exemplars),
+	// and must not see its cancellation: a context with just the span
+	// costs one allocation, context.WithoutCancel's three (its Value boxes
+	// its receiver at each of the two measurements' span lookups).
+	s.tel.ended(trace.ContextWithSpan(context.Background(), span), j, outcome, d)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("solocron.outcome", string(outcome)), attribute.Int("solocron.attempts", attempt))
 		if outcome != Succeeded {
@@ -580,7 +584,9 @@ func (s *Scheduler) closeRun(r claimReq, o Outcome, lost error, attempts int, er
 	backoff := 50 * time.Millisecond
 	unacked := false
 	var frozen *lockprovider.FrozenError
-	errors.As(lost, &frozen)
+	if lost != nil { // most runs: errors.As's target would be an allocation a run
+		frozen = frozenBy(lost)
+	}
 	for {
 		done := make(chan closed, 1)
 		var c closed
@@ -808,4 +814,13 @@ func retryBackoff(base time.Duration, n int, jitter func(time.Duration) time.Dur
 	}
 	d = min(d, time.Hour)
 	return d/2 + jitter(d+1)
+}
+
+// frozenBy is the lockprovider.FrozenError in err's chain, or nil.
+func frozenBy(err error) *lockprovider.FrozenError {
+	var f *lockprovider.FrozenError
+	if errors.As(err, &f) {
+		return f
+	}
+	return nil
 }

@@ -642,7 +642,7 @@ func claimCalls() *scriptCounter {
 		if len(argv) != scheduler.ClaimHead+3*keys {
 			return false
 		}
-		terms, _ := argv[len(argv)-1].(string)
+		terms := fmt.Sprint(argv[len(argv)-1]) // a store.ArgRef: its String is its text
 		return strings.Count(terms, "|") == 21 // 22 terms (claimReq.appendTerms)
 	}}
 }

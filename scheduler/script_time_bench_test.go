@@ -345,9 +345,9 @@ func BenchmarkScriptTimeCuts(b *testing.B) {
 			for b.Loop() {
 				reqs := benchClaims(js, nextInstant())
 				args := store.ClaimHeadArgs("me", 2*time.Second, 3*time.Second, s.ClaimAhead, true, false)
-				var buf []byte
+				ab := store.NewArgBuf(0, 0)
 				for i := range reqs {
-					args = store.AppendClaim(args, &reqs[i].StoreClaim, &buf)
+					args = store.AppendClaim(args, &reqs[i].StoreClaim, ab)
 				}
 				t.batch(b, batch, func() {
 					if err := sc.Run(ctx, c, keys, args...).Err(); err != nil {

@@ -96,7 +96,6 @@ func sameSet(a, b []string) bool {
 func TestProtocolEncoders(t *testing.T) {
 	j := testSpec()
 	r := StoreClaim{Job: j, ID: "j@x", Suffix: "x", Kind: RunScheduled, Owner: "o", Sched: time.Now(), Fire: time.Now()}
-	var buf []byte
 	check := func(name string, head, perRun []any) {
 		t.Helper()
 		spec := ScriptSpecs[name]
@@ -104,7 +103,7 @@ func TestProtocolEncoders(t *testing.T) {
 			t.Errorf("%s: encoders send %d head and %d per-run arguments, spec says %d and %d", name, len(head), len(perRun), spec.Head, spec.PerRun)
 		}
 	}
-	check("claim", ClaimHeadArgs("r", time.Second, time.Second, 0, true, false), AppendClaim(nil, &r, &buf))
+	check("claim", ClaimHeadArgs("r", time.Second, time.Second, 0, true, false), AppendClaim(nil, &r, NewArgBuf(0, 0)))
 	check("admit", AdmitCall([]*StoreClaim{&r}, time.Second, 0).Args[:AdmitHead], AdmitCall([]*StoreClaim{&r}, time.Second, 0).Args[AdmitHead:])
 	check("renew", nil, AppendRenew(nil, &RenewReq{Job: j, ID: r.ID, Owner: r.Owner}))
 	check("complete", nil, AppendComplete(nil, &CompleteReq{R: &r}))

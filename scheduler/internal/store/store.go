@@ -149,10 +149,7 @@ func (s *Redis) ClaimAcked(ctx context.Context, replica string, skew, waiterTTL 
 // replicas acknowledged says why in its unacked field.
 func (s *Redis) claimOnly(ctx context.Context, replica string, skew, waiterTTL time.Duration, reqs []StoreClaim) ([]ClaimRes, error) {
 	head := ClaimHeadArgs(replica, skew, waiterTTL, s.ClaimAhead, s.fenceCheck, s.born)
-	var buf []byte
-	calls, groups := batch(s, reqs, func(r *StoreClaim) *JobSpec { return r.Job }, head, claimFields, func(args []any, r *StoreClaim) []any {
-		return AppendClaim(args, r, &buf)
-	})
+	calls, groups := s.claimCalls(head, reqs)
 	replies, acks, err := s.run(ctx, claimScript, calls)
 	if err != nil {
 		return nil, err
@@ -169,6 +166,24 @@ func (s *Redis) claimOnly(ctx context.Context, replica string, skew, waiterTTL t
 		return nil, err
 	}
 	return out, nil
+}
+
+// claimCalls are claim.lua's calls for reqs, head their own arguments:
+// each run's arguments and key are references into one ArgBuf, none a
+// string boxed on its own.
+func (s *Redis) claimCalls(head []any, reqs []StoreClaim) ([]call, [][]int) {
+	ab := NewArgBuf((claimFields+1)*len(reqs), claimArgBytes*len(reqs))
+	calls, groups := batch(s, reqs, func(r *StoreClaim) *JobSpec { return r.Job }, head, claimFields, func(args []any, r *StoreClaim) []any {
+		return AppendClaim(args, r, ab)
+	})
+	for gi := range calls {
+		c := &calls[gi]
+		c.keyArgs = make([]any, len(c.keys))
+		for k, key := range c.keys {
+			c.keyArgs[k] = ab.str(key)
+		}
+	}
+	return calls, groups
 }
 
 // Admit polls rs, queued runs of one job, in one call. On Redis Cluster

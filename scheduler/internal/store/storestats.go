@@ -46,7 +46,7 @@ func ParseStats(s string) JobStats {
 		return st
 	}
 	st.LastSuccess = msTimeOrZero(ok)
-	st.Fails, _ = strconv.ParseInt(fails, 10, 64)
+	st.Fails = intOrZero(fails)
 	for more := true; more; {
 		var kv string
 		kv, rest, more = strings.Cut(rest, ",")
@@ -90,6 +90,9 @@ func MergeStats(per []JobStats) JobStats {
 }
 
 func msTimeOrZero(s string) time.Time {
+	if s == "" { // most of a heartbeat's: ParseInt's error would be an allocation
+		return time.Time{}
+	}
 	ms, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || ms <= 0 {
 		return time.Time{}

@@ -92,6 +92,30 @@ const MaxBatch = 64
 type call struct {
 	keys []string
 	Args []any
+	// keyArgs, when set, are keys as the command sends them (references
+	// into an ArgBuf): go-redis would box each key string, an allocation
+	// per run of a batch.
+	keyArgs []any
+}
+
+// scripter is a client or a pipeline that runs scripts.
+type scripter interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// evalSha queues (or, on a client, runs) c as EVALSHA of sc on p.
+func (c *call) evalSha(ctx context.Context, p scripter, sc *redis.Script) *redis.Cmd {
+	if c.keyArgs == nil {
+		return sc.EvalSha(ctx, p, c.keys, c.Args...)
+	}
+	args := make([]any, 0, 3+len(c.keyArgs)+len(c.Args))
+	args = append(args, "evalsha", sc.Hash(), len(c.keyArgs))
+	args = append(append(args, c.keyArgs...), c.Args...)
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3) // Cluster finds the slot by it, as go-redis' EvalSha sets it
+	_ = p.Process(ctx, cmd)
+	return cmd
 }
 
 // evalPipelined runs sc for the calls idx in one pipeline on c, with the
@@ -109,7 +133,7 @@ func evalPipelined(ctx context.Context, c redis.Cmdable, sc *redis.Script, calls
 		// first of them.
 		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for j, i := range pending {
-				cmds[j] = sc.EvalSha(ctx, p, calls[i].keys, calls[i].Args...)
+				cmds[j] = calls[i].evalSha(ctx, p, sc)
 			}
 			if extra != nil {
 				after = extra(p)
@@ -155,7 +179,13 @@ func all(n int) []int {
 
 func (t redisConn) exec(ctx context.Context, sc *redis.Script, calls []call) ([]any, error) {
 	if len(calls) == 1 {
-		v, err := sc.Run(ctx, t.c, calls[0].keys, calls[0].Args...).Result()
+		// Script.Run: EVALSHA, and EVAL once it meets NOSCRIPT.
+		c := &calls[0]
+		cmd := c.evalSha(ctx, t.c, sc)
+		if err := cmd.Err(); err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+			cmd = sc.Eval(ctx, t.c, c.keys, c.Args...)
+		}
+		v, err := cmd.Result()
 		if err != nil {
 			return nil, err
 		}
