@@ -20,13 +20,7 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 	for _, prefix := range []string{"", "/ops/solocron"} {
 		h := c.console(t, console.Config{Prefix: prefix, Token: "tok"})
 		do := func(method, path string, auth bool) *httptest.ResponseRecorder {
-			r := httptest.NewRequest(method, prefix+path, nil)
-			if auth {
-				r.Header.Set("Authorization", "Bearer tok")
-			}
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			return w
+			return serveAs(h, method, prefix+path, auth)
 		}
 		for path, allow := range map[string]string{
 			"/":                             "GET, HEAD",
@@ -80,4 +74,16 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// serveAs answers one request to h, signed in with the token "tok" when
+// auth is set.
+func serveAs(h http.Handler, method, path string, auth bool) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, nil)
+	if auth {
+		r.Header.Set("Authorization", "Bearer tok")
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
 }

@@ -17,13 +17,7 @@ func TestTrailingSlashLeadsToThePage(t *testing.T) {
 	c := newCluster(t, 0)
 	for _, prefix := range []string{"", "/ops/solocron"} {
 		h := c.console(t, console.Config{Prefix: prefix, Token: "tok"})
-		do := func(method, path string) *httptest.ResponseRecorder {
-			r := httptest.NewRequest(method, prefix+path, nil)
-			r.Header.Set("Authorization", "Bearer tok")
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			return w
-		}
+		do := func(method, path string) *httptest.ResponseRecorder { return serveAs(h, method, prefix+path, true) }
 		for path, to := range map[string]string{
 			"/runs/":                   "/runs",
 			"/pools/":                  "/pools",
