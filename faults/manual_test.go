@@ -207,29 +207,29 @@ func TestScenario15dQueuedManualLinkBlackHole(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "15d", "black hole (6 s) on the link of the replica holding a queued manual run")
-	queuedManualLost(t, row, "a 6 s black hole on the link of", linkCut(modeBlackHole), true)
+	queuedManualLost(t, row, "a 6 s black hole on the link of", linkCut(modeBlackHole, 6*time.Second), true)
 }
 
 func TestScenario15eQueuedManualLinkOneWay(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "15e", "one-way link (6 s) of the replica holding a queued manual run")
-	queuedManualLost(t, row, "a 6 s one-way cut on the link of", linkCut(modeMute), true)
+	queuedManualLost(t, row, "a 6 s one-way cut on the link of", linkCut(modeMute, 6*time.Second), true)
 }
 
 func TestScenario15fQueuedManualLinkReset(t *testing.T) {
 	t.Parallel()
 	bound(t, 60*time.Second)
 	row := report(t, "15f", "resets (6 s) on the link of the replica holding a queued manual run")
-	queuedManualLost(t, row, "6 s of resets on the link of", linkCut(modeReset), true)
+	queuedManualLost(t, row, "6 s of resets on the link of", linkCut(modeReset, 6*time.Second), true)
 }
 
-// linkCut puts a replica's link in mode for 6 s, returning when it started.
-func linkCut(mode proxyMode) func(*replica) time.Time {
+// linkCut puts a replica's link in mode for d, returning when it started.
+func linkCut(mode proxyMode, d time.Duration) func(*replica) time.Time {
 	return func(r *replica) time.Time {
 		at := time.Now()
 		r.px.SetMode(mode)
-		time.Sleep(6 * time.Second)
+		time.Sleep(d)
 		r.px.SetMode(modePass)
 		return at
 	}
@@ -262,11 +262,5 @@ func TestScenario15hQueuedManualLinkOneWayLong(t *testing.T) {
 	t.Parallel()
 	bound(t, 75*time.Second)
 	row := report(t, "15h", "one-way link (20 s) of the replica holding a queued manual run")
-	queuedManualLost(t, row, "a 20 s one-way cut on the link of", func(r *replica) time.Time {
-		at := time.Now()
-		r.px.SetMode(modeMute)
-		time.Sleep(20 * time.Second)
-		r.px.SetMode(modePass)
-		return at
-	}, true)
+	queuedManualLost(t, row, "a 20 s one-way cut on the link of", linkCut(modeMute, 20*time.Second), true)
 }
